@@ -1,0 +1,8 @@
+// One init function per csrc folder; module.cc calls them in dependency order.
+#pragma once
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+void init_core(py::module_& m);
+void init_interfaces(py::module_& m);

@@ -1,0 +1,308 @@
+// Bindings for csrc/core: Request, InstanceView, latency models, recorder, metrics, fit.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "slocore/core/fit.h"
+#include "slocore/core/instance_view.h"
+#include "slocore/core/metrics.h"
+#include "slocore/core/profile.h"
+#include "slocore/core/recorder.h"
+
+using namespace slocore;
+
+namespace {
+
+std::string request_repr(const Request& r) {
+  return "Request(id=" + std::to_string(r.id) + ", arrival=" + std::to_string(r.arrival) +
+         ", prompt_len=" + std::to_string(r.prompt_len) + ", task='" + r.task + "')";
+}
+
+py::dict distribution_dict(const Distribution& d, const std::vector<double>& qs) {
+  py::dict out;
+  out["count"] = d.count;
+  out["mean"] = d.mean;
+  out["max"] = d.max;
+  for (size_t i = 0; i < qs.size(); ++i) {
+    // p50, p90, p99, p99.9
+    char name[32];
+    std::snprintf(name, sizeof name, "p%g", qs[i] * 100.0);
+    out[name] = d.quantiles[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+void init_core(py::module_& m) {
+  py::enum_<Role>(m, "Role")
+      .value("COLOCATED", Role::Colocated)
+      .value("PREFILL", Role::Prefill)
+      .value("DECODE", Role::Decode);
+  py::enum_<Outcome>(m, "Outcome")
+      .value("PENDING", Outcome::Pending)
+      .value("FINISHED", Outcome::Finished)
+      .value("REJECTED", Outcome::Rejected);
+
+  py::class_<Slo>(m, "Slo")
+      .def(py::init([](double ttft, double tpot, std::optional<double> deadline) {
+             Slo s{ttft, tpot, deadline};
+             return s;
+           }),
+           py::arg("ttft") = kNever, py::arg("tpot") = kNever, py::arg("deadline") = py::none())
+      .def_readwrite("ttft", &Slo::ttft)
+      .def_readwrite("tpot", &Slo::tpot)
+      .def_readwrite("deadline", &Slo::deadline);
+
+  py::class_<Request>(m, "Request")
+      .def(py::init([](Id id, Time arrival, Tokens prompt_len, std::optional<Tokens> output_len,
+                       std::optional<Tokens> expected_output_len, std::optional<Tokens> max_output_len,
+                       double ttft, double tpot, std::optional<double> deadline, int priority,
+                       double priority_weight, double utility, std::string task) {
+             Request r;
+             r.id = id;
+             r.arrival = arrival;
+             r.prompt_len = prompt_len;
+             r.output_len = output_len;
+             r.expected_output_len = expected_output_len;
+             r.max_output_len = max_output_len;
+             r.slo = Slo{ttft, tpot, deadline};
+             r.priority = priority;
+             r.priority_weight = priority_weight;
+             r.utility = utility;
+             r.task = std::move(task);
+             validate(r);
+             return r;
+           }),
+           py::arg("id"), py::arg("arrival"), py::arg("prompt_len"), py::kw_only(),
+           py::arg("output_len") = py::none(), py::arg("expected_output_len") = py::none(),
+           py::arg("max_output_len") = py::none(), py::arg("ttft") = kNever, py::arg("tpot") = kNever,
+           py::arg("deadline") = py::none(), py::arg("priority") = 0, py::arg("priority_weight") = 1.0,
+           py::arg("utility") = 1.0, py::arg("task") = "")
+      .def_readwrite("id", &Request::id)
+      .def_readwrite("arrival", &Request::arrival)
+      .def_readwrite("prompt_len", &Request::prompt_len)
+      .def_readwrite("output_len", &Request::output_len)
+      .def_readwrite("expected_output_len", &Request::expected_output_len)
+      .def_readwrite("max_output_len", &Request::max_output_len)
+      .def_readwrite("slo", &Request::slo)
+      .def_readwrite("priority", &Request::priority)
+      .def_readwrite("priority_weight", &Request::priority_weight)
+      .def_readwrite("utility", &Request::utility)
+      .def_readwrite("task", &Request::task)
+      .def_property_readonly("realtime", &Request::realtime)
+      .def("validate", [](const Request& r) { validate(r); })
+      .def("__repr__", &request_repr);
+
+  py::class_<RequestState>(m, "RequestState")
+      .def(py::init([](const Request& r, Tokens prefilled, Tokens generated) {
+             RequestState s;
+             s.request = r;
+             s.prefilled = prefilled;
+             s.generated = generated;
+             return s;
+           }),
+           py::arg("request"), py::arg("prefilled") = 0, py::arg("generated") = 0)
+      .def_readwrite("request", &RequestState::request)
+      .def_readwrite("prefilled", &RequestState::prefilled)
+      .def_readwrite("generated", &RequestState::generated)
+      .def_readwrite("first_token", &RequestState::first_token)
+      .def_readwrite("last_token", &RequestState::last_token)
+      .def_property_readonly("context_len", &RequestState::context_len)
+      .def_property_readonly("in_prefill", &RequestState::in_prefill);
+
+  py::class_<LatencyCoeffs>(m, "LatencyCoeffs")
+      .def(py::init([](double t_c, double a_p, double b_p, double c_p, double a_d, double b_d) {
+             LatencyCoeffs c{t_c, a_p, b_p, c_p, a_d, b_d};
+             c.validate();
+             return c;
+           }),
+           py::arg("t_c") = 0.0, py::arg("a_p") = 0.0, py::arg("b_p") = 0.0, py::arg("c_p") = 0.0,
+           py::arg("a_d") = 0.0, py::arg("b_d") = 0.0)
+      .def_readwrite("t_c", &LatencyCoeffs::t_c)
+      .def_readwrite("a_p", &LatencyCoeffs::a_p)
+      .def_readwrite("b_p", &LatencyCoeffs::b_p)
+      .def_readwrite("c_p", &LatencyCoeffs::c_p)
+      .def_readwrite("a_d", &LatencyCoeffs::a_d)
+      .def_readwrite("b_d", &LatencyCoeffs::b_d)
+      .def("validate", &LatencyCoeffs::validate);
+
+  py::class_<BatchItem>(m, "BatchItem")
+      .def(py::init([](Tokens lq, Tokens lkv, bool prefill) { return BatchItem{lq, lkv, prefill}; }),
+           py::arg("lq") = 1, py::arg("lkv") = 0, py::arg("prefill") = false)
+      .def_readwrite("lq", &BatchItem::lq)
+      .def_readwrite("lkv", &BatchItem::lkv)
+      .def_readwrite("prefill", &BatchItem::prefill);
+
+  py::class_<LatencyModel>(m, "LatencyModel")
+      .def(py::init<>())
+      .def(py::init<const LatencyCoeffs&, double>(), py::arg("coeffs"), py::arg("theta") = 0.9)
+      .def_property_readonly("coeffs", &LatencyModel::coeffs)
+      .def_property_readonly("theta", &LatencyModel::theta)
+      .def_property_readonly("correction", &LatencyModel::correction)
+      .def("prefill_cost", &LatencyModel::prefill_cost, py::arg("lq"), py::arg("lkv") = 0)
+      .def("decode_cost", &LatencyModel::decode_cost, py::arg("lkv"))
+      .def("overhead", &LatencyModel::overhead)
+      .def("batch_time", &LatencyModel::batch_time, py::arg("items"))
+      .def("stage_prefill", &LatencyModel::stage_prefill, py::arg("sum_len"), py::arg("sum_len_sq"))
+      .def("stage_decode", &LatencyModel::stage_decode, py::arg("sum_cur_len"), py::arg("batch"))
+      .def("observe", &LatencyModel::observe, py::arg("real_s"), py::arg("predicted_s"))
+      .def("update", &LatencyModel::update)
+      .def("set_correction", &LatencyModel::set_correction, py::arg("beta"));
+
+  py::class_<BatchLatencyCurve>(m, "BatchLatencyCurve")
+      .def(py::init<std::vector<double>, std::vector<double>>(), py::arg("batch_sizes"), py::arg("latencies"))
+      .def_static("from_model", &BatchLatencyCurve::from_model, py::arg("model"), py::arg("ctx"),
+                  py::arg("max_batch"))
+      .def("__call__", &BatchLatencyCurve::operator(), py::arg("b"))
+      .def_property_readonly("batch_sizes", &BatchLatencyCurve::batch_sizes)
+      .def_property_readonly("latencies", &BatchLatencyCurve::latencies);
+
+  py::class_<ThroughputCurve>(m, "ThroughputCurve")
+      .def(py::init<double, double, double, double>(), py::arg("a"), py::arg("b"), py::arg("c"),
+           py::arg("floor_tps") = 1.0)
+      .def("total", &ThroughputCurve::total, py::arg("n"))
+      .def("per_request", &ThroughputCurve::per_request, py::arg("n"))
+      .def_property_readonly("a", &ThroughputCurve::a)
+      .def_property_readonly("b", &ThroughputCurve::b)
+      .def_property_readonly("c", &ThroughputCurve::c);
+
+  py::class_<InstanceView>(m, "InstanceView")
+      .def(py::init([](Id id, Role role) {
+             InstanceView v;
+             v.id = id;
+             v.role = role;
+             return v;
+           }),
+           py::arg("id"), py::arg("role") = Role::Colocated)
+      .def_readwrite("id", &InstanceView::id)
+      .def_readwrite("role", &InstanceView::role)
+      .def_readwrite("accepting", &InstanceView::accepting)
+      .def_readwrite("running", &InstanceView::running)
+      .def_readwrite("waiting", &InstanceView::waiting)
+      .def_readwrite("kv_blocks_total", &InstanceView::kv_blocks_total)
+      .def_readwrite("kv_blocks_free", &InstanceView::kv_blocks_free)
+      .def_readwrite("block_size", &InstanceView::block_size)
+      .def_readwrite("max_batch_tokens", &InstanceView::max_batch_tokens)
+      .def_readwrite("max_num_seqs", &InstanceView::max_num_seqs)
+      .def_readwrite("model", &InstanceView::model)
+      .def_readwrite("busy_until", &InstanceView::busy_until)
+      .def_property_readonly("num_requests", &InstanceView::num_requests)
+      .def_property_readonly("kv_utilization", &InstanceView::kv_utilization)
+      .def("validate", &InstanceView::validate);
+
+  py::class_<TpsQuadratic>(m, "TpsQuadratic")
+      .def(py::init([](double a, double b, double c) { return TpsQuadratic{a, b, c}; }), py::arg("a"),
+           py::arg("b"), py::arg("c"))
+      .def_readwrite("a", &TpsQuadratic::a)
+      .def_readwrite("b", &TpsQuadratic::b)
+      .def_readwrite("c", &TpsQuadratic::c);
+
+  py::class_<HardwareProfile>(m, "HardwareProfile")
+      .def(py::init<>())
+      .def_readwrite("name", &HardwareProfile::name)
+      .def_readwrite("coeffs", &HardwareProfile::coeffs)
+      .def_readwrite("kv_blocks", &HardwareProfile::kv_blocks)
+      .def_readwrite("block_size", &HardwareProfile::block_size)
+      .def_readwrite("kv_bytes_per_token", &HardwareProfile::kv_bytes_per_token)
+      .def_readwrite("kv_bandwidth_bytes_per_s", &HardwareProfile::kv_bandwidth_bytes_per_s)
+      .def_readwrite("kv_fixed_s", &HardwareProfile::kv_fixed_s)
+      .def_readwrite("tps", &HardwareProfile::tps)
+      .def("validate", &HardwareProfile::validate)
+      .def("kv_transfer_time", &HardwareProfile::kv_transfer_time, py::arg("tokens"));
+
+  py::class_<RequestRecord>(m, "RequestRecord")
+      .def_readonly("request", &RequestRecord::request)
+      .def_property_readonly("token_times",
+                             [](const RequestRecord& r) { return py::array_t<double>(r.token_times.size(), r.token_times.data()); })
+      .def_readonly("outcome", &RequestRecord::outcome)
+      .def_readonly("end_time", &RequestRecord::end_time)
+      .def_readonly("instance", &RequestRecord::instance)
+      .def_readonly("reason", &RequestRecord::reason);
+
+  py::class_<Recorder>(m, "Recorder")
+      .def(py::init<>())
+      .def("add", &Recorder::add, py::arg("request"))
+      .def("token", &Recorder::token, py::arg("id"), py::arg("t"), py::arg("instance") = kNoInstance)
+      .def("finish", &Recorder::finish, py::arg("id"), py::arg("t"))
+      .def("reject", &Recorder::reject, py::arg("id"), py::arg("t"), py::arg("reason"))
+      .def("add_instance_time", &Recorder::add_instance_time, py::arg("seconds"))
+      .def("get", &Recorder::get, py::arg("id"), py::return_value_policy::copy)
+      .def("__contains__", &Recorder::contains)
+      .def("__len__", &Recorder::size)
+      .def("records", [](const Recorder& r) { return r.records(); })
+      .def_property_readonly("instance_seconds", &Recorder::instance_seconds)
+      .def_property_readonly("total_tokens", &Recorder::total_tokens);
+
+  py::class_<MetricsOptions>(m, "MetricsOptions")
+      .def(py::init([](double w_prefill, double w_decode, double cost_unit_s, std::vector<double> quantiles) {
+             MetricsOptions o{w_prefill, w_decode, cost_unit_s, std::move(quantiles)};
+             o.validate();
+             return o;
+           }),
+           py::arg("w_prefill") = 1.0, py::arg("w_decode") = 1.0, py::arg("cost_unit_s") = 0.05,
+           py::arg("quantiles") = std::vector<double>{0.5, 0.9, 0.99, 0.999})
+      .def_readwrite("w_prefill", &MetricsOptions::w_prefill)
+      .def_readwrite("w_decode", &MetricsOptions::w_decode)
+      .def_readwrite("cost_unit_s", &MetricsOptions::cost_unit_s)
+      .def_readwrite("quantiles", &MetricsOptions::quantiles);
+
+  py::class_<RequestMetrics>(m, "RequestMetrics")
+      .def_readonly("id", &RequestMetrics::id)
+      .def_readonly("ttft", &RequestMetrics::ttft)
+      .def_readonly("tpot", &RequestMetrics::tpot)
+      .def_readonly("e2e", &RequestMetrics::e2e)
+      .def_readonly("tokens", &RequestMetrics::tokens)
+      .def_readonly("ttft_met", &RequestMetrics::ttft_met)
+      .def_readonly("tpot_met", &RequestMetrics::tpot_met)
+      .def_readonly("deadline_met", &RequestMetrics::deadline_met)
+      .def_readonly("slo_met", &RequestMetrics::slo_met)
+      .def_readonly("tdg", &RequestMetrics::tdg)
+      .def_readonly("tdg_ideal", &RequestMetrics::tdg_ideal);
+
+  m.def("request_metrics", &request_metrics, py::arg("record"), py::arg("options") = MetricsOptions{});
+
+  m.def(
+      "summarize",
+      [](const Recorder& rec, const MetricsOptions& opt) {
+        Summary s;
+        {
+          py::gil_scoped_release release;
+          s = summarize(rec, opt);
+        }
+        py::dict d;
+        d["requests"] = s.requests;
+        d["finished"] = s.finished;
+        d["rejected"] = s.rejected;
+        d["attainment"] = s.attainment;
+        d["ttft_attainment"] = s.ttft_attainment;
+        d["tpot_attainment"] = s.tpot_attainment;
+        d["ttft"] = distribution_dict(s.ttft, opt.quantiles);
+        d["tpot"] = distribution_dict(s.tpot, opt.quantiles);
+        d["tbt"] = distribution_dict(s.tbt, opt.quantiles);
+        d["e2e"] = distribution_dict(s.e2e, opt.quantiles);
+        d["output_tokens"] = s.output_tokens;
+        d["duration_s"] = s.duration_s;
+        d["throughput_tok_s"] = s.throughput_tok_s;
+        d["tdg"] = s.tdg;
+        d["tdg_ideal"] = s.tdg_ideal;
+        d["tdg_ratio"] = s.tdg_ratio;
+        d["miss_tdg_ratio"] = s.miss_tdg_ratio;
+        d["instance_seconds"] = s.instance_seconds;
+        d["cost_units"] = s.cost_units;
+        d["attainment_by_task"] = s.attainment_by_task;
+        d["attainment_by_priority"] = s.attainment_by_priority;
+        d["count_by_task"] = s.count_by_task;
+        d["count_by_priority"] = s.count_by_priority;
+        return d;
+      },
+      py::arg("recorder"), py::arg("options") = MetricsOptions{},
+      "Summary metrics of a recorder as a dict (one definition each; see metrics.h).");
+
+  py::class_<FitResult>(m, "FitResult")
+      .def_readonly("coeffs", &FitResult::coeffs)
+      .def_readonly("rms_rel_error", &FitResult::rms_rel_error)
+      .def_readonly("max_rel_error", &FitResult::max_rel_error);
+  m.def("fit_relative_least_squares", &fit_relative_least_squares, py::arg("X"), py::arg("y"),
+        "Least squares on relative error (HFX appendix A).");
+}

@@ -1,0 +1,26 @@
+#include "slocore/core/instance_view.h"
+
+#include "slocore/core/errors.h"
+
+namespace slocore {
+
+void InstanceView::validate() const {
+  require(id >= 0, "id", "must be >= 0");
+  require(kv_blocks_total >= 0, "kv_blocks_total", "must be >= 0");
+  require(kv_blocks_free >= 0 && kv_blocks_free <= kv_blocks_total, "kv_blocks_free",
+          "must be in [0, kv_blocks_total]");
+  require(block_size >= 1, "block_size", "must be >= 1");
+  require(max_batch_tokens >= 1, "max_batch_tokens", "must be >= 1");
+  require(max_num_seqs >= 1, "max_num_seqs", "must be >= 1");
+  require_nonneg(busy_until, "busy_until");
+  for (const auto* q : {&running, &waiting}) {
+    for (const RequestState& s : *q) {
+      slocore::validate(s.request);
+      require(s.prefilled >= 0 && s.prefilled <= s.request.prompt_len, "prefilled",
+              "must be in [0, prompt_len] (request " + std::to_string(s.request.id) + ")");
+      require(s.generated >= 0, "generated", "must be >= 0");
+    }
+  }
+}
+
+}  // namespace slocore

@@ -1,0 +1,35 @@
+#include "slocore/core/request.h"
+
+#include <cmath>
+
+#include "slocore/core/errors.h"
+
+namespace slocore {
+
+namespace {
+void check_len(Tokens v, const char* field, Tokens min) {
+  require(v >= min && v <= kMaxTokens, field,
+          "must be in [" + std::to_string(min) + ", 2^40], got " + std::to_string(v));
+}
+}  // namespace
+
+void validate(const Request& r) {
+  require(r.id >= 0, "id", "must be >= 0, got " + std::to_string(r.id));
+  require_nonneg(r.arrival, "arrival");
+  check_len(r.prompt_len, "prompt_len", 1);
+  if (r.output_len) check_len(*r.output_len, "output_len", 1);
+  if (r.expected_output_len) check_len(*r.expected_output_len, "expected_output_len", 1);
+  if (r.max_output_len) check_len(*r.max_output_len, "max_output_len", 1);
+  require_positive(r.slo.ttft, "slo.ttft");
+  require_positive(r.slo.tpot, "slo.tpot");
+  if (r.slo.deadline) {
+    require_positive(*r.slo.deadline, "slo.deadline");
+    require(std::isfinite(*r.slo.deadline), "slo.deadline", "must be finite");
+  }
+  require(r.priority >= 0, "priority", "must be >= 0, got " + std::to_string(r.priority));
+  require_positive(r.priority_weight, "priority_weight");
+  require(std::isfinite(r.priority_weight), "priority_weight", "must be finite");
+  require_nonneg(r.utility, "utility");
+}
+
+}  // namespace slocore

@@ -1,0 +1,48 @@
+// The recorder keeps every token's time for every request (DESIGN.md "The simulator"), so
+// each metric is computed afterwards from one definition (metrics.h). The simulator and
+// the live router both fill one.
+#pragma once
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "slocore/core/request.h"
+
+namespace slocore {
+
+enum class Outcome { Pending = 0, Finished = 1, Rejected = 2 };
+
+struct RequestRecord {
+  Request request;
+  std::vector<Time> token_times;  // absolute times of output tokens 1..n
+  Outcome outcome = Outcome::Pending;
+  Time end_time = kNever;  // finish or rejection time
+  Id instance = kNoInstance;  // where the last token was produced
+  std::string reason;      // why rejected, if so
+};
+
+class Recorder {
+ public:
+  void add(const Request& r);                           // duplicate id -> InvalidArgument
+  void token(Id id, Time t, Id instance = kNoInstance);  // t must not go back in time
+  void finish(Id id, Time t);
+  void reject(Id id, Time t, const std::string& reason);
+  void add_instance_time(double seconds);  // active instance-seconds (HFX Eq. 3 cost)
+  void reserve(size_t n) { records_.reserve(n); index_.reserve(n); }
+
+  const RequestRecord& get(Id id) const;  // UnknownId if absent
+  bool contains(Id id) const { return index_.count(id) != 0; }
+  const std::vector<RequestRecord>& records() const { return records_; }
+  size_t size() const { return records_.size(); }
+  double instance_seconds() const { return instance_seconds_; }
+  int64_t total_tokens() const { return total_tokens_; }
+
+ private:
+  RequestRecord& mut(Id id);
+  std::vector<RequestRecord> records_;
+  std::unordered_map<Id, size_t> index_;
+  double instance_seconds_ = 0.0;
+  int64_t total_tokens_ = 0;
+};
+
+}  // namespace slocore

@@ -1,0 +1,52 @@
+// The request: what a caller knows on arrival (DESIGN.md "Contracts"). Progress (tokens
+// prefilled/generated, token times) is state the engine or simulator reports back; see
+// RequestState in instance_view.h and Recorder in recorder.h.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "slocore/core/types.h"
+
+namespace slocore {
+
+// Latency targets, seconds. +inf means "no target". `deadline` is end-to-end, relative to
+// arrival (SLICE real-time tasks); absent for ordinary requests.
+struct Slo {
+  double ttft = kNever;
+  double tpot = kNever;
+  std::optional<double> deadline;
+};
+
+struct Request {
+  Id id = 0;
+  Time arrival = 0.0;
+  Tokens prompt_len = 1;
+  // The length the request will really generate when known (simulation, traces); policies
+  // must not peek at it unless they model an oracle. `expected_output_len` is a prediction
+  // a policy may use; `max_output_len` is the client's cap.
+  std::optional<Tokens> output_len;
+  std::optional<Tokens> expected_output_len;
+  std::optional<Tokens> max_output_len;
+  Slo slo;
+  int priority = 0;              // 0 is the highest
+  double priority_weight = 1.0;  // ProServe w_{p(r)}
+  double utility = 1.0;          // SLICE u_i
+  std::string task;              // task / tenant tag
+
+  bool realtime() const { return slo.deadline.has_value(); }
+  // Best knowledge of the total output length: true > expected > cap > fallback.
+  Tokens output_len_or(Tokens fallback) const {
+    if (output_len) return *output_len;
+    if (expected_output_len) return *expected_output_len;
+    if (max_output_len) return *max_output_len;
+    return fallback;
+  }
+};
+
+// Upper bound on any token count we accept (2^40 tokens); larger means a caller bug.
+inline constexpr Tokens kMaxTokens = Tokens(1) << 40;
+
+// Throws InvalidArgument naming the field on NaN, negative or absurd values.
+void validate(const Request& r);
+
+}  // namespace slocore

@@ -1,0 +1,33 @@
+// Scaler contract (DESIGN.md "Contracts"): reads indicators, answers scale-out, scale-in
+// and role-switch decisions. The caller applies them (the simulator with cold starts, the
+// live launcher with real processes) and calls decide() every interval().
+#pragma once
+#include <string>
+#include <vector>
+
+#include "slocore/core/instance_view.h"
+#include "slocore/core/params.h"
+
+namespace slocore {
+
+enum class ScaleAction { ScaleOut = 0, ScaleIn = 1, SwitchRole = 2 };
+
+struct ScaleDecision {
+  ScaleAction action = ScaleAction::ScaleOut;
+  Role role = Role::Colocated;      // pool to grow (ScaleOut) or the new role (SwitchRole)
+  Id instance = kNoInstance;        // instance to drain (ScaleIn) or switch (SwitchRole)
+};
+
+class Scaler {
+ public:
+  virtual ~Scaler() = default;
+  virtual std::string name() const = 0;
+  virtual ParamMap params() const { return {}; }
+  virtual Time interval() const { return 1.0; }
+  virtual void on_arrival(const Request& r, Time now) {}
+  virtual void on_first_token(Id request, Time now) {}
+  virtual void on_finished(Id request, Time now) {}
+  virtual std::vector<ScaleDecision> decide(Time now, const std::vector<InstanceView>& views) = 0;
+};
+
+}  // namespace slocore
