@@ -6,3 +6,4 @@ namespace py = pybind11;
 
 void init_core(py::module_& m);
 void init_interfaces(py::module_& m);
+void init_registry(py::module_& m);

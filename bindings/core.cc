@@ -95,16 +95,18 @@ void init_core(py::module_& m) {
       .def("__repr__", &request_repr);
 
   py::class_<RequestState>(m, "RequestState")
-      .def(py::init([](const Request& r, Tokens prefilled, Tokens generated) {
+      .def(py::init([](const Request& r, Tokens computed, Tokens generated) {
              RequestState s;
              s.request = r;
-             s.prefilled = prefilled;
+             s.computed = computed;
              s.generated = generated;
              return s;
            }),
-           py::arg("request"), py::arg("prefilled") = 0, py::arg("generated") = 0)
+           py::arg("request"), py::arg("computed") = 0, py::arg("generated") = 0)
       .def_readwrite("request", &RequestState::request)
-      .def_readwrite("prefilled", &RequestState::prefilled)
+      .def_readwrite("computed", &RequestState::computed)
+      .def_property_readonly("num_tokens", &RequestState::num_tokens)
+      .def_property_readonly("to_compute", &RequestState::to_compute)
       .def_readwrite("generated", &RequestState::generated)
       .def_readwrite("first_token", &RequestState::first_token)
       .def_readwrite("last_token", &RequestState::last_token)

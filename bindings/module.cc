@@ -15,4 +15,5 @@ PYBIND11_MODULE(_core, m) {
   });
   init_core(m);
   init_interfaces(m);
+  init_registry(m);
 }

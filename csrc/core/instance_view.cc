@@ -16,9 +16,9 @@ void InstanceView::validate() const {
   for (const auto* q : {&running, &waiting}) {
     for (const RequestState& s : *q) {
       slocore::validate(s.request);
-      require(s.prefilled >= 0 && s.prefilled <= s.request.prompt_len, "prefilled",
-              "must be in [0, prompt_len] (request " + std::to_string(s.request.id) + ")");
       require(s.generated >= 0, "generated", "must be >= 0");
+      require(s.computed >= 0 && s.computed <= s.num_tokens(), "computed",
+              "must be in [0, prompt_len + generated] (request " + std::to_string(s.request.id) + ")");
     }
   }
 }

@@ -11,16 +11,23 @@
 
 namespace slocore {
 
+// Token accounting as in vLLM: a request has num_tokens() = prompt + generated known tokens,
+// of which `computed` have KV on this instance. An iteration computes k more; when all known
+// tokens are computed a new token is sampled (generated += 1). So a prefill (or the recompute
+// after preemption, computed reset to 0) is any step with to_compute() > 1 or no token yet,
+// and a decode step computes the single last-sampled token. A request handed off in P/D
+// arrives with computed = prompt_len, generated = 1: its next step is a decode.
 struct RequestState {
   Request request;
-  Tokens prefilled = 0;  // prompt tokens whose KV is computed
+  Tokens computed = 0;   // tokens whose KV is computed (held when running)
   Tokens generated = 0;  // output tokens produced
   Time first_token = std::nan("");
   Time last_token = std::nan("");
 
-  Tokens context_len() const { return prefilled + generated; }  // HFX l_cur
-  bool in_prefill() const { return prefilled < request.prompt_len; }
-  Tokens prefill_left() const { return request.prompt_len - prefilled; }
+  Tokens num_tokens() const { return request.prompt_len + generated; }
+  Tokens to_compute() const { return num_tokens() - computed; }
+  bool in_prefill() const { return generated == 0 || to_compute() > 1; }
+  Tokens context_len() const { return computed; }  // HFX l_cur, ProServe l_kv
 };
 
 struct InstanceView {
@@ -42,6 +49,10 @@ struct InstanceView {
     return kv_blocks_total > 0 ? 1.0 - double(kv_blocks_free) / double(kv_blocks_total) : 0.0;
   }
   int64_t blocks_for(Tokens tokens) const { return (tokens + block_size - 1) / block_size; }
+  // New KV blocks needed to compute `k` more tokens of s; a waiting request holds none.
+  int64_t blocks_needed(const RequestState& s, Tokens k, bool is_running) const {
+    return blocks_for(s.computed + k) - (is_running ? blocks_for(s.computed) : 0);
+  }
   void validate() const;  // InvalidArgument naming the field
 };
 
