@@ -7,3 +7,4 @@ namespace py = pybind11;
 void init_core(py::module_& m);
 void init_interfaces(py::module_& m);
 void init_registry(py::module_& m);
+void init_sim(py::module_& m);

@@ -191,6 +191,8 @@ void init_core(py::module_& m) {
       .def_readwrite("busy_until", &InstanceView::busy_until)
       .def_property_readonly("num_requests", &InstanceView::num_requests)
       .def_property_readonly("kv_utilization", &InstanceView::kv_utilization)
+      .def("blocks_for", &InstanceView::blocks_for, py::arg("tokens"))
+      .def("blocks_needed", &InstanceView::blocks_needed, py::arg("state"), py::arg("k"), py::arg("is_running"))
       .def("validate", &InstanceView::validate);
 
   py::class_<TpsQuadratic>(m, "TpsQuadratic")

@@ -11,7 +11,7 @@ using namespace slocore;
 
 namespace {
 
-class PyGlobalPolicy : public GlobalPolicy {
+class PyGlobalPolicy : public GlobalPolicy, public py::trampoline_self_life_support {
  public:
   using GlobalPolicy::GlobalPolicy;
   std::string name() const override { PYBIND11_OVERRIDE_PURE(std::string, GlobalPolicy, name); }
@@ -42,7 +42,7 @@ class PyGlobalPolicy : public GlobalPolicy {
   }
 };
 
-class PyBatchScheduler : public BatchScheduler {
+class PyBatchScheduler : public BatchScheduler, public py::trampoline_self_life_support {
  public:
   using BatchScheduler::BatchScheduler;
   std::string name() const override { PYBIND11_OVERRIDE_PURE(std::string, BatchScheduler, name); }
@@ -59,7 +59,7 @@ class PyBatchScheduler : public BatchScheduler {
   }
 };
 
-class PyScaler : public Scaler {
+class PyScaler : public Scaler, public py::trampoline_self_life_support {
  public:
   using Scaler::Scaler;
   std::string name() const override { PYBIND11_OVERRIDE_PURE(std::string, Scaler, name); }
@@ -87,7 +87,7 @@ void init_interfaces(py::module_& m) {
         return "Assignment(request=" + std::to_string(a.request) + ", instance=" + std::to_string(a.instance) + ")";
       });
 
-  py::class_<GlobalPolicy, PyGlobalPolicy, std::shared_ptr<GlobalPolicy>>(m, "GlobalPolicy")
+  py::class_<GlobalPolicy, PyGlobalPolicy, py::smart_holder>(m, "GlobalPolicy")
       .def(py::init<>())
       .def("name", &GlobalPolicy::name)
       .def("params", &GlobalPolicy::params)
@@ -123,7 +123,7 @@ void init_interfaces(py::module_& m) {
       .def_readwrite("items", &BatchPlan::items)
       .def_readwrite("preempt", &BatchPlan::preempt);
 
-  py::class_<BatchScheduler, PyBatchScheduler, std::shared_ptr<BatchScheduler>>(m, "BatchScheduler")
+  py::class_<BatchScheduler, PyBatchScheduler, py::smart_holder>(m, "BatchScheduler")
       .def(py::init<>())
       .def("name", &BatchScheduler::name)
       .def("params", &BatchScheduler::params)
@@ -144,7 +144,7 @@ void init_interfaces(py::module_& m) {
       .def_readwrite("role", &ScaleDecision::role)
       .def_readwrite("instance", &ScaleDecision::instance);
 
-  py::class_<Scaler, PyScaler, std::shared_ptr<Scaler>>(m, "Scaler")
+  py::class_<Scaler, PyScaler, py::smart_holder>(m, "Scaler")
       .def(py::init<>())
       .def("name", &Scaler::name)
       .def("params", &Scaler::params)

@@ -16,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
   init_core(m);
   init_interfaces(m);
   init_registry(m);
+  init_sim(m);
 }

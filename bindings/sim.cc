@@ -1,0 +1,128 @@
+// Bindings for csrc/sim: the simulator config, run (GIL released), and result.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "slocore/core/errors.h"
+#include "slocore/sim/simulator.h"
+
+using namespace slocore;
+using namespace slocore::sim;
+
+namespace {
+
+template <class T>
+using Col = py::array_t<T, py::array::c_style | py::array::forcecast>;
+
+// Columns -> Requests in one pass (a 100k-request workload in milliseconds).
+std::vector<Request> requests_from_columns(Col<int64_t> id, Col<double> arrival, Col<int64_t> prompt_len,
+                                           Col<int64_t> output_len, Col<double> ttft, Col<double> tpot,
+                                           Col<double> deadline, Col<int64_t> priority,
+                                           Col<double> priority_weight, Col<double> utility,
+                                           Col<int64_t> task, const std::vector<std::string>& task_names) {
+  const size_t n = size_t(arrival.size());
+  for (auto* a : {&id, &prompt_len, &output_len, &priority, &task})
+    require(size_t(a->size()) == n, "columns", "all columns need the same length");
+  for (auto* a : {&ttft, &tpot, &deadline, &priority_weight, &utility})
+    require(size_t(a->size()) == n, "columns", "all columns need the same length");
+  std::vector<Request> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    Request& r = out[i];
+    r.id = id.at(i);
+    r.arrival = arrival.at(i);
+    r.prompt_len = prompt_len.at(i);
+    r.output_len = output_len.at(i);
+    r.slo.ttft = ttft.at(i);
+    r.slo.tpot = tpot.at(i);
+    if (!std::isnan(deadline.at(i))) r.slo.deadline = deadline.at(i);
+    r.priority = int(priority.at(i));
+    r.priority_weight = priority_weight.at(i);
+    r.utility = utility.at(i);
+    const int64_t t = task.at(i);
+    require(t >= 0 && size_t(t) < task_names.size(), "task", "row " + std::to_string(i) + ": code out of range");
+    r.task = task_names[size_t(t)];
+    try {
+      validate(r);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument("row " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+py::dict stats_dict(const SimStats& s) {
+  py::dict d;
+  d["events"] = s.events;
+  d["iterations"] = s.iterations;
+  d["preemptions"] = s.preemptions;
+  d["plan_violations"] = s.plan_violations;
+  d["polls"] = s.polls;
+  d["stalled"] = s.stalled;
+  d["rejected_capacity"] = s.rejected_capacity;
+  d["scale_outs"] = s.scale_outs;
+  d["scale_ins"] = s.scale_ins;
+  d["role_switches"] = s.role_switches;
+  d["max_instances"] = s.max_instances;
+  d["end_time"] = s.end_time;
+  return d;
+}
+
+}  // namespace
+
+void init_sim(py::module_& m) {
+  py::class_<SimConfig>(m, "SimConfig")
+      .def(py::init<>())
+      .def_readwrite("profile", &SimConfig::profile)
+      .def_readwrite("belief", &SimConfig::belief)
+      .def_readwrite("belief_scale", &SimConfig::belief_scale)
+      .def_readwrite("noise_sigma", &SimConfig::noise_sigma)
+      .def_readwrite("disaggregated", &SimConfig::disaggregated)
+      .def_readwrite("instances", &SimConfig::instances)
+      .def_readwrite("prefill_instances", &SimConfig::prefill_instances)
+      .def_readwrite("decode_instances", &SimConfig::decode_instances)
+      .def_readwrite("max_instances", &SimConfig::max_instances)
+      .def_readwrite("min_instances", &SimConfig::min_instances)
+      .def_readwrite("max_batch_tokens", &SimConfig::max_batch_tokens)
+      .def_readwrite("max_num_seqs", &SimConfig::max_num_seqs)
+      .def_readwrite("global_policy", &SimConfig::global_policy)
+      .def_readwrite("prefill_policy", &SimConfig::prefill_policy)
+      .def_readwrite("decode_policy", &SimConfig::decode_policy)
+      .def_readwrite("batch_scheduler", &SimConfig::batch_scheduler)
+      .def_readwrite("decode_batch_scheduler", &SimConfig::decode_batch_scheduler)
+      .def_readwrite("scaler", &SimConfig::scaler)
+      .def_readwrite("cold_start_s", &SimConfig::cold_start_s)
+      .def_readwrite("role_switch_s", &SimConfig::role_switch_s)
+      .def_readwrite("processor_sharing", &SimConfig::processor_sharing)
+      .def_readwrite("correction_window", &SimConfig::correction_window)
+      .def_readwrite("timeline_interval_s", &SimConfig::timeline_interval_s)
+      .def_readwrite("max_time", &SimConfig::max_time)
+      .def_readwrite("seed", &SimConfig::seed)
+      .def("validate", &SimConfig::validate);
+
+  py::class_<TimelinePoint>(m, "TimelinePoint")
+      .def_readonly("t", &TimelinePoint::t)
+      .def_readonly("colocated", &TimelinePoint::colocated)
+      .def_readonly("prefill", &TimelinePoint::prefill)
+      .def_readonly("decode", &TimelinePoint::decode)
+      .def_readonly("starting", &TimelinePoint::starting)
+      .def_readonly("queued", &TimelinePoint::queued)
+      .def_readonly("waiting", &TimelinePoint::waiting)
+      .def_readonly("running", &TimelinePoint::running);
+
+  py::class_<SimResult>(m, "SimResult")
+      .def_readonly("recorder", &SimResult::recorder)
+      .def_property_readonly("stats", [](const SimResult& r) { return stats_dict(r.stats); })
+      .def_property_readonly("timeline", [](const SimResult& r) { return r.stats.timeline; });
+
+  m.def("requests_from_columns", &requests_from_columns, py::arg("id"), py::arg("arrival"), py::arg("prompt_len"),
+        py::arg("output_len"), py::arg("ttft"), py::arg("tpot"), py::arg("deadline"), py::arg("priority"),
+        py::arg("priority_weight"), py::arg("utility"), py::arg("task"), py::arg("task_names"));
+  m.def(
+      "simulate",
+      [](const std::vector<Request>& requests, const SimConfig& cfg) {
+        py::gil_scoped_release release;  // Python policies re-acquire it per call
+        return simulate(requests, cfg);
+      },
+      py::arg("requests"), py::arg("config"), "Run the discrete-event simulation (see csrc/sim/simulator.h).");
+}

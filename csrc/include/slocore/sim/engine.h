@@ -1,0 +1,81 @@
+// One simulated engine (DESIGN.md "The simulator"): its InstanceView is its state; a local
+// BatchScheduler picks each iteration; the iteration lasts the *truth* time of the batch
+// (hardware profile, optional log-normal noise) while the view's model is the policies'
+// *belief*. Continuous batching with chunked prefill on colocated instances; prefill-only
+// and decode-only work on P/D instances; SIBYL's processor-sharing decode (appendix I:
+// each of N requests decodes at TPS(N)/N, so a step of N tokens lasts N/TPS(N)).
+#pragma once
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "slocore/batch/batch_scheduler.h"
+#include "slocore/core/profile.h"
+
+namespace slocore::sim {
+
+enum class EngineState { Starting, Active, Draining, Stopped };
+
+// What one finished iteration produced, for the simulator to record and route.
+struct IterationOutcome {
+  struct Token {
+    Id request;
+    Tokens generated;  // count after this token
+  };
+  std::vector<Token> tokens;
+  std::vector<RequestState> finished;   // reached their output length
+  std::vector<RequestState> handed_off; // prefill instance: prefill done, go to decode
+};
+
+class Engine {
+ public:
+  // `view` is owned by the simulator (a pool of views the policies read); rebind() when it moves.
+  Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr<BatchScheduler> sched,
+         bool processor_sharing, double noise_sigma, uint64_t seed, int correction_window);
+
+  InstanceView& view() { return *v_; }
+  const InstanceView& view() const { return *v_; }
+  void rebind(InstanceView* v) { v_ = v; }
+  Id id() const { return v_->id; }
+  bool busy() const { return busy_; }
+  bool has_work() const { return !v_->running.empty() || !v_->waiting.empty(); }
+  BatchScheduler& scheduler() { return *sched_; }
+
+  // Asks the scheduler for a plan, applies its preemptions and KV allocation, and returns
+  // the iteration's truth duration; < 0 when there is nothing to run.
+  double start(Time now);
+  // Applies the plan in flight at its end time `now`.
+  IterationOutcome finish(Time now);
+
+  void enqueue(RequestState s) { v_->waiting.push_back(std::move(s)); }
+  size_t violations() const { return violations_; }
+  int64_t iterations() const { return iterations_; }
+  int64_t preemptions() const { return preemptions_; }
+
+  EngineState state = EngineState::Starting;
+  Time started_at = 0.0;   // when its cost began (cold start included)
+  Time stopped_at = -1.0;
+  Role next_role = Role::Colocated;  // for a role switch after draining
+  bool switching = false;
+
+ private:
+  void sanitize(BatchPlan& plan);  // drops infeasible items, counting violations
+  double truth_time(const std::vector<BatchItem>& items, size_t decodes) const;
+
+  InstanceView* v_;
+  HardwareProfile truth_;
+  LatencyModel truth_model_;
+  std::shared_ptr<BatchScheduler> sched_;
+  bool processor_sharing_;
+  std::unique_ptr<ThroughputCurve> tps_;
+  double noise_sigma_;
+  std::mt19937_64 rng_;
+  int correction_window_;  // fold observed/predicted ratios into the belief every N iterations (0: off)
+  bool busy_ = false;
+  BatchPlan plan_;
+  double predicted_ = 0.0, actual_ = 0.0;
+  size_t violations_ = 0;
+  int64_t iterations_ = 0, preemptions_ = 0;
+};
+
+}  // namespace slocore::sim

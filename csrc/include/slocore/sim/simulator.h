@@ -1,0 +1,72 @@
+// The discrete-event cluster simulator (DESIGN.md "The simulator"): deterministic for a
+// seed, no Python in the loop. Requests arrive from a sorted trace; global policies place
+// them on instances (colocated) or on prefill then decode instances (P/D, with KV transfer);
+// each engine runs its local batch scheduler; a scaler may add instances (after a cold
+// start), drain and remove them, or switch their role. The recorder keeps every token.
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "slocore/core/recorder.h"
+#include "slocore/policy/global_policy.h"
+#include "slocore/scale/scaler.h"
+#include "slocore/sim/engine.h"
+
+namespace slocore::sim {
+
+using SchedulerFactory = std::function<std::shared_ptr<BatchScheduler>()>;
+
+struct SimConfig {
+  HardwareProfile profile;               // truth of every engine
+  std::optional<LatencyCoeffs> belief;   // the policies' model; default: truth * belief_scale
+  double belief_scale = 1.0;
+  double noise_sigma = 0.0;              // log-normal noise on iteration times
+  bool disaggregated = false;
+  int instances = 2;                     // colocated pool
+  int prefill_instances = 1, decode_instances = 1;
+  int max_instances = 0;                 // cap on instances for scale-out (0: the initial count)
+  int min_instances = 1;                 // per pool, for scale-in
+  Tokens max_batch_tokens = 8192;
+  int max_num_seqs = 256;
+  std::shared_ptr<GlobalPolicy> global_policy;   // colocated
+  std::shared_ptr<GlobalPolicy> prefill_policy;  // P/D
+  std::shared_ptr<GlobalPolicy> decode_policy;   // P/D
+  SchedulerFactory batch_scheduler;              // one scheduler per engine
+  SchedulerFactory decode_batch_scheduler;       // decode instances (default: batch_scheduler)
+  std::shared_ptr<Scaler> scaler;                // optional
+  double cold_start_s = 4.14;                    // HFX Table 2, Qwen7B from disk
+  double role_switch_s = 0.0;
+  bool processor_sharing = false;                // SIBYL decode model on decode instances
+  int correction_window = 32;                    // belief correction every N iterations (0: off)
+  double timeline_interval_s = 1.0;
+  double max_time = kNever;
+  uint64_t seed = 0;
+  void validate() const;
+};
+
+struct TimelinePoint {
+  Time t = 0;
+  int colocated = 0, prefill = 0, decode = 0, starting = 0;
+  int64_t queued = 0;   // pending in global policies
+  int64_t waiting = 0;  // waiting in engines
+  int64_t running = 0;
+};
+
+struct SimStats {
+  int64_t events = 0, iterations = 0, preemptions = 0, plan_violations = 0, polls = 0;
+  int64_t stalled = 0, rejected_capacity = 0, scale_outs = 0, scale_ins = 0, role_switches = 0;
+  int max_instances = 0;
+  Time end_time = 0.0;
+  std::vector<TimelinePoint> timeline;
+};
+
+struct SimResult {
+  Recorder recorder;
+  SimStats stats;
+};
+
+SimResult simulate(const std::vector<Request>& requests, const SimConfig& cfg);
+
+}  // namespace slocore::sim

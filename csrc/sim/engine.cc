@@ -1,0 +1,182 @@
+#include "slocore/sim/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "slocore/core/errors.h"
+
+namespace slocore::sim {
+
+Engine::Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr<BatchScheduler> sched,
+               bool processor_sharing, double noise_sigma, uint64_t seed, int correction_window)
+    : v_(view),
+      truth_(truth),
+      truth_model_(truth.coeffs),
+      sched_(std::move(sched)),
+      processor_sharing_(processor_sharing),
+      noise_sigma_(noise_sigma),
+      rng_(seed),
+      correction_window_(correction_window) {
+  require(sched_ != nullptr, "batch_scheduler", "must not be None");
+  if (processor_sharing_) {
+    require(truth.tps.has_value(), "profile.tps", "processor_sharing needs a TPS(N) curve in the profile");
+    tps_ = std::make_unique<ThroughputCurve>(truth.tps->a, truth.tps->b, truth.tps->c);
+  }
+}
+
+double Engine::truth_time(const std::vector<BatchItem>& items, size_t decodes) const {
+  double t;
+  if (processor_sharing_ && decodes == items.size()) {
+    t = double(decodes) / tps_->total(double(decodes));  // N tokens at TPS(N) tokens/s
+  } else {
+    t = truth_model_.batch_time(items);
+  }
+  return std::max(t, 1e-6);
+}
+
+void Engine::sanitize(BatchPlan& plan) {
+  // Preemptions: only running requests not scheduled in the same plan.
+  std::unordered_set<Id> planned;
+  for (const ScheduledItem& it : plan.items) planned.insert(it.request);
+  std::unordered_set<Id> preempt;
+  for (Id id : plan.preempt) {
+    const bool ok = !planned.count(id) &&
+                    std::any_of(v_->running.begin(), v_->running.end(),
+                                [&](const RequestState& s) { return s.request.id == id; });
+    if (ok) preempt.insert(id); else ++violations_;
+  }
+  if (!preempt.empty()) {
+    std::vector<RequestState> keep, evicted;
+    for (RequestState& s : v_->running) (preempt.count(s.request.id) ? evicted : keep).push_back(std::move(s));
+    for (RequestState& s : evicted) {
+      v_->kv_blocks_free += v_->blocks_for(s.computed);
+      s.computed = 0;  // recompute later (vLLM's recompute preemption)
+      ++preemptions_;
+    }
+    v_->running = std::move(keep);
+    v_->waiting.insert(v_->waiting.begin(), std::make_move_iterator(evicted.begin()),
+                         std::make_move_iterator(evicted.end()));
+  }
+  plan.preempt.assign(preempt.begin(), preempt.end());
+
+  // Items: known, unique, tokens in [1, to_compute], within budget, seqs and KV.
+  std::unordered_map<Id, std::pair<RequestState*, bool>> where;  // id -> (state, running)
+  for (RequestState& s : v_->running) where[s.request.id] = {&s, true};
+  for (RequestState& s : v_->waiting) where[s.request.id] = {&s, false};
+  std::unordered_set<Id> seen;
+  std::vector<ScheduledItem> ok;
+  Tokens budget = v_->max_batch_tokens;
+  int64_t blocks = v_->kv_blocks_free;
+  for (const ScheduledItem& it : plan.items) {
+    auto w = where.find(it.request);
+    bool good = w != where.end() && !seen.count(it.request) && int(ok.size()) < v_->max_num_seqs &&
+                it.tokens >= 1 && it.tokens <= budget;
+    if (good) {
+      const RequestState& s = *w->second.first;
+      good = it.tokens <= s.to_compute();
+      const int64_t need = good ? v_->blocks_needed(s, it.tokens, w->second.second) : 0;
+      good = good && need <= blocks;
+      if (good) blocks -= need;
+    }
+    if (!good) {
+      ++violations_;
+      continue;
+    }
+    seen.insert(it.request);
+    budget -= it.tokens;
+    ok.push_back(it);
+  }
+  plan.items = std::move(ok);
+}
+
+double Engine::start(Time now) {
+  if (busy_ || !has_work() || state == EngineState::Starting || state == EngineState::Stopped) return -1.0;
+  BatchPlan plan = sched_->schedule(*v_, now);
+  sanitize(plan);
+  if (plan.items.empty()) return -1.0;
+
+  // Move scheduled waiting requests to running (plan order) and allocate their KV.
+  std::unordered_map<Id, Tokens> tokens;
+  for (const ScheduledItem& it : plan.items) tokens[it.request] = it.tokens;
+  const size_t old_running = v_->running.size();
+  std::vector<RequestState> still_waiting;
+  for (RequestState& s : v_->waiting) {
+    if (tokens.count(s.request.id)) {
+      v_->kv_blocks_free -= v_->blocks_needed(s, tokens[s.request.id], false);
+      v_->running.push_back(std::move(s));
+    } else {
+      still_waiting.push_back(std::move(s));
+    }
+  }
+  v_->waiting = std::move(still_waiting);
+  std::vector<BatchItem> items;
+  items.reserve(plan.items.size());
+  size_t decodes = 0;
+  for (size_t i = 0; i < v_->running.size(); ++i) {
+    RequestState& s = v_->running[i];
+    auto t = tokens.find(s.request.id);
+    if (t == tokens.end()) continue;
+    if (i < old_running) v_->kv_blocks_free -= v_->blocks_needed(s, t->second, true);
+    const bool prefill = s.in_prefill();
+    decodes += !prefill;
+    items.push_back(BatchItem{t->second, s.computed, prefill});
+  }
+  predicted_ = v_->model.batch_time(items);
+  double t = truth_time(items, decodes);
+  if (noise_sigma_ > 0) {
+    std::normal_distribution<double> n(-0.5 * noise_sigma_ * noise_sigma_, noise_sigma_);
+    t *= std::exp(n(rng_));  // log-normal with mean 1
+  }
+  actual_ = t;
+  plan_ = std::move(plan);
+  busy_ = true;
+  v_->busy_until = now + t;
+  ++iterations_;
+  return t;
+}
+
+IterationOutcome Engine::finish(Time now) {
+  IterationOutcome out;
+  std::unordered_map<Id, Tokens> tokens;
+  for (const ScheduledItem& it : plan_.items) tokens[it.request] = it.tokens;
+  std::vector<RequestState> keep;
+  keep.reserve(v_->running.size());
+  for (RequestState& s : v_->running) {
+    auto t = tokens.find(s.request.id);
+    if (t != tokens.end()) {
+      s.computed += t->second;
+      if (s.computed == s.num_tokens()) {  // all known tokens computed: sample one
+        s.generated += 1;
+        if (s.generated == 1) s.first_token = now;
+        s.last_token = now;
+        out.tokens.push_back({s.request.id, s.generated});
+        if (s.generated >= s.request.output_len.value_or(1)) {
+          v_->kv_blocks_free += v_->blocks_for(s.computed);
+          out.finished.push_back(std::move(s));
+          continue;
+        }
+        if (v_->role == Role::Prefill) {
+          v_->kv_blocks_free += v_->blocks_for(s.computed);
+          out.handed_off.push_back(std::move(s));
+          continue;
+        }
+      }
+    }
+    keep.push_back(std::move(s));
+  }
+  v_->running = std::move(keep);
+  busy_ = false;
+  v_->busy_until = now;
+  if (correction_window_ > 0 && predicted_ > 0) {  // ProServe 4.1 online correction
+    v_->model.observe(actual_, predicted_);
+    if (iterations_ % correction_window_ == 0) v_->model.update();
+  }
+  sched_->on_batch_done(*v_, plan_, predicted_, actual_, now);
+  for (const RequestState& s : out.finished) sched_->on_finished(s.request.id, now);
+  for (const RequestState& s : out.handed_off) sched_->on_finished(s.request.id, now);
+  return out;
+}
+
+}  // namespace slocore::sim

@@ -1,0 +1,487 @@
+#include "slocore/sim/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <queue>
+#include <unordered_map>
+
+#include "slocore/core/errors.h"
+
+namespace slocore::sim {
+
+void SimConfig::validate() const {
+  profile.validate();
+  if (belief) belief->validate();
+  require_positive(belief_scale, "belief_scale");
+  require_nonneg(noise_sigma, "noise_sigma");
+  require(noise_sigma <= 2.0, "noise_sigma", "must be <= 2");
+  if (disaggregated) {
+    require(prefill_instances >= 1, "prefill_instances", "must be >= 1");
+    require(decode_instances >= 1, "decode_instances", "must be >= 1");
+    require(prefill_policy != nullptr, "prefill_policy", "required in P/D mode");
+    require(decode_policy != nullptr, "decode_policy", "required in P/D mode");
+  } else {
+    require(instances >= 1, "instances", "must be >= 1");
+    require(global_policy != nullptr, "global_policy", "required in colocated mode");
+  }
+  require(max_instances >= 0, "max_instances", "must be >= 0");
+  require(min_instances >= 1, "min_instances", "must be >= 1");
+  require(max_batch_tokens >= 1, "max_batch_tokens", "must be >= 1");
+  require(max_num_seqs >= 1, "max_num_seqs", "must be >= 1");
+  require(bool(batch_scheduler), "batch_scheduler", "required");
+  require_nonneg(cold_start_s, "cold_start_s");
+  require_nonneg(role_switch_s, "role_switch_s");
+  require_positive(timeline_interval_s, "timeline_interval_s");
+  require(correction_window >= 0, "correction_window", "must be >= 0");
+  if (processor_sharing) require(profile.tps.has_value(), "profile.tps", "processor_sharing needs TPS(N)");
+}
+
+namespace {
+
+enum class Kind { IterationDone, TransferDone, InstanceReady, Wakeup, ScalerTick, Sample };
+
+struct Event {
+  Time t;
+  uint64_t seq;
+  Kind kind;
+  Id a = 0, b = 0;
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+int pool_of(Role r) { return int(r); }
+
+class Simulation {
+ public:
+  Simulation(const std::vector<Request>& reqs, const SimConfig& cfg) : reqs_(reqs), cfg_(cfg) {}
+
+  SimResult run();
+
+ private:
+  // --- cluster ---
+  Engine& add_engine(Role role, Time now, bool ready);
+  void make_ready(Engine& e, Time now);
+  void remove_from_pool(Engine& e, Time now);
+  void rebind(int pool);
+  GlobalPolicy* policy_for(Role role) const;
+  SchedulerFactory factory_for(Role role) const;
+  int64_t live_instances() const;
+  // --- flow ---
+  void on_arrival(const Request& r, Time now);
+  void poll(GlobalPolicy* p, Role role, Time now);
+  void place(const Assignment& a, Role role, Time now);
+  void kick(Engine& e, Time now);
+  void on_iteration_done(Engine& e, Time now);
+  void handoff(RequestState s, Id from, Time now);
+  void start_transfer(RequestState s, Id decode_instance, Time now);
+  void apply(const ScaleDecision& d, Time now);
+  void maybe_retire(Engine& e, Time now);
+  void sample(Time now);
+  void push(Time t, Kind k, Id a = 0, Id b = 0) { events_.push(Event{t, seq_++, k, a, b}); }
+  bool work_left() const { return next_arrival_ < reqs_.size() || in_system_ > 0; }
+
+  const std::vector<Request>& reqs_;
+  const SimConfig& cfg_;
+  LatencyCoeffs belief_{};
+  SimResult res_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  uint64_t seq_ = 0;
+  size_t next_arrival_ = 0;
+  int64_t in_system_ = 0;  // arrived and neither finished nor rejected
+  Id next_instance_ = 0;
+  std::map<Id, std::unique_ptr<Engine>> engines_;  // every engine ever made, by id
+  std::map<Id, InstanceView> staged_;              // views of starting / switching engines
+  std::vector<InstanceView> pools_[3];             // what policies see, per role
+  std::unordered_map<Id, Request> pending_;        // submitted to a policy, not yet placed
+  std::unordered_map<Id, RequestState> awaiting_decode_;  // prefill done, no decode target yet
+  std::unordered_map<Id, Id> early_target_;        // request -> decode instance (early assignment)
+  std::unordered_map<Id, Id> prefill_of_;          // request -> prefill instance
+  Time wakeup_at_[3] = {kNever, kNever, kNever};
+  int max_instances_ = 0;
+  Time last_work_ = 0.0;  // the last event that moved a request (cost stops there)
+};
+
+GlobalPolicy* Simulation::policy_for(Role role) const {
+  if (role == Role::Colocated) return cfg_.global_policy.get();
+  return role == Role::Prefill ? cfg_.prefill_policy.get() : cfg_.decode_policy.get();
+}
+
+SchedulerFactory Simulation::factory_for(Role role) const {
+  return role == Role::Decode && cfg_.decode_batch_scheduler ? cfg_.decode_batch_scheduler : cfg_.batch_scheduler;
+}
+
+int64_t Simulation::live_instances() const {
+  int64_t n = 0;
+  for (const auto& kv : engines_) n += kv.second->state != EngineState::Stopped;
+  return n;
+}
+
+void Simulation::rebind(int pool) {
+  for (InstanceView& v : pools_[pool]) engines_.at(v.id)->rebind(&v);
+}
+
+Engine& Simulation::add_engine(Role role, Time now, bool ready) {
+  InstanceView v;
+  v.id = next_instance_++;
+  v.role = role;
+  v.accepting = false;
+  v.kv_blocks_total = v.kv_blocks_free = cfg_.profile.kv_blocks;
+  v.block_size = cfg_.profile.block_size;
+  v.max_batch_tokens = cfg_.max_batch_tokens;
+  v.max_num_seqs = cfg_.max_num_seqs;
+  v.model = LatencyModel(belief_);
+  v.busy_until = now;
+  const Id id = v.id;
+  auto sched = factory_for(role)();
+  require(sched != nullptr, "batch_scheduler", "factory returned None");
+  auto it = staged_.emplace(id, std::move(v)).first;
+  auto e = std::make_unique<Engine>(&it->second, cfg_.profile, std::move(sched),
+                                    cfg_.processor_sharing && role == Role::Decode, cfg_.noise_sigma,
+                                    cfg_.seed * 1000003ULL + uint64_t(id), cfg_.correction_window);
+  e->started_at = now;
+  Engine& ref = *e;
+  engines_.emplace(id, std::move(e));
+  if (ready) make_ready(ref, now);
+  else push(now + cfg_.cold_start_s, Kind::InstanceReady, id);
+  res_.stats.max_instances = std::max<int>(res_.stats.max_instances, int(live_instances()));
+  return ref;
+}
+
+void Simulation::make_ready(Engine& e, Time now) {
+  auto node = staged_.extract(e.id());
+  InstanceView& v = node.mapped();
+  if (e.switching) {
+    v.role = e.next_role;
+    e.switching = false;
+  }
+  v.accepting = true;
+  v.busy_until = now;
+  const int pool = pool_of(v.role);
+  pools_[pool].push_back(std::move(v));
+  rebind(pool);
+  e.state = EngineState::Active;
+  if (GlobalPolicy* p = policy_for(e.view().role)) p->on_instance_added(e.id(), e.view().role, now);
+}
+
+void Simulation::remove_from_pool(Engine& e, Time now) {
+  const Role role = e.view().role;
+  const int pool = pool_of(role);
+  auto& vec = pools_[pool];
+  auto it = std::find_if(vec.begin(), vec.end(), [&](const InstanceView& v) { return v.id == e.id(); });
+  auto st = staged_.emplace(e.id(), std::move(*it)).first;
+  vec.erase(it);
+  rebind(pool);
+  e.rebind(&st->second);
+  if (GlobalPolicy* p = policy_for(role)) p->on_instance_removed(e.id(), now);
+}
+
+void Simulation::maybe_retire(Engine& e, Time now) {
+  if (e.state != EngineState::Draining || e.busy() || e.has_work()) return;
+  remove_from_pool(e, now);
+  if (e.switching) {  // role switch: the engine stays up and rejoins the other pool
+    e.state = EngineState::Starting;
+    ++res_.stats.role_switches;
+    push(now + cfg_.role_switch_s, Kind::InstanceReady, e.id());
+  } else {
+    e.state = EngineState::Stopped;
+    e.stopped_at = now;
+    ++res_.stats.scale_ins;
+  }
+  sample(now);
+}
+
+void Simulation::on_arrival(const Request& r, Time now) {
+  res_.recorder.add(r);
+  ++in_system_;
+  if (cfg_.scaler) cfg_.scaler->on_arrival(r, now);
+  const Tokens need = (r.prompt_len + r.output_len.value_or(1) + cfg_.profile.block_size - 1) / cfg_.profile.block_size;
+  if (need > cfg_.profile.kv_blocks) {  // could never fit on any instance: refuse, don't stall
+    res_.recorder.reject(r.id, now, "request needs more KV blocks than an instance has");
+    ++res_.stats.rejected_capacity;
+    --in_system_;
+    return;
+  }
+  const Role role = cfg_.disaggregated ? Role::Prefill : Role::Colocated;
+  pending_.emplace(r.id, r);
+  policy_for(role)->submit(r, now, std::nan(""));
+}
+
+void Simulation::place(const Assignment& a, Role role, Time now) {
+  auto& vec = pools_[pool_of(role)];
+  auto it = std::find_if(vec.begin(), vec.end(), [&](const InstanceView& v) { return v.id == a.instance; });
+  require(it != vec.end() && it->accepting, "assignment.instance",
+          policy_for(role)->name() + " placed request " + std::to_string(a.request) + " on instance " +
+              std::to_string(a.instance) + ", which does not accept requests");
+  Engine& e = *engines_.at(a.instance);
+  if (role == Role::Decode) {
+    auto w = awaiting_decode_.find(a.request);
+    if (w != awaiting_decode_.end()) {  // handoff already happened: move the KV now
+      RequestState s = std::move(w->second);
+      awaiting_decode_.erase(w);
+      start_transfer(std::move(s), a.instance, now);
+    } else {
+      require(early_target_.emplace(a.request, a.instance).second, "assignment.request",
+              "decode policy placed request " + std::to_string(a.request) + " twice");
+    }
+    return;
+  }
+  auto p = pending_.find(a.request);
+  require(p != pending_.end(), "assignment.request",
+          policy_for(role)->name() + " placed unknown or already placed request " + std::to_string(a.request));
+  RequestState s;
+  s.request = std::move(p->second);
+  pending_.erase(p);
+  if (role == Role::Prefill) {
+    prefill_of_[s.request.id] = a.instance;
+    GlobalPolicy* d = cfg_.decode_policy.get();
+    if (d->early_assignment()) {  // SIBYL: pick the decode instance at prefill start
+      const InstanceView& pv = e.view();
+      double queued = 0.0;
+      for (const RequestState& w : pv.waiting) queued += pv.model.prefill_cost(w.to_compute(), 0);
+      const Time start = std::max(now, pv.busy_until);
+      const Time tau = start + queued + pv.model.overhead() + pv.model.prefill_cost(s.request.prompt_len, 0);
+      d->submit(s.request, now, tau);
+      poll(d, Role::Decode, now);
+    }
+  }
+  e.enqueue(std::move(s));
+  kick(e, now);
+}
+
+void Simulation::poll(GlobalPolicy* p, Role role, Time now) {
+  const int pool = pool_of(role);
+  if (p->pending() == 0) return;
+  ++res_.stats.polls;
+  for (const Assignment& a : p->poll(now, pools_[pool])) place(a, role, now);
+  const Time w = p->pending() > 0 ? p->next_wakeup() : kNever;
+  if (w < kNever && (w < wakeup_at_[pool] || wakeup_at_[pool] <= now)) {
+    wakeup_at_[pool] = std::max(w, now + 1e-6);
+    push(wakeup_at_[pool], Kind::Wakeup, pool);
+  }
+}
+
+void Simulation::kick(Engine& e, Time now) {
+  const double t = e.start(now);
+  if (t >= 0) push(now + t, Kind::IterationDone, e.id());
+}
+
+void Simulation::start_transfer(RequestState s, Id decode_instance, Time now) {
+  const Id id = s.request.id;
+  const double t = cfg_.profile.kv_transfer_time(s.computed);
+  awaiting_decode_.emplace(id, std::move(s));
+  push(now + t, Kind::TransferDone, id, decode_instance);
+}
+
+void Simulation::handoff(RequestState s, Id from, Time now) {
+  const Id id = s.request.id;
+  cfg_.prefill_policy->on_prefill_done(id, from, now);
+  GlobalPolicy* d = cfg_.decode_policy.get();
+  auto t = early_target_.find(id);
+  if (t != early_target_.end()) {
+    const Id target = t->second;
+    early_target_.erase(t);
+    d->on_prefill_done(id, from, now);
+    start_transfer(std::move(s), target, now);
+    return;
+  }
+  const bool early = d->early_assignment();
+  awaiting_decode_.emplace(id, std::move(s));
+  if (!early) d->submit(awaiting_decode_.at(id).request, now, std::nan(""));
+  d->on_prefill_done(id, from, now);
+  poll(d, Role::Decode, now);
+}
+
+void Simulation::on_iteration_done(Engine& e, Time now) {
+  IterationOutcome out = e.finish(now);
+  const Role role = e.view().role;
+  GlobalPolicy* p = policy_for(role);
+  for (const auto& tok : out.tokens) {
+    res_.recorder.token(tok.request, now, e.id());
+    if (tok.generated == 1 && cfg_.scaler) cfg_.scaler->on_first_token(tok.request, now);
+    p->on_token(tok.request, e.id(), tok.generated, now);
+  }
+  for (const RequestState& s : out.finished) {
+    res_.recorder.finish(s.request.id, now);
+    --in_system_;
+    p->on_finished(s.request.id, e.id(), now);
+    if (cfg_.disaggregated && role == Role::Prefill) {  // one-token output: done at prefill
+      cfg_.prefill_policy->on_prefill_done(s.request.id, e.id(), now);
+      auto t = early_target_.find(s.request.id);
+      if (t != early_target_.end()) {  // release the decode reservation it will not use
+        cfg_.decode_policy->on_finished(s.request.id, t->second, now);
+        early_target_.erase(t);
+      }
+    }
+    if (cfg_.scaler) cfg_.scaler->on_finished(s.request.id, now);
+  }
+  for (RequestState& s : out.handed_off) handoff(std::move(s), e.id(), now);
+  res_.stats.iterations += 1;
+  kick(e, now);
+  maybe_retire(e, now);
+}
+
+void Simulation::apply(const ScaleDecision& d, Time now) {
+  if (d.action == ScaleAction::ScaleOut) {
+    const Role role = cfg_.disaggregated ? d.role : Role::Colocated;
+    require(!(cfg_.disaggregated && role == Role::Colocated), "decision.role", "P/D scale-out needs prefill or decode");
+    if (live_instances() >= max_instances_) return;
+    add_engine(role, now, false);
+    ++res_.stats.scale_outs;
+    sample(now);
+    return;
+  }
+  auto it = engines_.find(d.instance);
+  if (it == engines_.end() || it->second->state != EngineState::Active) return;  // stale decision
+  Engine& e = *it->second;
+  const Role role = e.view().role;
+  int active = 0;
+  for (const InstanceView& v : pools_[pool_of(role)]) active += v.accepting;
+  if (active <= cfg_.min_instances) return;  // never drain a pool below its floor
+  if (d.action == ScaleAction::SwitchRole) {
+    if (!cfg_.disaggregated || d.role == role || d.role == Role::Colocated) return;
+    e.switching = true;
+    e.next_role = d.role;
+  }
+  e.state = EngineState::Draining;
+  e.view().accepting = false;
+  maybe_retire(e, now);
+}
+
+void Simulation::sample(Time now) {
+  TimelinePoint p;
+  p.t = now;
+  p.colocated = int(pools_[0].size());
+  p.prefill = int(pools_[1].size());
+  p.decode = int(pools_[2].size());
+  p.starting = int(staged_.size());
+  for (int r = 0; r < 3; ++r) {
+    if (GlobalPolicy* g = policy_for(Role(r))) p.queued += int64_t(g->pending());
+    for (const InstanceView& v : pools_[r]) {
+      p.waiting += int64_t(v.waiting.size());
+      p.running += int64_t(v.running.size());
+    }
+  }
+  res_.stats.timeline.push_back(p);
+}
+
+SimResult Simulation::run() {
+  cfg_.validate();
+  if (cfg_.belief) {
+    belief_ = *cfg_.belief;
+  } else {
+    belief_ = cfg_.profile.coeffs;
+    for (double* c : {&belief_.t_c, &belief_.a_p, &belief_.b_p, &belief_.c_p, &belief_.a_d, &belief_.b_d})
+      *c *= cfg_.belief_scale;
+  }
+  for (size_t i = 0; i < reqs_.size(); ++i) {
+    validate(reqs_[i]);
+    require(reqs_[i].output_len.has_value(), "output_len",
+            "request " + std::to_string(reqs_[i].id) + " needs a true output length to be simulated");
+    require(i == 0 || reqs_[i].arrival >= reqs_[i - 1].arrival, "arrival", "requests must be sorted by arrival");
+  }
+  res_.recorder.reserve(reqs_.size());
+  if (cfg_.disaggregated) {
+    for (int i = 0; i < cfg_.prefill_instances; ++i) add_engine(Role::Prefill, 0.0, true);
+    for (int i = 0; i < cfg_.decode_instances; ++i) add_engine(Role::Decode, 0.0, true);
+  } else {
+    for (int i = 0; i < cfg_.instances; ++i) add_engine(Role::Colocated, 0.0, true);
+  }
+  max_instances_ = cfg_.max_instances > 0 ? cfg_.max_instances : int(live_instances());
+  if (cfg_.scaler) push(cfg_.scaler->interval(), Kind::ScalerTick);
+  push(0.0, Kind::Sample);
+
+  Time now = 0.0;
+  while (true) {
+    const Time ta = next_arrival_ < reqs_.size() ? reqs_[next_arrival_].arrival : kNever;
+    const Time te = events_.empty() ? kNever : events_.top().t;
+    const Time t = std::min(ta, te);
+    if (t == kNever || t > cfg_.max_time) break;
+    now = t;
+    ++res_.stats.events;
+    if (ta < te) {
+      const Request& r = reqs_[next_arrival_++];
+      last_work_ = now;
+      on_arrival(r, now);
+      poll(policy_for(cfg_.disaggregated ? Role::Prefill : Role::Colocated),
+           cfg_.disaggregated ? Role::Prefill : Role::Colocated, now);
+      continue;
+    }
+    const Event ev = events_.top();
+    events_.pop();
+    if (ev.kind != Kind::Sample && ev.kind != Kind::ScalerTick) last_work_ = now;
+    switch (ev.kind) {
+      case Kind::IterationDone: {
+        Engine& e = *engines_.at(ev.a);
+        const Role role = e.view().role;
+        on_iteration_done(e, now);
+        poll(policy_for(role), role, now);  // the views changed: pull policies may release
+        break;
+      }
+      case Kind::TransferDone: {
+        RequestState s = std::move(awaiting_decode_.at(ev.a));
+        awaiting_decode_.erase(ev.a);
+        auto it = engines_.find(ev.b);
+        if (it == engines_.end() || it->second->state == EngineState::Stopped ||
+            !it->second->view().accepting) {  // target drained meanwhile: ask again
+          awaiting_decode_.emplace(ev.a, std::move(s));
+          cfg_.decode_policy->submit(awaiting_decode_.at(ev.a).request, now, std::nan(""));
+          poll(cfg_.decode_policy.get(), Role::Decode, now);
+          break;
+        }
+        it->second->enqueue(std::move(s));
+        kick(*it->second, now);
+        break;
+      }
+      case Kind::InstanceReady: {
+        Engine& e = *engines_.at(ev.a);
+        make_ready(e, now);
+        sample(now);
+        const Role role = e.view().role;
+        poll(policy_for(role), role, now);
+        break;
+      }
+      case Kind::Wakeup: {
+        wakeup_at_[ev.a] = kNever;
+        poll(policy_for(Role(ev.a)), Role(ev.a), now);
+        break;
+      }
+      case Kind::ScalerTick: {
+        std::vector<InstanceView> views;
+        for (const auto& pool : pools_) views.insert(views.end(), pool.begin(), pool.end());
+        for (const ScaleDecision& d : cfg_.scaler->decide(now, views)) apply(d, now);
+        if (work_left()) push(now + cfg_.scaler->interval(), Kind::ScalerTick);
+        break;
+      }
+      case Kind::Sample: {
+        sample(now);
+        if (work_left()) push(now + cfg_.timeline_interval_s, Kind::Sample);
+        break;
+      }
+    }
+  }
+  // Whatever is still in the system stalled (a policy that never placed it) or ran out of
+  // time: report it rejected with the reason, never drop it silently.
+  for (const RequestRecord& rec : res_.recorder.records()) {
+    if (rec.outcome != Outcome::Pending) continue;
+    const bool timed_out = now >= cfg_.max_time;
+    res_.recorder.reject(rec.request.id, now, timed_out ? "simulation time limit" : "stalled: never completed");
+    if (!timed_out) ++res_.stats.stalled;
+  }
+  for (auto& kv : engines_) {
+    Engine& e = *kv.second;
+    const Time end = e.state == EngineState::Stopped ? e.stopped_at : std::max(last_work_, e.started_at);
+    res_.recorder.add_instance_time(std::max(0.0, end - e.started_at));
+    res_.stats.preemptions += e.preemptions();
+    res_.stats.plan_violations += int64_t(e.violations());
+  }
+  res_.stats.end_time = last_work_;
+  return std::move(res_);
+}
+
+}  // namespace
+
+SimResult simulate(const std::vector<Request>& requests, const SimConfig& cfg) {
+  return Simulation(requests, cfg).run();
+}
+
+}  // namespace slocore::sim
