@@ -176,7 +176,7 @@ void init_core(py::module_& m) {
              v.role = role;
              return v;
            }),
-           py::arg("id"), py::arg("role") = Role::Colocated)
+           py::arg("id"), py::arg_v("role", Role::Colocated, "Role.COLOCATED"))
       .def_readwrite("id", &InstanceView::id)
       .def_readwrite("role", &InstanceView::role)
       .def_readwrite("accepting", &InstanceView::accepting)
@@ -264,7 +264,7 @@ void init_core(py::module_& m) {
       .def_readonly("tdg", &RequestMetrics::tdg)
       .def_readonly("tdg_ideal", &RequestMetrics::tdg_ideal);
 
-  m.def("request_metrics", &request_metrics, py::arg("record"), py::arg("options") = MetricsOptions{});
+  m.def("request_metrics", &request_metrics, py::arg("record"), py::arg_v("options", MetricsOptions{}, "MetricsOptions()"));
 
   m.def(
       "summarize",
@@ -300,7 +300,7 @@ void init_core(py::module_& m) {
         d["count_by_priority"] = s.count_by_priority;
         return d;
       },
-      py::arg("recorder"), py::arg("options") = MetricsOptions{},
+      py::arg("recorder"), py::arg_v("options", MetricsOptions{}, "MetricsOptions()"),
       "Summary metrics of a recorder as a dict (one definition each; see metrics.h).");
 
   py::class_<FitResult>(m, "FitResult")

@@ -139,7 +139,7 @@ void init_interfaces(py::module_& m) {
 
   py::class_<ScaleDecision>(m, "ScaleDecision")
       .def(py::init([](ScaleAction action, Role role, Id instance) { return ScaleDecision{action, role, instance}; }),
-           py::arg("action"), py::arg("role") = Role::Colocated, py::arg("instance") = kNoInstance)
+           py::arg("action"), py::arg_v("role", Role::Colocated, "Role.COLOCATED"), py::arg("instance") = kNoInstance)
       .def_readwrite("action", &ScaleDecision::action)
       .def_readwrite("role", &ScaleDecision::role)
       .def_readwrite("instance", &ScaleDecision::instance);

@@ -1,0 +1,129 @@
+"""`slocore` command line: simulate | scenarios | fit | profiles."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _floats(s: str) -> list[float]:
+    try:
+        return [float(x) for x in s.split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {s!r}") from None
+
+
+def _ints(s: str) -> list[int]:
+    try:
+        return [int(x) for x in s.split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {s!r}") from None
+
+
+def cmd_simulate(a) -> int:
+    from slocore.sim import experiment, report, scenarios
+
+    sc = scenarios.get(a.scenario)
+    overrides = {}
+    for key in ("profile", "instances", "noise_sigma", "belief_scale", "max_instances"):
+        v = getattr(a, key)
+        if v is not None:
+            overrides[key] = v
+    rows = experiment.run_scenario(sc, loads=a.loads, variants=a.variants.split(",") if a.variants else None,
+                                   seeds=a.seeds, overrides=overrides, progress=not a.quiet)
+    if a.json:
+        print(report.to_json(sc, rows))
+    else:
+        print(report.table(sc, rows))
+    if a.plot:
+        report.plot(sc, rows, a.plot)
+        print(f"plot written to {a.plot}", file=sys.stderr)
+    return 0
+
+
+def cmd_scenarios(a) -> int:
+    from slocore.sim import scenarios
+
+    for name, sc in sorted(scenarios.all_scenarios().items()):
+        missing = sorted(set(sc.variants) - set(sc.available_variants()))
+        print(f"{name:28s} {sc.description}")
+        print(f"{'':28s}   source: {sc.source}; loads: {', '.join(f'{l:g}' for l in sc.loads)} {sc.load_unit}")
+        if missing:
+            print(f"{'':28s}   (not in this build: {', '.join(missing)})")
+    return 0
+
+
+def cmd_fit(a) -> int:
+    from slocore import fitting
+
+    path = a.csv or fitting.sample_path(a.model)
+    if not a.csv:
+        print(f"no CSV given: fitting the bundled sample {path}", file=sys.stderr)
+    out = fitting.fit(a.model, path)
+    if a.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    for part in ("prefill", "decode"):
+        if part in out:
+            print(f"{part}: " + ", ".join(f"{k}={v:.6g}" for k, v in out[part]["coeffs"].items())
+                  + f"  (rms rel err {out[part]['rms_rel_error']:.3%}, n={out[part]['samples']})")
+    if "coeffs" in out:
+        print(", ".join(f"{k}={v:.6g}" for k, v in out["coeffs"].items())
+              + f"  (rms rel err {out['rms_rel_error']:.3%}, n={out['samples']})")
+    if "per_request" in out:
+        print("per_request: " + ", ".join(f"{k}={v:.6g}" for k, v in out["per_request"].items()))
+    return 0
+
+
+def cmd_profiles(a) -> int:
+    from slocore.profiles import list_profiles, load_profile
+
+    if a.name:
+        print(json.dumps(load_profile(a.name), indent=1))
+        return 0
+    for n in list_profiles():
+        p = load_profile(n)
+        print(f"{n:32s} {p.get('description', '')}")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="slocore", description="SLO-aware scheduling core for LLM serving")
+    sub = p.add_subparsers(dest="cmd")
+    s = sub.add_parser("simulate", help="run a built-in scenario in the cluster simulator (default: 'default')")
+    s.add_argument("--scenario", default="default", help="scenario name (see `slocore scenarios`)")
+    s.add_argument("--variants", help="comma-separated variants of the scenario (default: all available)")
+    s.add_argument("--loads", type=_floats, help="comma-separated loads (default: the scenario's)")
+    s.add_argument("--seeds", type=_ints, default=[0], help="comma-separated seeds (default: 0)")
+    s.add_argument("--profile", help="hardware profile override (see `slocore profiles`)")
+    s.add_argument("--instances", type=int, help="colocated instance count override")
+    s.add_argument("--max-instances", dest="max_instances", type=int, help="scale-out cap override")
+    s.add_argument("--noise-sigma", dest="noise_sigma", type=float, help="log-normal noise on iteration times")
+    s.add_argument("--belief-scale", dest="belief_scale", type=float,
+                   help="policies' latency model = truth x this (mis-calibration, e.g. 1.2)")
+    s.add_argument("--plot", help="write attainment/latency/cost vs load to this PNG")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_simulate)
+    sc = sub.add_parser("scenarios", help="list built-in scenarios")
+    sc.set_defaults(func=cmd_scenarios)
+    f = sub.add_parser("fit", help="fit a latency model to measurements (CSV)")
+    f.add_argument("--model", default="stage", choices=["stage", "per_request", "tps"])
+    f.add_argument("csv", nargs="?", help="measurements (default: bundled sample for --model stage)")
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(func=cmd_fit)
+    pr = sub.add_parser("profiles", help="list hardware profiles, or show one")
+    pr.add_argument("name", nargs="?")
+    pr.set_defaults(func=cmd_profiles)
+    a = p.parse_args(argv)
+    if not a.cmd:
+        a = p.parse_args(["simulate"] + list(argv or []))
+    try:
+        return a.func(a)
+    except (ValueError, KeyError) as e:
+        print(f"slocore: error: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
