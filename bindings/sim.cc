@@ -97,6 +97,7 @@ void init_sim(py::module_& m) {
       .def_readwrite("correction_window", &SimConfig::correction_window)
       .def_readwrite("timeline_interval_s", &SimConfig::timeline_interval_s)
       .def_readwrite("max_time", &SimConfig::max_time)
+      .def_readwrite("stall_timeout_s", &SimConfig::stall_timeout_s)
       .def_readwrite("seed", &SimConfig::seed)
       .def("validate", &SimConfig::validate);
 

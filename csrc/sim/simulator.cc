@@ -33,6 +33,7 @@ void SimConfig::validate() const {
   require_nonneg(cold_start_s, "cold_start_s");
   require_nonneg(role_switch_s, "role_switch_s");
   require_positive(timeline_interval_s, "timeline_interval_s");
+  require_positive(stall_timeout_s, "stall_timeout_s");
   require(correction_window >= 0, "correction_window", "must be >= 0");
   if (processor_sharing) require(profile.tps.has_value(), "profile.tps", "processor_sharing needs TPS(N)");
 }
@@ -77,8 +78,17 @@ class Simulation {
   void apply(const ScaleDecision& d, Time now);
   void maybe_retire(Engine& e, Time now);
   void sample(Time now);
-  void push(Time t, Kind k, Id a = 0, Id b = 0) { events_.push(Event{t, seq_++, k, a, b}); }
-  bool work_left() const { return next_arrival_ < reqs_.size() || in_system_ > 0; }
+  static bool periodic(Kind k) { return k == Kind::Sample || k == Kind::ScalerTick; }
+  void push(Time t, Kind k, Id a = 0, Id b = 0) {
+    events_.push(Event{t, seq_++, k, a, b});
+    real_events_ += !periodic(k);
+  }
+  // Periodic events re-arm while something can still move: arrivals to come, real events
+  // queued, or (for a scaler that may rescue a stuck queue) a bounded stall window.
+  bool work_left(Time now) const {
+    if (in_system_ == 0 && next_arrival_ >= reqs_.size()) return false;
+    return next_arrival_ < reqs_.size() || real_events_ > 0 || now - last_work_ < cfg_.stall_timeout_s;
+  }
 
   const std::vector<Request>& reqs_;
   const SimConfig& cfg_;
@@ -86,6 +96,7 @@ class Simulation {
   SimResult res_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;
+  int64_t real_events_ = 0;  // queued events other than Sample/ScalerTick
   size_t next_arrival_ = 0;
   int64_t in_system_ = 0;  // arrived and neither finished nor rejected
   Id next_instance_ = 0;
@@ -391,11 +402,16 @@ SimResult Simulation::run() {
   push(0.0, Kind::Sample);
 
   Time now = 0.0;
+  bool hit_time_limit = false;
   while (true) {
     const Time ta = next_arrival_ < reqs_.size() ? reqs_[next_arrival_].arrival : kNever;
     const Time te = events_.empty() ? kNever : events_.top().t;
     const Time t = std::min(ta, te);
-    if (t == kNever || t > cfg_.max_time) break;
+    if (t == kNever) break;
+    if (t > cfg_.max_time) {
+      hit_time_limit = true;
+      break;
+    }
     now = t;
     ++res_.stats.events;
     if (ta < te) {
@@ -408,6 +424,7 @@ SimResult Simulation::run() {
     }
     const Event ev = events_.top();
     events_.pop();
+    real_events_ -= !periodic(ev.kind);
     if (ev.kind != Kind::Sample && ev.kind != Kind::ScalerTick) last_work_ = now;
     switch (ev.kind) {
       case Kind::IterationDone: {
@@ -449,21 +466,25 @@ SimResult Simulation::run() {
         std::vector<InstanceView> views;
         for (const auto& pool : pools_) views.insert(views.end(), pool.begin(), pool.end());
         for (const ScaleDecision& d : cfg_.scaler->decide(now, views)) apply(d, now);
-        if (work_left()) push(now + cfg_.scaler->interval(), Kind::ScalerTick);
+        if (work_left(now)) push(now + cfg_.scaler->interval(), Kind::ScalerTick);
         break;
       }
       case Kind::Sample: {
         sample(now);
-        if (work_left()) push(now + cfg_.timeline_interval_s, Kind::Sample);
+        if (work_left(now)) push(now + cfg_.timeline_interval_s, Kind::Sample);
         break;
       }
     }
+  }
+  for (; next_arrival_ < reqs_.size(); ++next_arrival_) {  // cut off by max_time before arriving
+    res_.recorder.add(reqs_[next_arrival_]);
+    res_.recorder.reject(reqs_[next_arrival_].id, now, "simulation time limit");
   }
   // Whatever is still in the system stalled (a policy that never placed it) or ran out of
   // time: report it rejected with the reason, never drop it silently.
   for (const RequestRecord& rec : res_.recorder.records()) {
     if (rec.outcome != Outcome::Pending) continue;
-    const bool timed_out = now >= cfg_.max_time;
+    const bool timed_out = hit_time_limit;
     res_.recorder.reject(rec.request.id, now, timed_out ? "simulation time limit" : "stalled: never completed");
     if (!timed_out) ++res_.stats.stalled;
   }

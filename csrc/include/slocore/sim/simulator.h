@@ -42,6 +42,7 @@ struct SimConfig {
   int correction_window = 32;                    // belief correction every N iterations (0: off)
   double timeline_interval_s = 1.0;
   double max_time = kNever;
+  double stall_timeout_s = 600.0;  // no progress for this long (simulated) ends the run as stalled
   uint64_t seed = 0;
   void validate() const;
 };
