@@ -59,12 +59,27 @@ Distribution distribution(std::vector<double> v, const std::vector<double>& quan
     d.quantiles.assign(quantiles.size(), std::numeric_limits<double>::quiet_NaN());
     return d;
   }
-  std::sort(v.begin(), v.end());
   double sum = 0.0;
   for (double x : v) sum += x;
   d.mean = sum / double(v.size());
-  d.max = v.back();
-  for (double q : quantiles) d.quantiles.push_back(quantile_sorted(v, q));
+  d.max = *std::max_element(v.begin(), v.end());
+  // Order statistics by selection, not a full sort: quantiles in ascending order narrow the
+  // range, so a handful of quantiles cost O(n) instead of O(n log n).
+  std::vector<size_t> order(quantiles.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return quantiles[a] < quantiles[b]; });
+  d.quantiles.assign(quantiles.size(), 0.0);
+  auto first = v.begin();
+  for (size_t i : order) {
+    const double pos = quantiles[i] * double(v.size() - 1);
+    const size_t lo = size_t(std::floor(pos));
+    auto nth = v.begin() + std::ptrdiff_t(lo);
+    std::nth_element(first, nth, v.end());
+    const double a = *nth;
+    const double b = lo + 1 < v.size() ? *std::min_element(nth + 1, v.end()) : a;
+    d.quantiles[i] = a + (b - a) * (pos - double(lo));
+    first = nth;
+  }
   return d;
 }
 
