@@ -1,14 +1,54 @@
 // The batch-scheduler table. Add a scheduler: one entry here, reading its typed params.
 #include "slocore/batch/registry.h"
 
+#include "slocore/batch/baselines.h"
 #include "slocore/core/registry_table.h"
 
 namespace slocore {
 
 namespace {
 
+std::shared_ptr<BatchScheduler> sarathi(const char* name, const ParamMap& p, bool by_priority) {
+  ParamReader rd(name, p);
+  FcfsParams fp;
+  double budget = double(fp.token_budget);
+  rd.get("token_budget", budget);
+  rd.finish();
+  require(budget >= 1, std::string(name) + ".token_budget", "must be >= 1");
+  fp.token_budget = Tokens(budget);
+  return std::make_shared<SarathiScheduler>(fp, by_priority);
+}
+
 const std::vector<RegistryEntry<BatchScheduler>>& table() {
   static const std::vector<RegistryEntry<BatchScheduler>> t = {
+      {"vllm_fcfs", "vLLM prefill-first FCFS, newest preempted (SOSP'23)",
+       [](const ParamMap& p) {
+         ParamReader rd("vllm_fcfs", p);
+         FcfsParams fp;
+         rd.get("chunked", fp.chunked);
+         rd.finish();
+         return std::make_shared<VllmFcfsScheduler>(fp);
+       }},
+      {"orca", "Orca iteration-level FCFS, whole prompts join running decodes (OSDI'22)",
+       [](const ParamMap& p) {
+         ParamReader("orca", p).finish();
+         return std::make_shared<OrcaScheduler>();
+       }},
+      {"sarathi_fcfs", "Sarathi-Serve decode-first + chunked prefill FCFS (OSDI'24)",
+       [](const ParamMap& p) { return sarathi("sarathi_fcfs", p, false); }},
+      {"sarathi_priority", "Sarathi-Serve with (priority, arrival) prefill order",
+       [](const ParamMap& p) { return sarathi("sarathi_priority", p, true); }},
+      {"edf", "FairBatching-style earliest token deadline first (ProServe Eq. 3 deadlines)",
+       [](const ParamMap& p) {
+         ParamReader rd("edf", p);
+         FcfsParams fp;
+         double budget = double(fp.token_budget);
+         rd.get("token_budget", budget);
+         rd.finish();
+         require(budget >= 1, "edf.token_budget", "must be >= 1");
+         fp.token_budget = Tokens(budget);
+         return std::make_shared<EdfScheduler>(fp);
+       }},
   };
   return t;
 }

@@ -1,0 +1,110 @@
+#include "slocore/batch/baselines.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace slocore {
+
+namespace {
+
+std::vector<size_t> indices(size_t n) {
+  std::vector<size_t> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+}  // namespace
+
+BatchPlan VllmFcfsScheduler::schedule(const InstanceView& v, Time) {
+  PlanBuilder b(v, v.max_batch_tokens);
+  // Unfinished prefills (chunks, recomputes) first, then new prompts FCFS.
+  bool prefilled = false;
+  for (const RequestState& s : v.running)
+    if (s.in_prefill()) prefilled |= b.add_next(s, true, p_.chunked) > 0;
+  for (const RequestState& s : v.waiting) {
+    if (b.add_next(s, false, p_.chunked) == 0) break;  // FCFS: no skipping ahead
+    prefilled = true;
+  }
+  if (prefilled) return b.take();  // prefill-first: this iteration does not decode
+  std::vector<size_t> order;
+  for (size_t i = 0; i < v.running.size(); ++i)
+    if (!v.running[i].in_prefill()) order.push_back(i);
+  run_with_preemption(b, order, indices(v.running.size()));
+  ensure_progress(b);
+  return b.take();
+}
+
+BatchPlan OrcaScheduler::schedule(const InstanceView& v, Time) {
+  PlanBuilder b(v, v.max_batch_tokens);
+  run_with_preemption(b, indices(v.running.size()), indices(v.running.size()));
+  for (const RequestState& s : v.waiting)
+    if (b.add_next(s, false, false) == 0) break;
+  ensure_progress(b);
+  return b.take();
+}
+
+BatchPlan SarathiScheduler::schedule(const InstanceView& v, Time) {
+  PlanBuilder b(v, p_.token_budget);
+  std::vector<size_t> decodes, victims = indices(v.running.size());
+  for (size_t i = 0; i < v.running.size(); ++i)
+    if (!v.running[i].in_prefill()) decodes.push_back(i);
+  auto later = [&](const RequestState& a, const RequestState& c) {  // served first
+    return by_priority_ ? std::make_pair(a.request.priority, a.request.arrival) <
+                              std::make_pair(c.request.priority, c.request.arrival)
+                        : a.request.arrival < c.request.arrival;
+  };
+  if (by_priority_)  // victims from the back: lowest priority, then newest
+    std::stable_sort(victims.begin(), victims.end(),
+                     [&](size_t x, size_t y) { return later(v.running[x], v.running[y]); });
+  run_with_preemption(b, decodes, victims);
+  // Then chunked prefills: running ones (in progress) before new ones, each in order.
+  std::vector<const RequestState*> pre;
+  for (const RequestState& s : v.running)
+    if (s.in_prefill() && !b.planned(s.request.id)) pre.push_back(&s);
+  const size_t n_running = pre.size();
+  for (const RequestState& s : v.waiting) pre.push_back(&s);
+  if (by_priority_) {
+    std::stable_sort(pre.begin(), pre.begin() + std::ptrdiff_t(n_running),
+                     [&](auto* a, auto* c) { return later(*a, *c); });
+    std::stable_sort(pre.begin() + std::ptrdiff_t(n_running), pre.end(), [&](auto* a, auto* c) { return later(*a, *c); });
+  }
+  for (size_t i = 0; i < pre.size() && b.budget_left() > 0 && !b.seq_full(); ++i)
+    b.add_next(*pre[i], i < n_running, true);
+  ensure_progress(b);
+  return b.take();
+}
+
+double EdfScheduler::next_deadline(const RequestState& s) {
+  const Request& r = s.request;
+  return r.arrival + r.slo.ttft + double(s.generated) * r.slo.tpot;  // ProServe Eq. 3
+}
+
+BatchPlan EdfScheduler::schedule(const InstanceView& v, Time) {
+  PlanBuilder b(v, p_.token_budget);
+  struct Cand {
+    double deadline;
+    const RequestState* s;
+    bool running;
+    size_t index;
+  };
+  std::vector<Cand> c;
+  for (size_t i = 0; i < v.running.size(); ++i) c.push_back({next_deadline(v.running[i]), &v.running[i], true, i});
+  for (size_t i = 0; i < v.waiting.size(); ++i) c.push_back({next_deadline(v.waiting[i]), &v.waiting[i], false, i});
+  std::stable_sort(c.begin(), c.end(), [](const Cand& a, const Cand& d) { return a.deadline < d.deadline; });
+  std::vector<size_t> victims;  // running by deadline: the latest deadline is evicted first
+  for (const Cand& x : c)
+    if (x.running) victims.push_back(x.index);
+  for (const Cand& x : c) {
+    if (b.seq_full() || b.budget_left() <= 0) break;
+    if (b.planned(x.s->request.id)) continue;
+    if (x.running) {
+      run_with_preemption(b, {x.index}, victims);
+    } else {
+      b.add_next(*x.s, x.running, true);
+    }
+  }
+  ensure_progress(b);
+  return b.take();
+}
+
+}  // namespace slocore

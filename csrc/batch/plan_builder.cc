@@ -1,0 +1,71 @@
+#include "slocore/batch/plan_builder.h"
+
+#include <algorithm>
+
+namespace slocore {
+
+PlanBuilder::PlanBuilder(const InstanceView& v, Tokens token_budget)
+    : view_(v), budget_(std::min(token_budget, v.max_batch_tokens)), blocks_(v.kv_blocks_free) {}
+
+bool PlanBuilder::planned(Id id) const { return std::find(ids_.begin(), ids_.end(), id) != ids_.end(); }
+
+Tokens PlanBuilder::add(const RequestState& s, bool running, Tokens want, bool allow_partial) {
+  if (seq_full() || budget_ <= 0) return 0;
+  Tokens k = std::min(want, s.to_compute());
+  if (k > budget_) {
+    if (!allow_partial) return 0;
+    k = budget_;
+  }
+  while (k > 0 && view_.blocks_needed(s, k, running) > blocks_) {
+    if (!allow_partial) return 0;
+    // Largest chunk whose blocks fit: the tokens left in held blocks plus whole free blocks.
+    const Tokens held = running ? view_.blocks_for(s.computed) * view_.block_size : 0;
+    const Tokens fit = held + blocks_ * view_.block_size - s.computed;
+    k = std::min(k - 1, fit);
+  }
+  if (k <= 0) return 0;
+  blocks_ -= view_.blocks_needed(s, k, running);
+  budget_ -= k;
+  plan_.items.push_back({s.request.id, k});
+  ids_.push_back(s.request.id);
+  return k;
+}
+
+Tokens PlanBuilder::add_next(const RequestState& s, bool running, bool allow_partial) {
+  return add(s, running, s.in_prefill() ? s.to_compute() : 1, allow_partial);
+}
+
+void PlanBuilder::preempt(const RequestState& s) {
+  blocks_ += view_.blocks_for(s.computed);
+  plan_.preempt.push_back(s.request.id);
+  ids_.push_back(s.request.id);  // neither schedule nor preempt it twice
+}
+
+void run_with_preemption(PlanBuilder& b, const std::vector<size_t>& order, std::vector<size_t> victims) {
+  const auto& run = b.view().running;
+  for (size_t i : order) {
+    const RequestState& s = run[i];
+    if (b.planned(s.request.id)) continue;
+    while (b.add_next(s, true, true) == 0 && !b.seq_full() && b.budget_left() > 0) {
+      while (!victims.empty() && b.planned(run[victims.back()].request.id)) victims.pop_back();
+      if (victims.empty()) break;
+      if (victims.back() == i) {  // it is the newest: it yields its own KV (vLLM)
+        b.preempt(s);
+        victims.pop_back();
+        break;
+      }
+      b.preempt(run[victims.back()]);
+      victims.pop_back();
+    }
+  }
+}
+
+void ensure_progress(PlanBuilder& b) {
+  const auto& run = b.view().running;
+  if (b.planned_count() > 0 || run.empty()) return;
+  std::vector<size_t> all(run.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  run_with_preemption(b, {0}, all);
+}
+
+}  // namespace slocore

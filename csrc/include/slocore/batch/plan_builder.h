@@ -1,0 +1,47 @@
+// Builds a feasible BatchPlan (the contract in batch_scheduler.h): token budget, sequence
+// limit and KV blocks are accounted in one place, so each scheduler is only its ordering.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "slocore/batch/batch_scheduler.h"
+
+namespace slocore {
+
+class PlanBuilder {
+ public:
+  PlanBuilder(const InstanceView& v, Tokens token_budget);
+
+  // Schedules up to `want` tokens of s (capped by to_compute()); with `allow_partial` a
+  // prefill may get a smaller chunk that fits the budget. Returns the tokens scheduled.
+  Tokens add(const RequestState& s, bool running, Tokens want, bool allow_partial);
+  // The next step of s: one decode token, or its prefill (chunked when allow_partial).
+  Tokens add_next(const RequestState& s, bool running, bool allow_partial);
+  void preempt(const RequestState& s);  // frees its KV for this plan
+  bool planned(Id id) const;
+  size_t planned_count() const { return plan_.items.size(); }
+  bool seq_full() const { return int(plan_.items.size()) >= view_.max_num_seqs; }
+  Tokens budget_left() const { return budget_; }
+  int64_t blocks_left() const { return blocks_; }
+  BatchPlan take() { return std::move(plan_); }
+  const InstanceView& view() const { return view_; }
+
+ private:
+  const InstanceView& view_;
+  Tokens budget_;
+  int64_t blocks_;
+  BatchPlan plan_;
+  std::vector<Id> ids_;
+};
+
+// Runs the next step (decode token or prefill chunk) of every running request in `order`
+// (indices into view.running); when one does not fit in KV, preempts running requests from
+// the back of `victims` (not yet planned) until it fits, or preempts it when it is itself
+// the next victim. vLLM's recompute policy.
+void run_with_preemption(PlanBuilder& b, const std::vector<size_t>& order, std::vector<size_t> victims);
+
+// No livelock: if nothing was planned but requests are running (e.g. partial prefills hold
+// all KV), the oldest runs and the newest yield their KV.
+void ensure_progress(PlanBuilder& b);
+
+}  // namespace slocore
