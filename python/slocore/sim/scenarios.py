@@ -78,7 +78,7 @@ def _load_paper_modules() -> None:
 def _hfx_4task(load: float, seed: int):
     from slocore.sim import workloads
 
-    return workloads.hfx_4task(rate=load, n_per_task=150, seed=seed)
+    return workloads.hfx_4task(rate=load, n_per_task=300, seed=seed)
 
 
 # The embedded default: HFX's 4-task multi-SLO set (Table 1) on two Ascend 910B Qwen-7B
@@ -88,7 +88,7 @@ register(Scenario(
     description="HFX 4-task multi-SLO set on 2 colocated instances, 3 loads: baselines vs SLO-aware policies",
     source="000_9803815a4e2a1dd4.txt Table 1 / Fig. 3 (4-task, 2 instances)",
     workload=_hfx_4task,
-    loads=(4.0, 8.0, 16.0),
+    loads=(30.0, 60.0, 90.0),
     load_unit="req/s",
     cluster=dict(profile="ascend910b-qwen7b", instances=2, batch_scheduler="sarathi_fcfs"),
     variants={
