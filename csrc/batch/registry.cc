@@ -8,7 +8,8 @@ namespace slocore {
 
 namespace {
 
-std::shared_ptr<BatchScheduler> sarathi(const char* name, const ParamMap& p, bool by_priority) {
+// Params of the token-budget schedulers (Sarathi, EDF): `token_budget` >= 1.
+FcfsParams budget_params(const char* name, const ParamMap& p) {
   ParamReader rd(name, p);
   FcfsParams fp;
   double budget = double(fp.token_budget);
@@ -16,7 +17,7 @@ std::shared_ptr<BatchScheduler> sarathi(const char* name, const ParamMap& p, boo
   rd.finish();
   require(budget >= 1, std::string(name) + ".token_budget", "must be >= 1");
   fp.token_budget = Tokens(budget);
-  return std::make_shared<SarathiScheduler>(fp, by_priority);
+  return fp;
 }
 
 const std::vector<RegistryEntry<BatchScheduler>>& table() {
@@ -35,18 +36,12 @@ const std::vector<RegistryEntry<BatchScheduler>>& table() {
          return std::make_shared<OrcaScheduler>();
        }},
       {"sarathi_fcfs", "Sarathi-Serve decode-first + chunked prefill FCFS (OSDI'24)",
-       [](const ParamMap& p) { return sarathi("sarathi_fcfs", p, false); }},
+       [](const ParamMap& p) { return std::make_shared<SarathiScheduler>(budget_params("sarathi_fcfs", p), false); }},
       {"sarathi_priority", "Sarathi-Serve with (priority, arrival) prefill order",
-       [](const ParamMap& p) { return sarathi("sarathi_priority", p, true); }},
+       [](const ParamMap& p) { return std::make_shared<SarathiScheduler>(budget_params("sarathi_priority", p), true); }},
       {"edf", "FairBatching-style earliest token deadline first (ProServe Eq. 3 deadlines)",
        [](const ParamMap& p) {
-         ParamReader rd("edf", p);
-         FcfsParams fp;
-         double budget = double(fp.token_budget);
-         rd.get("token_budget", budget);
-         rd.finish();
-         require(budget >= 1, "edf.token_budget", "must be >= 1");
-         fp.token_budget = Tokens(budget);
+         const FcfsParams fp = budget_params("edf", p);
          return std::make_shared<EdfScheduler>(fp);
        }},
   };
