@@ -8,3 +8,8 @@ void init_core(py::module_& m);
 void init_interfaces(py::module_& m);
 void init_registry(py::module_& m);
 void init_sim(py::module_& m);
+// One per paper, each in its own file.
+void init_hfx(py::module_& m);
+void init_slice(py::module_& m);
+void init_proserve(py::module_& m);
+void init_sibyl(py::module_& m);

@@ -17,4 +17,8 @@ PYBIND11_MODULE(_core, m) {
   init_interfaces(m);
   init_registry(m);
   init_sim(m);
+  init_hfx(m);
+  init_slice(m);
+  init_proserve(m);
+  init_sibyl(m);
 }

@@ -1,8 +1,9 @@
-// The batch-scheduler table. Add a scheduler: one entry here, reading its typed params.
+// The registry table: baselines here, each paper's entries in its own *_registry.cc (families.h).
 #include "slocore/batch/registry.h"
 
 #include "slocore/batch/baselines.h"
 #include "slocore/core/registry_table.h"
+#include "families.h"
 
 namespace slocore {
 
@@ -20,8 +21,8 @@ FcfsParams budget_params(const char* name, const ParamMap& p) {
   return fp;
 }
 
-const std::vector<RegistryEntry<BatchScheduler>>& table() {
-  static const std::vector<RegistryEntry<BatchScheduler>> t = {
+std::vector<RegistryEntry<BatchScheduler>> baseline_batch_schedulers() {
+  return {
       {"vllm_fcfs", "vLLM prefill-first FCFS, newest preempted (SOSP'23)",
        [](const ParamMap& p) {
          ParamReader rd("vllm_fcfs", p);
@@ -45,6 +46,17 @@ const std::vector<RegistryEntry<BatchScheduler>>& table() {
          return std::make_shared<EdfScheduler>(fp);
        }},
   };
+}
+
+// Baselines first, then each paper's family (registered in its own file, see families.h).
+const std::vector<RegistryEntry<BatchScheduler>>& table() {
+  static const std::vector<RegistryEntry<BatchScheduler>> t = [] {
+    std::vector<RegistryEntry<BatchScheduler>> all;
+    for (auto part : {baseline_batch_schedulers(), hfx_batch_schedulers(), proserve_batch_schedulers(), slice_batch_schedulers(),
+                      sibyl_batch_schedulers()})
+      all.insert(all.end(), part.begin(), part.end());
+    return all;
+  }();
   return t;
 }
 

@@ -1,15 +1,16 @@
-// The global-policy table. Add a policy: one entry here, reading its typed params.
+// The registry table: baselines here, each paper's entries in its own *_registry.cc (families.h).
 #include "slocore/policy/registry.h"
 
 #include "slocore/core/registry_table.h"
+#include "families.h"
 #include "slocore/policy/baselines.h"
 
 namespace slocore {
 
 namespace {
 
-const std::vector<RegistryEntry<GlobalPolicy>>& table() {
-  static const std::vector<RegistryEntry<GlobalPolicy>> t = {
+std::vector<RegistryEntry<GlobalPolicy>> baseline_global_policies() {
+  return {
       {"round_robin", "next instance in id order (RR baseline of HFX, SIBYL)",
        [](const ParamMap& p) {
          ParamReader("round_robin", p).finish();
@@ -37,6 +38,17 @@ const std::vector<RegistryEntry<GlobalPolicy>>& table() {
          return std::make_shared<LeastTokensPolicy>(d);
        }},
   };
+}
+
+// Baselines first, then each paper's family (registered in its own file, see families.h).
+const std::vector<RegistryEntry<GlobalPolicy>>& table() {
+  static const std::vector<RegistryEntry<GlobalPolicy>> t = [] {
+    std::vector<RegistryEntry<GlobalPolicy>> all;
+    for (auto part : {baseline_global_policies(), hfx_global_policies(), proserve_global_policies(), slice_global_policies(),
+                      sibyl_global_policies()})
+      all.insert(all.end(), part.begin(), part.end());
+    return all;
+  }();
   return t;
 }
 

@@ -1,15 +1,27 @@
-// The scaler table. Add a scaler: one entry here, reading its typed params.
+// The registry table: baselines here, each paper's entries in its own *_registry.cc (families.h).
 #include "slocore/scale/registry.h"
 
 #include "slocore/core/registry_table.h"
+#include "families.h"
 
 namespace slocore {
 
 namespace {
 
-const std::vector<RegistryEntry<Scaler>>& table() {
-  static const std::vector<RegistryEntry<Scaler>> t = {
+std::vector<RegistryEntry<Scaler>> baseline_scalers() {
+  return {
   };
+}
+
+// Baselines first, then each paper's family (registered in its own file, see families.h).
+const std::vector<RegistryEntry<Scaler>>& table() {
+  static const std::vector<RegistryEntry<Scaler>> t = [] {
+    std::vector<RegistryEntry<Scaler>> all;
+    for (auto part : {baseline_scalers(), hfx_scalers(), proserve_scalers(), slice_scalers(),
+                      sibyl_scalers()})
+      all.insert(all.end(), part.begin(), part.end());
+    return all;
+  }();
   return t;
 }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -122,6 +123,15 @@ class Workload:
         return Workload(**kw)
 
 
+# Workloads by name, for scenarios and the CLI; `@workload` adds one.
+WORKLOADS: dict[str, Callable[..., "Workload"]] = {}
+
+
+def workload(fn):
+    WORKLOADS[fn.__name__] = fn
+    return fn
+
+
 def arrivals(n: int, rate: float, rng: np.random.Generator, process: str = "poisson", cv: float = 1.0,
              start: float = 0.0) -> np.ndarray:
     """n arrival times at `rate` req/s: Poisson, or gamma inter-arrivals with CV `cv`."""
@@ -175,16 +185,19 @@ def task_mix(tasks, rate: float, n_per_task: int, seed: int = 0, process="poisso
     return _build(parts, tasks, name, seed, dict(rate=rate, n_per_task=n_per_task, process=process, cv=cv))
 
 
+@workload
 def hfx_4task(rate: float = 8.0, n_per_task: int = 300, seed: int = 0, **kw) -> Workload:
     """HFX 4-task multi-SLO set (Table 1): medical_qa, tldr_content_gen, tldr_headline_gen, wikisql."""
     return task_mix(HFX_4TASK, rate, n_per_task, seed, name="hfx_4task", **kw)
 
 
+@workload
 def hfx_2task(rate: float = 8.0, n_per_task: int = 300, seed: int = 0, **kw) -> Workload:
     """HFX 2-task set (Table 1): gsm8k and sharegpt (heavy-tailed, log-normal)."""
     return task_mix(HFX_2TASK, rate, n_per_task, seed, name="hfx_2task", **kw)
 
 
+@workload
 def sharegpt_like(rate: float = 4.0, n: int = 1000, seed: int = 0, ttft: float = 2.0, tpot: float = 0.1,
                   process="poisson", cv=1.0) -> Workload:
     """Heavy-tailed chat: log-normal prompt/output with ShareGPT statistics (HFX Table 1
@@ -198,6 +211,7 @@ def sharegpt_like(rate: float = 4.0, n: int = 1000, seed: int = 0, ttft: float =
                   dict(rate=rate, n=n, ttft=ttft, tpot=tpot))
 
 
+@workload
 def uniform_random(rate: float = 4.0, n: int = 1000, seed: int = 0, prompt_range=(32, 1024), output_range=(16, 512),
                    ttft: float = 1.0, tpot: float = 0.1) -> Workload:
     """Uniform prompt/output lengths (inclusive ranges), Poisson arrivals."""
@@ -217,14 +231,22 @@ def with_priorities(w: Workload, high_share: float = 0.5, weights=(2.0, 1.0), se
                    params={**w.params, "high_share": high_share, "weights": weights})
 
 
-WORKLOADS = {"hfx_4task": hfx_4task, "hfx_2task": hfx_2task, "sharegpt_like": sharegpt_like,
-             "uniform_random": uniform_random}
 
 
 def make_workload(name: str, **params) -> Workload:
+    """A registered workload by name (see ``WORKLOADS``) with keyword parameters."""
     if name not in WORKLOADS:
         raise ValueError(f"workload: unknown {name!r} (known: {', '.join(WORKLOADS)})")
     try:
         return WORKLOADS[name](**params)
     except TypeError as e:
         raise ValueError(f"workload {name}: {e}") from None
+
+
+# --- HFX ramp (HFX Fig. 6) ---------------------------------------------------------------
+
+
+# --- SLICE mixes (SLICE Table II, Sec. V) -------------------------------------------------
+
+
+# --- SIBYL datasets (SIBYL Sec. 5) ---------------------------------------------------------

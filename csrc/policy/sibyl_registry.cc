@@ -1,0 +1,8 @@
+// SIBYL GlobalPolicy entries (none yet).
+#include "families.h"
+
+namespace slocore {
+
+std::vector<RegistryEntry<GlobalPolicy>> sibyl_global_policies() { return {}; }
+
+}  // namespace slocore
