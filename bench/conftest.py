@@ -10,6 +10,8 @@ def record_ratio(benchmark):
     """record_ratio(group, impl): call after benchmark(...) to keep its median."""
 
     def rec(group: str, impl: str):
+        if benchmark.disabled or benchmark.stats is None:  # --benchmark-disable: a smoke run
+            return
         _RESULTS.setdefault(group, {})[impl] = benchmark.stats.stats.median
 
     return rec

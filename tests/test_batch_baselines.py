@@ -10,7 +10,7 @@ from slocore import _core
 from slocore.reference import batch_baselines as ref
 from simkit import config, profile, requests
 
-NAMES = ["vllm_fcfs", "orca", "sarathi_fcfs", "sarathi_priority", "edf"]
+NAMES = ["vllm_fcfs", "orca", "sarathi_fcfs", "sarathi_priority", "edf", "weighted_vtc", "mlfq"]
 
 
 @st.composite
@@ -27,7 +27,8 @@ def views(draw):
         done = prompt + gen - (1 if gen else 0)
         computed = done if draw(st.booleans()) else draw(st.integers(1, max(1, prompt + gen - 1)))
         r = s.Request(next(rid), draw(st.floats(0, 10)), prompt, output_len=gen + 50, ttft=draw(st.floats(0.1, 2)),
-                      tpot=draw(st.floats(0.01, 0.2)), priority=draw(st.integers(0, 2)))
+                      tpot=draw(st.floats(0.01, 0.2)), priority=draw(st.integers(0, 2)),
+                      priority_weight=draw(st.sampled_from([1.0, 2.0, 4.0])))
         st_ = s.RequestState(r, computed, gen)
         running.append(st_)
         used += v.blocks_for(computed)
@@ -39,6 +40,8 @@ def views(draw):
     v.running, v.waiting = running, waiting
     v.kv_blocks_total = used + draw(st.integers(0, 200))
     v.kv_blocks_free = v.kv_blocks_total - used
+    v.model = s.LatencyModel(s.LatencyCoeffs(t_c=0.01, a_p=draw(st.sampled_from([0.0, 1e-8])), c_p=1e-4, a_d=1e-6,
+                                             b_d=draw(st.sampled_from([1e-4, 1e-2]))))
     return v
 
 
@@ -71,6 +74,77 @@ def test_sarathi_and_edf_match_reference(v, budget):
         items, preempted = fn(v, budget)
         assert [(i.request, i.tokens) for i in plan.items] == items, name
         assert list(plan.preempt) == preempted, name
+
+
+@given(st.lists(views(), min_size=1, max_size=4), st.integers(1, 1024), st.sampled_from([1.0, 2.0]))
+def test_weighted_vtc_matches_reference_over_calls(vs, budget, w_out):
+    """VTC is stateful (counters, lift): the same sequence of views gives the same plans."""
+    cpp = _core.make_batch_scheduler("weighted_vtc", {"token_budget": budget, "w_out": w_out})
+    py = ref.WeightedVtc(budget, 1.0, w_out)
+    for v in vs:
+        plan = cpp.schedule(v, 0.0)
+        assert ([(i.request, i.tokens) for i in plan.items], list(plan.preempt)) == py.schedule(v)
+
+
+@given(st.lists(views(), min_size=1, max_size=4), st.sampled_from([1, 3, 6]), st.sampled_from([0.001, 0.02]))
+def test_mlfq_matches_reference_over_calls(vs, levels, q0):
+    cpp = _core.make_batch_scheduler("mlfq", {"levels": levels, "base_quantum_s": q0, "promote_after_s": 1.0})
+    py = ref.Mlfq(levels, q0, 1.0)
+    for t, v in enumerate(vs):
+        plan = cpp.schedule(v, 0.7 * t)
+        assert ([(i.request, i.tokens) for i in plan.items], list(plan.preempt)) == py.schedule(v, 0.7 * t)
+
+
+def _state(rid, arrival, prompt, gen=0, priority=0, weight=1.0):
+    r = s.Request(rid, arrival, prompt, output_len=100, ttft=1.0, tpot=0.1, priority=priority, priority_weight=weight)
+    return s.RequestState(r, prompt + gen - 1 if gen else 0, gen)
+
+
+def _view(running=(), waiting=(), budget=4096, seqs=64):
+    v = s.InstanceView(0)
+    v.block_size, v.max_batch_tokens, v.max_num_seqs = 16, budget, seqs
+    v.kv_blocks_total = v.kv_blocks_free = 10_000
+    v.running, v.waiting = list(running), list(waiting)
+    v.model = s.LatencyModel(s.LatencyCoeffs(t_c=0.01, c_p=1e-4, a_d=1e-6, b_d=1e-3))
+    return v
+
+
+def test_weighted_vtc_serves_the_heavier_class_more():
+    """Two backlogged classes, weights 3:1, one prompt admitted per call: admissions follow
+    the counters, so class 0 gets about 3x the prompt tokens of class 1."""
+    vtc = _core.make_batch_scheduler("weighted_vtc", {"token_budget": 100})
+    served = {0: 0, 1: 0}
+    rid = iter(range(10**6))
+    for step in range(200):
+        waiting = [_state(next(rid), step, 100, priority=0, weight=3.0), _state(next(rid), step, 100, priority=1)]
+        plan = vtc.schedule(_view(waiting=waiting), float(step))
+        for it in plan.items:
+            served[0 if it.request == waiting[0].request.id else 1] += it.tokens
+    assert 2.6 < served[0] / served[1] < 3.4, served
+
+
+def test_mlfq_skip_join_and_demotion():
+    """A long prompt joins a lower level (skip-join) than a short one; a request that used its
+    quantum drops a level; the short newcomer then runs before the long one."""
+    m = _core.make_batch_scheduler("mlfq", {"levels": 6, "base_quantum_s": 0.02, "promote_after_s": 100})
+    short, long_ = _state(1, 0.0, 10), _state(2, 0.0, 2000)  # 1 ms vs 200 ms of prefill
+    plan = m.schedule(_view(waiting=[long_, short], budget=100, seqs=1), 0.0)
+    assert [i.request for i in plan.items] == [1]  # level 0 beats the long prompt's level 4
+    # The short one decodes (1 ms + 1 us per cached token, ~1.25 ms here) and sinks through
+    # quanta 20+40+80+160+320 ms = 0.62 s, about 495 decodes;
+    # only once it is below level 4 does the long prompt get the single seat.
+    for step in range(1, 2000):
+        r = _state(1, 0.0, 10, gen=step)
+        plan = m.schedule(_view(running=[r], waiting=[long_], budget=4096, seqs=1), 0.001 * step)
+        if plan.items[0].request == 2:
+            break
+    assert 450 < step < 550, step
+
+
+@pytest.mark.parametrize("name", ["vllm_fcfs", "orca"])
+def test_prompt_longer_than_batch_limit_is_chunked(name):
+    plan = _core.make_batch_scheduler(name).schedule(_view(waiting=[_state(1, 0.0, 5000)], budget=4096), 0.0)
+    assert [(i.request, i.tokens) for i in plan.items] == [(1, 4096)]
 
 
 @pytest.mark.parametrize("name", NAMES)

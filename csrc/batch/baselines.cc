@@ -7,6 +7,10 @@ namespace slocore {
 
 namespace {
 
+// A prompt longer than the engine's batch token limit could never run whole: it is chunked
+// (vLLM V1 always chunks; V0 refused such prompts at admission, which we do not model).
+bool must_chunk(const RequestState& s, const InstanceView& v) { return s.to_compute() > v.max_batch_tokens; }
+
 std::vector<size_t> indices(size_t n) {
   std::vector<size_t> v(n);
   std::iota(v.begin(), v.end(), 0);
@@ -20,9 +24,9 @@ BatchPlan VllmFcfsScheduler::schedule(const InstanceView& v, Time) {
   // Unfinished prefills (chunks, recomputes) first, then new prompts FCFS.
   bool prefilled = false;
   for (const RequestState& s : v.running)
-    if (s.in_prefill()) prefilled |= b.add_next(s, true, p_.chunked) > 0;
+    if (s.in_prefill()) prefilled |= b.add_next(s, true, p_.chunked || must_chunk(s, v)) > 0;
   for (const RequestState& s : v.waiting) {
-    if (b.add_next(s, false, p_.chunked) == 0) break;  // FCFS: no skipping ahead
+    if (b.add_next(s, false, p_.chunked || must_chunk(s, v)) == 0) break;  // FCFS: no skipping ahead
     prefilled = true;
   }
   if (prefilled) return b.take();  // prefill-first: this iteration does not decode
@@ -38,7 +42,7 @@ BatchPlan OrcaScheduler::schedule(const InstanceView& v, Time) {
   PlanBuilder b(v, v.max_batch_tokens);
   run_with_preemption(b, indices(v.running.size()), indices(v.running.size()));
   for (const RequestState& s : v.waiting)
-    if (b.add_next(s, false, false) == 0) break;
+    if (b.add_next(s, false, must_chunk(s, v)) == 0) break;
   ensure_progress(b);
   return b.take();
 }

@@ -7,7 +7,7 @@ namespace slocore {
 PlanBuilder::PlanBuilder(const InstanceView& v, Tokens token_budget)
     : view_(v), budget_(std::min(token_budget, v.max_batch_tokens)), blocks_(v.kv_blocks_free) {}
 
-bool PlanBuilder::planned(Id id) const { return std::find(ids_.begin(), ids_.end(), id) != ids_.end(); }
+bool PlanBuilder::planned(Id id) const { return ids_.count(id) > 0; }
 
 Tokens PlanBuilder::add(const RequestState& s, bool running, Tokens want, bool allow_partial) {
   if (seq_full() || budget_ <= 0) return 0;
@@ -27,7 +27,7 @@ Tokens PlanBuilder::add(const RequestState& s, bool running, Tokens want, bool a
   blocks_ -= view_.blocks_needed(s, k, running);
   budget_ -= k;
   plan_.items.push_back({s.request.id, k});
-  ids_.push_back(s.request.id);
+  ids_.insert(s.request.id);
   return k;
 }
 
@@ -38,7 +38,7 @@ Tokens PlanBuilder::add_next(const RequestState& s, bool running, bool allow_par
 void PlanBuilder::preempt(const RequestState& s) {
   blocks_ += view_.blocks_for(s.computed);
   plan_.preempt.push_back(s.request.id);
-  ids_.push_back(s.request.id);  // neither schedule nor preempt it twice
+  ids_.insert(s.request.id);  // neither schedule nor preempt it twice
 }
 
 void run_with_preemption(PlanBuilder& b, const std::vector<size_t>& order, std::vector<size_t> victims) {

@@ -2,6 +2,7 @@
 #include "slocore/batch/registry.h"
 
 #include "slocore/batch/baselines.h"
+#include "slocore/batch/fair_baselines.h"
 #include "slocore/core/registry_table.h"
 #include "families.h"
 
@@ -44,6 +45,35 @@ std::vector<RegistryEntry<BatchScheduler>> baseline_batch_schedulers() {
        [](const ParamMap& p) {
          const FcfsParams fp = budget_params("edf", p);
          return std::make_shared<EdfScheduler>(fp);
+       }},
+      {"weighted_vtc", "Virtual Token Counter fair queuing over priority classes, weighted (OSDI'24; ProServe baseline)",
+       [](const ParamMap& p) {
+         ParamReader rd("weighted_vtc", p);
+         VtcParams vp;
+         double budget = double(vp.token_budget);
+         rd.get("token_budget", budget);
+         rd.get("w_in", vp.w_in);
+         rd.get("w_out", vp.w_out);
+         rd.finish();
+         require(budget >= 1, "weighted_vtc.token_budget", "must be >= 1");
+         require(vp.w_in > 0 && vp.w_out > 0, "weighted_vtc.w_in/w_out", "must be > 0");
+         vp.token_budget = Tokens(budget);
+         return std::make_shared<WeightedVtcScheduler>(vp);
+       }},
+      {"mlfq", "FastServe skip-join multi-level feedback queue, preemptive per iteration (arXiv'23)",
+       [](const ParamMap& p) {
+         ParamReader rd("mlfq", p);
+         MlfqParams mp;
+         double levels = mp.levels;
+         rd.get("levels", levels);
+         rd.get("base_quantum_s", mp.base_quantum_s);
+         rd.get("promote_after_s", mp.promote_after_s);
+         rd.finish();
+         require(levels >= 1 && levels <= 32, "mlfq.levels", "must be in [1, 32]");
+         require(mp.base_quantum_s > 0, "mlfq.base_quantum_s", "must be > 0");
+         require(mp.promote_after_s > 0, "mlfq.promote_after_s", "must be > 0");
+         mp.levels = int(levels);
+         return std::make_shared<MlfqScheduler>(mp);
        }},
   };
 }

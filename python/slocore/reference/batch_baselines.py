@@ -1,4 +1,5 @@
-"""Reference for csrc/include/slocore/batch/{plan_builder,baselines}.h (sarathi_fcfs, edf).
+"""Reference for csrc/include/slocore/batch/{plan_builder,baselines,fair_baselines}.h (sarathi_fcfs,
+edf, weighted_vtc, mlfq).
 
 A view here is the C++ InstanceView (read-only), so the reference and the C++ see the same
 input; plans are lists of (request id, tokens) plus preempted ids.
@@ -113,3 +114,105 @@ def edf(v, token_budget=512):
             b.add_next(s, running, True)
     ensure_progress(b)
     return b.items, b.preempted
+
+
+class WeightedVtc:
+    """weighted_vtc: Virtual Token Counter over priority classes (OSDI'24), weighted."""
+
+    def __init__(self, token_budget=512, w_in=1.0, w_out=2.0):
+        self.budget, self.w_in, self.w_out = token_budget, w_in, w_out
+        self.counter: dict[int, float] = {}
+        self.active: set[int] = set()
+
+    def charge(self, s, k):
+        w = self.w_in if in_prefill(s) else self.w_out
+        c = s.request.priority
+        self.counter[c] = self.counter.get(c, 0.0) + w * k / s.request.priority_weight
+
+    def schedule(self, v):
+        active = {s.request.priority for s in list(v.running) + list(v.waiting)}
+        kept = [self.counter.get(c, 0.0) for c in active if c in self.active]
+        if kept:  # counter lift for clients that just became active
+            for c in active - self.active:
+                self.counter[c] = max(self.counter.get(c, 0.0), min(kept))
+        self.active = active
+        b = PlanBuilder(v, self.budget)
+        run = v.running
+        run_with_preemption(b, [i for i, s in enumerate(run) if not in_prefill(s)], range(len(run)))
+        for s in run:
+            if in_prefill(s) and s.request.id not in b.ids:
+                b.add_next(s, True, True)
+        queues: dict[int, list] = {}
+        for s in v.waiting:
+            queues.setdefault(s.request.priority, []).append(s)
+        while b.budget > 0 and not b.seq_full():
+            open_ = [c for c in sorted(queues) if queues[c]]
+            if not open_:
+                break
+            best = min(open_, key=lambda c: self.counter.get(c, 0.0))  # first minimum, like C++
+            s = queues[best][0]
+            k = b.add_next(s, False, True)
+            if k == 0:
+                break
+            self.charge(s, k)
+            queues[best].pop(0)
+        ensure_progress(b)
+        by_id = {s.request.id: s for s in run}
+        for rid, k in b.items:
+            if rid in by_id:
+                self.charge(by_id[rid], k)
+        return b.items, b.preempted
+
+
+class Mlfq:
+    """mlfq: FastServe skip-join MLFQ with a starvation guard."""
+
+    def __init__(self, levels=6, base_quantum_s=0.02, promote_after_s=2.0):
+        self.levels, self.q0, self.promote = levels, base_quantum_s, promote_after_s
+        self.state: dict[int, list] = {}  # id -> [level, served, last_run]
+
+    def quantum(self, level):
+        return self.q0 * 2.0**level
+
+    def state_of(self, s, v, now):
+        st = self.state.get(s.request.id)
+        if st is None:
+            first = v.model.prefill_cost(s.request.prompt_len, 0)
+            st = [0, 0.0, min(now, s.request.arrival)]
+            while st[0] + 1 < self.levels and self.quantum(st[0]) < first:
+                st[0] += 1
+            self.state[s.request.id] = st
+        if now - st[2] > self.promote:
+            st[:] = [0, 0.0, now]
+        return st
+
+    def finished(self, rid):
+        self.state.pop(rid, None)
+
+    def schedule(self, v, now):
+        c = [(self.state_of(s, v, now)[0], s.request.arrival, s, True, i) for i, s in enumerate(v.running)]
+        c += [(self.state_of(s, v, now)[0], s.request.arrival, s, False, i) for i, s in enumerate(v.waiting)]
+        c.sort(key=lambda x: (x[0], x[1]))
+        victims = [x[4] for x in c if x[3]]
+        b = PlanBuilder(v, v.max_batch_tokens)
+        for _, _, s, running, i in c:
+            if b.seq_full() or b.budget <= 0:
+                break
+            if s.request.id in b.ids:
+                continue
+            if running:
+                run_with_preemption(b, [i], victims)
+            else:
+                b.add_next(s, False, True)
+        ensure_progress(b)
+        if len(self.state) > 2 * len(c) + 64:
+            self.state = {x[2].request.id: self.state[x[2].request.id] for x in c}
+        by_id = {s.request.id: s for s in list(v.running) + list(v.waiting)}
+        for rid, k in b.items:
+            s, st = by_id[rid], self.state[rid]
+            st[1] += v.model.prefill_cost(k, s.computed) if in_prefill(s) else v.model.decode_cost(s.computed)
+            st[2] = now
+            if st[1] >= self.quantum(st[0]) and st[0] + 1 < self.levels:
+                st[0] += 1
+                st[1] = 0.0
+        return b.items, b.preempted

@@ -1,4 +1,5 @@
 // Baseline local batch schedulers (issue 4; one paragraph each in docs/baselines.md).
+// (weighted_vtc and mlfq are in fair_baselines.h.)
 //  vllm_fcfs        vLLM's classic scheduler (Kwon et al., SOSP'23): prefill-first; waiting
 //                   requests are admitted FCFS with whole prompts, and an iteration that
 //                   prefills does not decode; on KV shortage the newest running request is

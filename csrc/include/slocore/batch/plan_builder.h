@@ -2,6 +2,7 @@
 // limit and KV blocks are accounted in one place, so each scheduler is only its ordering.
 #pragma once
 #include <functional>
+#include <unordered_set>
 #include <vector>
 
 #include "slocore/batch/batch_scheduler.h"
@@ -31,7 +32,7 @@ class PlanBuilder {
   Tokens budget_;
   int64_t blocks_;
   BatchPlan plan_;
-  std::vector<Id> ids_;
+  std::unordered_set<Id> ids_;  // planned or preempted
 };
 
 // Runs the next step (decode token or prefill chunk) of every running request in `order`

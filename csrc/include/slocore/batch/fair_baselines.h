@@ -1,0 +1,75 @@
+// Fairness / preemptive baselines (issue 4; one paragraph each in docs/baselines.md).
+//  weighted_vtc  Virtual Token Counter (Sheng et al., "Fairness in Serving Large Language
+//                Models", OSDI'24) with per-class weights, ProServe's Weighted VTC baseline:
+//                a client is a priority class; its counter grows by
+//                (w_in * prompt tokens + w_out * output tokens) / priority_weight as it is
+//                served. Running decodes go first (decode-first, token budget); then waiting
+//                prompts of the client with the smallest counter, FCFS within a client. A
+//                client that becomes active is lifted to the smallest active counter (VTC's
+//                counter lift, so idle time earns no credit).
+//  mlfq          FastServe-style skip-join multi-level feedback queue (Wu et al., 2023):
+//                level i has quantum base_quantum_s * 2^i of estimated service; a new request
+//                joins the first level whose quantum covers its prefill (skip-join); a request
+//                that used its quantum drops one level; one waiting longer than
+//                promote_after_s returns to level 0 (starvation guard). Each iteration runs the
+//                highest levels first; running requests not chosen keep their KV (FastServe
+//                keeps or swaps it, never recomputes) and lower levels are preempted for KV.
+#pragma once
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "slocore/batch/plan_builder.h"
+
+namespace slocore {
+
+struct VtcParams {
+  Tokens token_budget = 512;
+  double w_in = 1.0;   // weight of a prompt token
+  double w_out = 2.0;  // weight of an output token (VTC's default 1:2)
+};
+
+class WeightedVtcScheduler : public BatchScheduler {
+ public:
+  explicit WeightedVtcScheduler(VtcParams p) : p_(p) {}
+  std::string name() const override { return "weighted_vtc"; }
+  ParamMap params() const override;
+  BatchPlan schedule(const InstanceView& v, Time now) override;
+  // Counter of a client (priority class); 0 for one never seen.
+  double counter(int client) const;
+
+ private:
+  void charge(const RequestState& s, Tokens k);
+  VtcParams p_;
+  std::map<int, double> counter_;
+  std::set<int> active_;  // clients with running or waiting requests at the last call
+};
+
+struct MlfqParams {
+  int levels = 6;
+  double base_quantum_s = 0.02;   // level-0 quantum: about one decode iteration
+  double promote_after_s = 2.0;   // starvation guard
+};
+
+class MlfqScheduler : public BatchScheduler {
+ public:
+  explicit MlfqScheduler(MlfqParams p) : p_(p) {}
+  std::string name() const override { return "mlfq"; }
+  ParamMap params() const override;
+  BatchPlan schedule(const InstanceView& v, Time now) override;
+  void on_finished(Id request, Time now) override { state_.erase(request); }
+  // Current level of a request (-1 if unknown).
+  int level(Id request) const;
+
+ private:
+  struct State {
+    int level = 0;
+    double served = 0.0;    // estimated service at this level, s
+    double last_run = 0.0;  // when it last ran (or arrived)
+  };
+  State& state_of(const RequestState& s, const InstanceView& v, Time now);
+  MlfqParams p_;
+  std::unordered_map<Id, State> state_;
+};
+
+}  // namespace slocore
