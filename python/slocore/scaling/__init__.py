@@ -1,0 +1,10 @@
+"""Elastic scaling on real engines (issue 9): fast scale-out by peer weight transfer
+(HFX 000_9803815a4e2a1dd4.txt section 6), warm pools and launchers.
+
+Submodules that need torch (`weights`, `transfer`, `disk`) are imported on use, so
+`import slocore.scaling` and the launchers work without the `scaling` extra.
+"""
+from slocore.scaling.launcher import (EngineSpec, Instance, InstanceRegistry, InstanceState,  # noqa: F401
+                                      LocalLauncher, NullRegistry)
+
+__all__ = ["EngineSpec", "Instance", "InstanceRegistry", "InstanceState", "LocalLauncher", "NullRegistry"]

@@ -1,0 +1,388 @@
+"""Launchers: apply the scaler's decisions (csrc/include/slocore/scale/scaler.h,
+``ScaleDecision``) to real engine processes.
+
+- ``LocalLauncher`` starts engines as subprocesses on this machine; ``RayLauncher``
+  (``slocore.scaling.ray_launcher``) runs each engine under a Ray actor in a placement
+  group, across machines.
+- A new instance is linked into the router (``InstanceRegistry.on_instance_ready``) only
+  after it answers its health check and, for a warm instance, after its weights are in.
+- Scale-in *drains*: the router is told first (``on_instance_draining``: no new requests),
+  the instance finishes its in-flight requests (polled from the router or the engine's
+  ``/load`` endpoint), then it is stopped (SIGTERM, then SIGKILL after a grace period).
+- Role switches go through ``EngineSpec.switch_role`` when the engine can switch in place
+  (a colocated vLLM only changes the role the router gives it); otherwise the instance is
+  drained and restarted with the new role.
+- Warm pool (HFX 000_9803815a4e2a1dd4.txt section 6): instances started without weights
+  (vLLM ``--load-format dummy``); scale-out takes one, pushes weights into it
+  (``EngineSpec.load_weights``: a peer transfer with disk fallback) and links it.
+
+This module needs no torch; weights move through the callbacks.
+"""
+from __future__ import annotations
+
+import enum
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Optional, Protocol, Sequence, runtime_checkable
+
+ROLES = ("colocated", "prefill", "decode")
+
+
+@runtime_checkable
+class InstanceRegistry(Protocol):
+    """What the router implements so the launcher can link and unlink instances."""
+
+    def on_instance_ready(self, url: str, role: str) -> None:
+        """`url` is healthy and has its weights: start sending `role` traffic to it."""
+
+    def on_instance_draining(self, url: str) -> None:
+        """Stop sending new requests to `url`; its in-flight requests still complete."""
+
+    def on_instance_stopped(self, url: str) -> None:
+        """`url` is gone; forget it."""
+
+
+class NullRegistry:
+    def on_instance_ready(self, url: str, role: str) -> None: ...
+    def on_instance_draining(self, url: str) -> None: ...
+    def on_instance_stopped(self, url: str) -> None: ...
+
+
+class InstanceState(str, enum.Enum):
+    STARTING = "starting"
+    WARM = "warm"          # runtime up, no weights, not linked
+    READY = "ready"        # linked into the router
+    DRAINING = "draining"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+@dataclass
+class Instance:
+    id: int
+    host: str
+    port: int
+    role: str
+    warm_start: bool                       # started without weights (warm pool)
+    state: InstanceState = InstanceState.STARTING
+    proc: Optional[subprocess.Popen] = None
+    handle: object = None                  # launcher-specific (a Ray actor)
+    started_at: float = field(default_factory=time.monotonic)
+    ready_at: Optional[float] = None
+    weights_source: Optional[str] = None   # what load_weights reported ("peer", "disk", ...)
+    log_path: Optional[str] = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+@dataclass
+class EngineSpec:
+    """How to run one engine. ``command(port, role, warm)`` returns the argv (``warm``: start
+    without weights). ``load_weights(instance)`` fills a warm instance and returns a label
+    of where the weights came from; ``switch_role(instance, role)`` returns True when the
+    engine switched in place."""
+    command: Callable[[int, str, bool], Sequence[str]]
+    env: Mapping[str, str] = field(default_factory=dict)
+    health_path: str = "/health"
+    load_path: Optional[str] = "/load"     # JSON {"server_load": n}; None: ask the registry only
+    startup_timeout_s: float = 180.0
+    drain_timeout_s: float = 120.0
+    stop_grace_s: float = 15.0
+    poll_s: float = 0.2
+    load_weights: Optional[Callable[[Instance], Optional[str]]] = None
+    switch_role: Optional[Callable[[Instance, str], bool]] = None
+    log_dir: Optional[str] = None
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def http_get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, b""
+
+
+def role_name(role) -> str:
+    """'colocated'|'prefill'|'decode' from a string or slocore._core.Role."""
+    s = role if isinstance(role, str) else getattr(role, "name", str(role))
+    s = s.split(".")[-1].lower()
+    if s not in ROLES:
+        raise ValueError(f"unknown role {role!r} (known: {', '.join(ROLES)})")
+    return s
+
+
+class LocalLauncher:
+    """Engines as subprocesses on this machine. Thread-safe; each call blocks until its
+    action is done (``apply(..., background=True)`` runs decisions on threads)."""
+
+    def __init__(self, spec: EngineSpec, registry: InstanceRegistry | None = None, *,
+                 host: str = "127.0.0.1", warm_pool_size: int = 0):
+        self.spec = spec
+        self.registry = registry or NullRegistry()
+        self.host = host
+        self.warm_pool_size = int(warm_pool_size)
+        self._lock = threading.RLock()
+        self._next_id = 0
+        self._instances: dict[int, Instance] = {}
+        self._warm: list[Instance] = []
+        self._threads: list[threading.Thread] = []
+
+    # ------------------------------------------------------------------ process control
+    def _spawn(self, role: str, warm: bool) -> Instance:
+        with self._lock:
+            iid = self._next_id
+            self._next_id += 1
+        inst = self._spawn_process(iid, role, warm)
+        with self._lock:
+            self._instances[iid] = inst
+        return inst
+
+    def _spawn_process(self, iid: int, role: str, warm: bool) -> Instance:
+        port = _free_port(self.host)
+        inst = Instance(iid, self.host, port, role, warm)
+        argv = list(self.spec.command(port, role, warm))
+        env = {**os.environ, **self.spec.env}
+        out = subprocess.DEVNULL
+        if self.spec.log_dir:
+            os.makedirs(self.spec.log_dir, exist_ok=True)
+            inst.log_path = os.path.join(self.spec.log_dir, f"instance-{iid}-{port}.log")
+            out = open(inst.log_path, "wb")
+        inst.proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        if out is not subprocess.DEVNULL:
+            out.close()
+        return inst
+
+    def _alive(self, inst: Instance) -> bool:
+        return inst.proc is not None and inst.proc.poll() is None
+
+    def _wait_healthy(self, inst: Instance) -> None:
+        deadline = time.monotonic() + self.spec.startup_timeout_s
+        while time.monotonic() < deadline:
+            if not self._alive(inst):
+                inst.state = InstanceState.FAILED
+                raise RuntimeError(f"instance {inst.id} exited with {inst.proc.returncode} before it was healthy"
+                                   + (f" (log: {inst.log_path})" if inst.log_path else ""))
+            try:
+                if http_get(inst.url + self.spec.health_path, timeout=1.0)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(self.spec.poll_s)
+        self._terminate(inst)
+        inst.state = InstanceState.FAILED
+        raise TimeoutError(f"instance {inst.id} not healthy after {self.spec.startup_timeout_s} s")
+
+    def _terminate(self, inst: Instance) -> None:
+        p = inst.proc
+        if p is None or p.poll() is not None:
+            return
+        try:
+            os.killpg(p.pid, signal.SIGTERM)  # its own session: the engine and its workers
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(self.spec.stop_grace_s)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(5)
+
+    def inflight(self, inst: Instance) -> Optional[int]:
+        """In-flight requests: the registry's count when it keeps one, else the engine's."""
+        f = getattr(self.registry, "inflight", None)
+        if callable(f):
+            n = f(inst.url)
+            if n is not None:
+                return int(n)
+        if self.spec.load_path:
+            try:
+                code, body = http_get(inst.url + self.spec.load_path, timeout=1.0)
+                if code == 200:
+                    return int(json.loads(body).get("server_load", 0))
+            except (OSError, ValueError):
+                return None
+        return None
+
+    # ------------------------------------------------------------------ public actions
+    def start(self, role="colocated") -> Instance:
+        """Scale out: a warm instance when the pool has one (weights pushed in), else a cold
+        start. Returns once the instance is linked into the router."""
+        role = role_name(role)
+        with self._lock:
+            inst = self._warm.pop(0) if self._warm else None
+        if inst is not None:
+            inst.role = role
+            try:
+                self._wait_healthy(inst)
+                if self.spec.load_weights is not None:
+                    inst.weights_source = self.spec.load_weights(inst) or "loaded"
+                if self.spec.switch_role is not None and role != "colocated":
+                    self.spec.switch_role(inst, role)
+            except Exception:
+                self._terminate(inst)
+                inst.state = InstanceState.FAILED
+                raise
+            finally:
+                self._refill_async()
+        else:
+            inst = self._spawn(role, warm=False)
+            self._wait_healthy(inst)
+            inst.weights_source = "disk"
+        inst.state = InstanceState.READY
+        inst.ready_at = time.monotonic()
+        self.registry.on_instance_ready(inst.url, inst.role)
+        return inst
+
+    def drain(self, iid: int, timeout_s: float | None = None) -> Instance:
+        """Scale in: unlink, let in-flight requests finish (up to the drain timeout), stop."""
+        inst = self._get(iid)
+        if inst.state == InstanceState.READY:
+            inst.state = InstanceState.DRAINING
+            self.registry.on_instance_draining(inst.url)
+        self._wait_idle(inst, self.spec.drain_timeout_s if timeout_s is None else timeout_s)
+        return self.stop(iid)
+
+    def _wait_idle(self, inst: Instance, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self._alive(inst):
+            n = self.inflight(inst)
+            if n == 0:
+                return True
+            time.sleep(self.spec.poll_s)
+        return False
+
+    def stop(self, iid: int) -> Instance:
+        inst = self._get(iid)
+        was_linked = inst.state in (InstanceState.READY, InstanceState.DRAINING)
+        self._terminate(inst)
+        inst.state = InstanceState.STOPPED
+        if was_linked:
+            self.registry.on_instance_stopped(inst.url)
+        return inst
+
+    def switch_role(self, iid: int, role) -> Instance:
+        """Prefill/decode/colocated switch: in place when the engine allows, else drain and
+        restart with the new role (a new instance, a new id)."""
+        role = role_name(role)
+        inst = self._get(iid)
+        if inst.role == role:
+            return inst
+        if self.spec.switch_role is not None:
+            self.registry.on_instance_draining(inst.url)
+            self._wait_idle(inst, self.spec.drain_timeout_s)
+            if self.spec.switch_role(inst, role):
+                inst.role = role
+                self.registry.on_instance_ready(inst.url, role)
+                return inst
+            self.registry.on_instance_ready(inst.url, inst.role)  # could not switch: relink
+        self.drain(iid)
+        return self.start(role)
+
+    def apply(self, decisions, background: bool = False) -> list:
+        """Apply slocore._core.ScaleDecision objects (or dicts with action/role/instance)."""
+        out = []
+        for d in decisions:
+            action, role, iid = _decision_fields(d)
+            fn = {"scale_out": lambda: self.start(role), "scale_in": lambda: self.drain(iid),
+                  "switch_role": lambda: self.switch_role(iid, role)}[action]
+            if background:
+                t = threading.Thread(target=fn, daemon=True)
+                t.start()
+                self._threads.append(t)
+                out.append(t)
+            else:
+                out.append(fn())
+        return out
+
+    # ------------------------------------------------------------------ warm pool
+    def fill_warm_pool(self, wait: bool = True) -> list[Instance]:
+        """Start instances without weights until the pool holds ``warm_pool_size``."""
+        started = []
+        with self._lock:
+            need = self.warm_pool_size - len(self._warm)
+        for _ in range(max(0, need)):
+            inst = self._spawn("colocated", warm=True)
+            started.append(inst)
+        for inst in started:
+            if wait:
+                self._wait_healthy(inst)
+            inst.state = InstanceState.WARM
+            with self._lock:
+                self._warm.append(inst)
+        return started
+
+    def _refill_async(self) -> None:
+        if self.warm_pool_size <= 0:
+            return
+        t = threading.Thread(target=self.fill_warm_pool, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def warm_instances(self) -> list[Instance]:
+        with self._lock:
+            return list(self._warm)
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _get(self, iid: int) -> Instance:
+        with self._lock:
+            if iid not in self._instances:
+                raise KeyError(f"no instance {iid}")
+            return self._instances[iid]
+
+    def instances(self, state: InstanceState | None = None) -> list[Instance]:
+        with self._lock:
+            return [i for i in self._instances.values() if state is None or i.state == state]
+
+    def join(self, timeout: float | None = None) -> None:
+        for t in list(self._threads):
+            t.join(timeout)
+
+    def close(self) -> None:
+        """Stop everything this launcher started (router told first)."""
+        self.join(30)
+        with self._lock:
+            insts = list(self._instances.values())
+            self._warm.clear()
+        for inst in insts:
+            if inst.state not in (InstanceState.STOPPED,):
+                if inst.state == InstanceState.READY:
+                    self.registry.on_instance_draining(inst.url)
+                self.stop(inst.id)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _decision_fields(d) -> tuple[str, str, int]:
+    if isinstance(d, Mapping):
+        action, role, iid = d["action"], d.get("role", "colocated"), d.get("instance", -1)
+    else:
+        action, role, iid = d.action, d.role, d.instance
+    a = action if isinstance(action, str) else getattr(action, "name", str(action))
+    a = a.split(".")[-1].lower()
+    a = {"scaleout": "scale_out", "scalein": "scale_in", "switchrole": "switch_role"}.get(a, a)
+    if a not in ("scale_out", "scale_in", "switch_role"):
+        raise ValueError(f"unknown scale action {action!r}")
+    return a, role_name(role), int(iid)

@@ -1,0 +1,143 @@
+"""Peer weight transfer (TLManager over gloo between two processes) with checks and the
+disk fallback: a good transfer, a corrupted tensor, a killed source, a wrong manifest."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the scaling tests need torch (pip install '.[scaling]')")
+pytest.importorskip("safetensors", reason="the scaling tests need safetensors (pip install '.[scaling]')")
+if not torch.distributed.is_available():
+    pytest.skip("torch.distributed is not available in this torch build", allow_module_level=True)
+
+from slocore.scaling import disk  # noqa: E402
+from slocore.scaling.transfer import TLManager, TransferError, free_port  # noqa: E402
+from slocore.scaling.weights import (WeightManager, checksum, manifest_mismatch,  # noqa: E402
+                                     safetensors_manifest)
+
+HERE = os.path.dirname(__file__)
+
+
+def make_checkpoint(path, seed=0, layers=3, hidden=64):
+    """A small Llama-shaped safetensors checkpoint, mixed dtypes, one odd-sized tensor."""
+    from safetensors.torch import save_file
+
+    g = torch.Generator().manual_seed(seed)
+    t = {"model.embed_tokens.weight": torch.randn(256, hidden, generator=g).to(torch.bfloat16),
+         "lm_head.weight": torch.randn(256, hidden, generator=g).to(torch.bfloat16),
+         "model.norm.weight": torch.ones(hidden, dtype=torch.float32),
+         "odd.bytes": torch.randint(0, 255, (13,), generator=g, dtype=torch.uint8)}
+    for i in range(layers):
+        t[f"model.layers.{i}.self_attn.qkv.weight"] = torch.randn(3 * hidden, hidden, generator=g).to(torch.bfloat16)
+        t[f"model.layers.{i}.mlp.up.weight"] = torch.randn(2 * hidden, hidden, generator=g)
+    save_file(t, str(path))
+    return str(path)
+
+
+@pytest.fixture
+def ckpt(tmp_path):
+    return make_checkpoint(tmp_path / "model.safetensors")
+
+
+def start_source(ckpt, port, *extra):
+    return subprocess.Popen([sys.executable, os.path.join(HERE, "scaling_source.py"), "--checkpoint", ckpt,
+                             "--port", str(port), *extra], stderr=subprocess.PIPE)
+
+
+def test_weight_manager_manifest_and_checksums(ckpt):
+    wm = WeightManager.from_safetensors(ckpt)
+    man = wm.manifest()
+    assert [m.name for m in man] == sorted(m.name for m in man)
+    assert manifest_mismatch(safetensors_manifest(ckpt), man) is None
+    assert sum(m.nbytes for m in man) == wm.nbytes()
+    t = wm["odd.bytes"].clone()
+    t[5] ^= 1
+    assert checksum(t) != wm.checksum("odd.bytes")
+    assert checksum(t, "crc32") != checksum(wm["odd.bytes"], "crc32")
+    bad = [m for m in man]
+    bad[0] = type(bad[0])(bad[0].name, (1,), bad[0].dtype, 2)
+    assert "shape" in manifest_mismatch(man, bad)
+
+
+def test_peer_transfer_equals_source(ckpt):
+    port = free_port()
+    src = start_source(ckpt, port)
+    r = TLManager("gloo", timeout_s=20, chunk_bytes=1 << 12).receive("127.0.0.1", port, fallback=ckpt)
+    assert src.wait(30) == 0, src.stderr.read().decode()
+    assert r.source == "peer", r.reason
+    assert WeightManager(r.tensors).equals(WeightManager.from_safetensors(ckpt))
+    assert r.nbytes == WeightManager.from_safetensors(ckpt).nbytes()
+
+
+def test_receive_into_existing_tensors(ckpt):
+    """A warm instance receives into the (dummy) tensors it already holds."""
+    dummy = {k: torch.zeros_like(v) for k, v in disk.load_checkpoint(ckpt).items()}
+    ptrs = {k: v.data_ptr() for k, v in dummy.items()}
+    port = free_port()
+    src = start_source(ckpt, port)
+    r = TLManager("gloo", timeout_s=20).receive("127.0.0.1", port, fallback=ckpt, into=dummy)
+    assert src.wait(30) == 0
+    assert r.source == "peer"
+    assert all(r.tensors[k].data_ptr() == ptrs[k] for k in dummy)
+    assert WeightManager(dummy).equals(WeightManager.from_safetensors(ckpt))
+
+
+def test_corrupted_tensor_falls_back_to_disk(ckpt):
+    port = free_port()
+    src = start_source(ckpt, port, "--corrupt", "model.layers.1.mlp.up.weight")
+    r = TLManager("gloo", timeout_s=10, chunk_bytes=1 << 12).receive("127.0.0.1", port, fallback=ckpt)
+    src.wait(30)
+    assert r.source == "disk"
+    assert "checksum" in r.reason and "model.layers.1.mlp.up.weight" in r.reason
+    assert WeightManager(r.tensors).equals(WeightManager.from_safetensors(ckpt))
+
+
+def test_killed_source_falls_back_to_disk(ckpt):
+    port = free_port()
+    src = start_source(ckpt, port, "--kill-after", "2", "--chunk-bytes", str(1 << 10))
+    t0 = time.monotonic()
+    r = TLManager("gloo", timeout_s=5, chunk_bytes=1 << 10).receive("127.0.0.1", port, fallback=ckpt)
+    assert src.wait(30) == -9
+    assert r.source == "disk", "the source was killed mid-transfer"
+    assert r.reason
+    assert time.monotonic() - t0 < 20
+    assert WeightManager(r.tensors).equals(WeightManager.from_safetensors(ckpt))
+
+
+def test_no_source_times_out_to_disk(ckpt):
+    r = TLManager("gloo", timeout_s=1).receive("127.0.0.1", free_port(), fallback=ckpt)
+    assert r.source == "disk" and r.peer_seconds < 10
+    assert WeightManager(r.tensors).equals(WeightManager.from_safetensors(ckpt))
+
+
+def test_wrong_model_is_refused(ckpt, tmp_path):
+    other = make_checkpoint(tmp_path / "other.safetensors", layers=2)
+    port = free_port()
+    src = start_source(other, port)
+    r = TLManager("gloo", timeout_s=10).receive("127.0.0.1", port, fallback=ckpt)
+    assert src.wait(30) == 3  # the source learns it was refused
+    assert r.source == "disk" and "manifest" in r.reason
+    assert WeightManager(r.tensors).equals(WeightManager.from_safetensors(ckpt))
+
+
+def test_no_fallback_raises(ckpt):
+    with pytest.raises(TransferError):
+        TLManager("gloo", timeout_s=1).receive("127.0.0.1", free_port(), expected=safetensors_manifest(ckpt))
+
+
+def test_host_cache_roundtrip(ckpt):
+    with disk.HostCache(ckpt) as hc:
+        got = hc.load(expected=safetensors_manifest(ckpt))
+    assert not os.path.exists(hc.dir)
+    assert WeightManager(got).equals(WeightManager.from_safetensors(ckpt))
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        TLManager("mpi")
+    with pytest.raises(ValueError):
+        TLManager("gloo", timeout_s=0)
+    with pytest.raises(ValueError):
+        WeightManager(algo="md5")
