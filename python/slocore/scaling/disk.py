@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import torch
 
@@ -23,9 +23,12 @@ def checkpoint_manifest(path: str) -> list[TensorMeta]:
     return safetensors_manifest(path)
 
 
-def load_checkpoint(path: str, device: str = "cpu",
-                    expected: Sequence[TensorMeta] | None = None) -> dict[str, torch.Tensor]:
-    """Every tensor of the checkpoint at `path` (file or folder), checked against `expected`."""
+def load_checkpoint(path: str, device: str = "cpu", expected: Sequence[TensorMeta] | None = None,
+                    into: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    """Every tensor of the checkpoint at `path` (file or folder), checked against `expected`.
+    safetensors maps the file lazily; with ``into`` (the instance's own, already allocated
+    tensors, e.g. a warm instance's dummy weights) every byte is copied in, so the weights
+    are really read, as an engine needs them."""
     tensors = load_safetensors(path, device)
     if expected is not None:
         got = [TensorMeta(n, tuple(t.shape), str(t.dtype).removeprefix("torch."), t.numel() * t.element_size())
@@ -33,7 +36,23 @@ def load_checkpoint(path: str, device: str = "cpu",
         why = manifest_mismatch(expected, got)
         if why:
             raise CheckpointError(f"checkpoint {path} does not match the expected weights: {why}")
+    if into is not None:
+        return copy_into(tensors, into)
     return tensors
+
+
+def copy_into(tensors: Mapping[str, torch.Tensor], into: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Copy `tensors` into the matching tensors of `into` (same shape and dtype); tensors
+    with no match are materialised as fresh copies. Returns the resulting name -> tensor."""
+    out = {}
+    for n, t in tensors.items():
+        d = into.get(n)
+        if d is not None and d.shape == t.shape and d.dtype == t.dtype:
+            d.copy_(t)
+            out[n] = d
+        else:
+            out[n] = t.clone()
+    return out
 
 
 def drop_page_cache(path: str) -> None:
@@ -60,8 +79,9 @@ class HostCache:
         for f in checkpoint_files(path):
             shutil.copyfile(f, os.path.join(self.dir, os.path.basename(f)))
 
-    def load(self, device: str = "cpu", expected: Sequence[TensorMeta] | None = None) -> dict[str, torch.Tensor]:
-        return load_checkpoint(self.dir, device, expected)
+    def load(self, device: str = "cpu", expected: Sequence[TensorMeta] | None = None,
+             into: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+        return load_checkpoint(self.dir, device, expected, into)
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)

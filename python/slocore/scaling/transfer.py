@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -161,8 +162,10 @@ class TLManager:
             raise TransferError(f"peer transfer failed and no fallback given: {reason}")
         if callable(fallback):
             tensors = dict(fallback())
+            if into is not None:
+                tensors = disk.copy_into(tensors, into)
         else:
-            tensors = disk.load_checkpoint(fallback, device=self.device, expected=expected)
+            tensors = disk.load_checkpoint(fallback, device=self.device, expected=expected, into=into)
         nbytes = sum(t.numel() * t.element_size() for t in tensors.values())
         return TransferResult(tensors, "disk", time.perf_counter() - t0, nbytes, reason, peer_s)
 
@@ -279,7 +282,7 @@ def _main(argv=None) -> int:
     ap.add_argument("mode", choices=["send", "receive"])
     ap.add_argument("--checkpoint", required=True, help="safetensors file or folder")
     ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--port", type=int, help="the target's rendezvous port (send: or read it from stdin)")
     ap.add_argument("--backend", default="gloo", choices=BACKENDS)
     ap.add_argument("--timeout", type=float, default=30.0)
     ap.add_argument("--ready-file", help="send: touch this file once the weights are in memory")
@@ -290,8 +293,11 @@ def _main(argv=None) -> int:
         wm.manifest()  # checksums once, before any target waits
         if a.ready_file:
             open(a.ready_file, "w").close()
-        tl.send(wm, a.host, a.port)
+        port = a.port if a.port is not None else int(sys.stdin.readline())
+        tl.send(wm, a.host, port)
         return 0
+    if a.port is None:
+        ap.error("receive needs --port")
     r = tl.receive(a.host, a.port, fallback=a.checkpoint)
     print(json.dumps({"source": r.source, "seconds": r.seconds, "nbytes": r.nbytes, "reason": r.reason}))
     return 0

@@ -1,0 +1,149 @@
+"""LocalLauncher against a fake router registry and real subprocess engines (a tiny HTTP
+engine): link only when healthy (and, from the warm pool, only once weights are in),
+drain waits for in-flight requests, role switches, scaler decisions."""
+import json
+import os
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from slocore.scaling.launcher import (EngineSpec, InstanceRegistry, InstanceState, LocalLauncher,
+                                      _decision_fields, http_get)
+
+HERE = os.path.dirname(__file__)
+
+
+class FakeRegistry:
+    def __init__(self):
+        self.events = []
+        self.lock = threading.Lock()
+
+    def on_instance_ready(self, url, role):
+        with self.lock:
+            self.events.append(("ready", url, role))
+
+    def on_instance_draining(self, url):
+        with self.lock:
+            self.events.append(("draining", url))
+
+    def on_instance_stopped(self, url):
+        with self.lock:
+            self.events.append(("stopped", url))
+
+
+def post(url, obj, timeout=10):
+    req = urllib.request.Request(url, data=json.dumps(obj).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, {}
+
+
+def spec(**kw):
+    def command(port, role, warm):
+        return [sys.executable, os.path.join(HERE, "scaling_fake_engine.py"), "--port", str(port), "--role", role,
+                "--startup", "0.3"] + (["--warm"] if warm else [])
+
+    def load_weights(inst):
+        code, body = post(inst.url + "/load_weights", {"source": "peer"})
+        assert code == 200
+        return body["source"]
+
+    def switch_role(inst, role):
+        return post(inst.url + "/role", {"role": role})[0] == 200
+
+    base = dict(command=command, startup_timeout_s=20, drain_timeout_s=20, stop_grace_s=5, poll_s=0.05,
+                load_weights=load_weights, switch_role=switch_role)
+    base.update(kw)
+    return EngineSpec(**base)
+
+
+def test_registry_protocol():
+    assert isinstance(FakeRegistry(), InstanceRegistry)
+
+
+def test_cold_start_links_after_health_and_stop_unlinks():
+    reg = FakeRegistry()
+    with LocalLauncher(spec(), reg) as L:
+        inst = L.start("colocated")
+        assert inst.state == InstanceState.READY and inst.weights_source == "disk"
+        assert reg.events == [("ready", inst.url, "colocated")]
+        assert post(inst.url + "/v1/completions", {})[0] == 200  # healthy when linked
+        L.drain(inst.id)
+        assert reg.events[1:] == [("draining", inst.url), ("stopped", inst.url)]
+        assert inst.proc.poll() is not None
+
+
+def test_drain_waits_for_inflight_requests():
+    reg = FakeRegistry()
+    with LocalLauncher(spec(), reg) as L:
+        inst = L.start()
+        res = {}
+        t = threading.Thread(target=lambda: res.update(r=post(inst.url + "/v1/completions", {"latency": 1.0})))
+        t.start()
+        while L.inflight(inst) != 1:
+            time.sleep(0.02)
+        t0 = time.monotonic()
+        L.drain(inst.id)
+        t.join()
+        assert res["r"][0] == 200, "the in-flight request finished before the stop"
+        assert time.monotonic() - t0 >= 0.5
+        assert [e[0] for e in reg.events] == ["ready", "draining", "stopped"]
+
+
+def test_warm_pool_loads_weights_before_linking_and_refills():
+    reg = FakeRegistry()
+    with LocalLauncher(spec(), reg, warm_pool_size=1) as L:
+        (w,) = L.fill_warm_pool()
+        assert w.state == InstanceState.WARM and reg.events == []
+        assert post(w.url + "/v1/completions", {})[0] == 503  # no weights yet
+        inst = L.start("decode")
+        assert inst is w and inst.weights_source == "peer"
+        assert reg.events == [("ready", w.url, "decode")]
+        info = json.loads(http_get(w.url + "/info")[1])
+        assert info["weights"] and info["role"] == "decode"
+        L.join(20)  # the pool refills in the background
+        (w2,) = L.warm_instances()
+        assert w2 is not w and w2.state == InstanceState.WARM
+
+
+def test_switch_role_in_place_and_by_restart():
+    reg = FakeRegistry()
+    with LocalLauncher(spec(), reg) as L:
+        inst = L.start("prefill")
+        same = L.switch_role(inst.id, "decode")
+        assert same is inst and inst.role == "decode"
+        assert json.loads(http_get(inst.url + "/info")[1])["role"] == "decode"
+        assert reg.events[-2:] == [("draining", inst.url), ("ready", inst.url, "decode")]
+    with LocalLauncher(spec(switch_role=None), FakeRegistry()) as L:
+        a = L.start("prefill")
+        b = L.switch_role(a.id, "decode")
+        assert b is not a and a.state == InstanceState.STOPPED and b.role == "decode"
+
+
+def test_failed_engine_is_reported():
+    bad = spec(command=lambda port, role, warm: [sys.executable, "-c", "raise SystemExit(2)"])
+    with LocalLauncher(bad, FakeRegistry()) as L:
+        with pytest.raises(RuntimeError, match="exited with 2"):
+            L.start()
+
+
+def test_apply_scale_decisions():
+    try:
+        from slocore import _core
+        decisions = [_core.ScaleDecision(_core.ScaleAction.SCALE_OUT, _core.Role.DECODE)]
+    except ImportError:
+        decisions = [{"action": "scale_out", "role": "decode"}]
+    reg = FakeRegistry()
+    with LocalLauncher(spec(), reg) as L:
+        (inst,) = L.apply(decisions)
+        assert inst.role == "decode"
+        L.apply([{"action": "scale_in", "instance": inst.id}])
+        assert inst.state == InstanceState.STOPPED
+    assert _decision_fields({"action": "SwitchRole", "role": "prefill", "instance": 3}) == ("switch_role", "prefill", 3)
+    with pytest.raises(ValueError):
+        _decision_fields({"action": "grow"})
