@@ -100,6 +100,7 @@ class EngineSpec:
     stop_grace_s: float = 15.0
     poll_s: float = 0.2
     load_weights: Optional[Callable[[Instance], Optional[str]]] = None
+    cold_loads_weights: bool = True        # False: a cold start also gets its weights via load_weights
     switch_role: Optional[Callable[[Instance, str], bool]] = None
     log_dir: Optional[str] = None
 
@@ -177,7 +178,7 @@ class LocalLauncher:
         while time.monotonic() < deadline:
             if not self._alive(inst):
                 inst.state = InstanceState.FAILED
-                raise RuntimeError(f"instance {inst.id} exited with {inst.proc.returncode} before it was healthy"
+                raise RuntimeError(f"instance {inst.id} exited with {getattr(inst.proc, 'returncode', 'an error')} before it was healthy"
                                    + (f" (log: {inst.log_path})" if inst.log_path else ""))
             try:
                 if http_get(inst.url + self.spec.health_path, timeout=1.0)[0] == 200:
@@ -245,8 +246,16 @@ class LocalLauncher:
                 self._refill_async()
         else:
             inst = self._spawn(role, warm=False)
-            self._wait_healthy(inst)
-            inst.weights_source = "disk"
+            try:
+                self._wait_healthy(inst)
+                if self.spec.cold_loads_weights or self.spec.load_weights is None:
+                    inst.weights_source = "disk"
+                else:
+                    inst.weights_source = self.spec.load_weights(inst) or "loaded"
+            except Exception:
+                self._terminate(inst)
+                inst.state = InstanceState.FAILED
+                raise
         inst.state = InstanceState.READY
         inst.ready_at = time.monotonic()
         self.registry.on_instance_ready(inst.url, inst.role)

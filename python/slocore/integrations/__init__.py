@@ -1,0 +1,1 @@
+"""Glue to real serving engines (vLLM)."""

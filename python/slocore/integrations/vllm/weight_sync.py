@@ -1,0 +1,103 @@
+"""vLLM worker extension for fast scaling (HFX 000_9803815a4e2a1dd4.txt section 6): every
+worker keeps a WeightManager of its checkpoint-format weights and can send them to, or
+receive them from, a peer with the TLManager, pushing received weights into the running
+engine with vLLM's own ``model_runner.reload_weights`` (the hook vLLM's RLHF examples use
+through ``collective_rpc``; on CPU plain ``model.load_weights`` breaks on repacked linears).
+
+Start the engine with
+    --worker-extension-cls slocore.integrations.vllm.weight_sync.SlocoreWeightSync
+(and ``VLLM_SERVER_DEV_MODE=1`` to reach ``POST /collective_rpc`` over HTTP), then call
+    {"method": "slocore_load_from_disk", "args": [path]}
+    {"method": "slocore_send",    "args": [target_host, port, timeout_s]}     # source
+    {"method": "slocore_receive", "args": [host, port, fallback_path, timeout_s]}  # target
+    {"method": "slocore_manifest"} / {"method": "slocore_param_checksums"}
+Arguments arrive as strings over HTTP; results are JSON-able dicts, and a failure comes
+back as {"error": ...} (an exception in a worker RPC would stop the engine). With tensor
+parallelism each worker uses ``port + rank``. The WeightManager holds checkpoint-format
+tensors in host memory (a second copy next to the engine's packed parameters): the price of
+a format every target can reload, whatever kernel layout it uses.
+"""
+from __future__ import annotations
+
+import functools
+import time
+import traceback
+
+
+def _never_raise(fn):
+    """A worker RPC that raises takes the whole vLLM engine down with it: report instead."""
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return fn(self, *args, **kwargs)
+        except Exception as e:
+            return {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc(limit=5)}
+    return wrapper
+
+
+class SlocoreWeightSync:
+    """Mixed into vLLM's worker class (``--worker-extension-cls``); `self` is the worker."""
+
+    def _slocore_wm(self):
+        from slocore.scaling.weights import WeightManager
+
+        wm = getattr(self, "_slocore_weights", None)
+        if wm is None:
+            wm = self._slocore_weights = WeightManager()
+        return wm
+
+    def _slocore_rank(self) -> int:
+        return int(getattr(self, "rank", 0) or 0)
+
+    def _slocore_push(self, tensors) -> float:
+        t0 = time.perf_counter()
+        self.model_runner.reload_weights(weights_iterator=iter(sorted(tensors.items())))
+        wm = self._slocore_wm()
+        wm.clear()
+        wm.register_many(tensors)
+        return time.perf_counter() - t0
+
+    @_never_raise
+    def slocore_load_from_disk(self, path: str) -> dict:
+        from slocore.scaling import disk
+
+        t0 = time.perf_counter()
+        tensors = disk.load_checkpoint(path, expected=disk.checkpoint_manifest(path))
+        tensors = {k: v.clone() for k, v in tensors.items()}  # own memory, not the file's map
+        push = self._slocore_push(tensors)
+        self._slocore_wm().manifest()  # checksums now, so a later send starts at once
+        return {"source": "disk", "seconds": time.perf_counter() - t0, "push_seconds": push,
+                "tensors": len(tensors)}
+
+    @_never_raise
+    def slocore_manifest(self) -> dict:
+        return {"tensors": [m.to_json() for m in self._slocore_wm().manifest()]}
+
+    @_never_raise
+    def slocore_send(self, host: str, port, timeout_s="60") -> dict:
+        from slocore.scaling.transfer import TLManager
+
+        wm = self._slocore_wm()
+        if len(wm) == 0:
+            raise RuntimeError("slocore_send: this instance holds no weights (load them first)")
+        t0 = time.perf_counter()
+        TLManager("gloo", timeout_s=float(timeout_s)).send(wm, host, int(port) + self._slocore_rank())
+        return {"seconds": time.perf_counter() - t0, "bytes": wm.nbytes()}
+
+    @_never_raise
+    def slocore_receive(self, host: str, port, fallback_path: str, timeout_s="60") -> dict:
+        from slocore.scaling.transfer import TLManager
+
+        r = TLManager("gloo", timeout_s=float(timeout_s)).receive(
+            host, int(port) + self._slocore_rank(), fallback=fallback_path)
+        push = self._slocore_push(r.tensors)
+        return {"source": r.source, "seconds": r.seconds + push, "transfer_seconds": r.seconds,
+                "push_seconds": push, "bytes": r.nbytes, "reason": r.reason}
+
+    @_never_raise
+    def slocore_param_checksums(self) -> dict:
+        """Checksums of the engine's own parameters (kernel format): equal on two instances
+        iff they hold the same weights in the same layout."""
+        from slocore.scaling.weights import checksum
+
+        return {n: checksum(p.data) for n, p in self.model_runner.get_model().named_parameters()}
