@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--port", type=int, required=True)
+ap.add_argument("--host", default="127.0.0.1")
 ap.add_argument("--role", default="colocated")
 ap.add_argument("--warm", action="store_true")
 ap.add_argument("--latency", type=float, default=0.05)
@@ -64,4 +65,4 @@ class H(BaseHTTPRequestHandler):
         self._json(404, {})
 
 
-ThreadingHTTPServer(("127.0.0.1", a.port), H).serve_forever()
+ThreadingHTTPServer((a.host, a.port), H).serve_forever()

@@ -8,7 +8,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="needs ray (pip install '.[ray]')")
 
-from slocore.scaling.launcher import EngineSpec, InstanceState  # noqa: E402
+from slocore.scaling.launcher import CommandTemplate, EngineSpec, InstanceState  # noqa: E402
 from slocore.scaling.ray_launcher import RayLauncher  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,8 +31,9 @@ def local_ray():
     ray.shutdown()
 
 
-def command(port, role, warm):
-    return [sys.executable, os.path.join(HERE, "scaling_fake_engine.py"), "--port", str(port), "--role", role]
+# data, not a function of this module: Ray ships it to the actor's node
+command = CommandTemplate([sys.executable, os.path.join(HERE, "scaling_fake_engine.py"), "--host", "{host}",
+                           "--port", "{port}", "--role", "{role}"], warm_args=["--warm"])
 
 
 def test_ray_launcher_start_drain(local_ray):

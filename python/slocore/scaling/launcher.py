@@ -88,7 +88,7 @@ class Instance:
 @dataclass
 class EngineSpec:
     """How to run one engine. ``command(port, role, warm)`` returns the argv (``warm``: start
-    without weights). ``load_weights(instance)`` fills a warm instance and returns a label
+    without weights); the launcher replaces ``{host}`` in it with the address to listen on. ``load_weights(instance)`` fills a warm instance and returns a label
     of where the weights came from; ``switch_role(instance, role)`` returns True when the
     engine switched in place."""
     command: Callable[[int, str, bool], Sequence[str]]
@@ -103,6 +103,21 @@ class EngineSpec:
     cold_loads_weights: bool = True        # False: a cold start also gets its weights via load_weights
     switch_role: Optional[Callable[[Instance, str], bool]] = None
     log_dir: Optional[str] = None
+
+
+@dataclass
+class CommandTemplate:
+    """An engine command as data (picklable, e.g. for Ray): ``{port}`` and ``{role}`` in
+    ``argv`` are filled in (``{host}``, the address to listen on, by the launcher); ``warm_args`` are appended for a warm (weightless) start,
+    ``role_args[role]`` for a role."""
+    argv: Sequence[str]
+    warm_args: Sequence[str] = ()
+    role_args: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+    def __call__(self, port: int, role: str, warm: bool) -> list[str]:
+        out = [a.replace("{port}", str(port)).replace("{role}", role) for a in self.argv]
+        out += list(self.role_args.get(role, ()))
+        return out + (list(self.warm_args) if warm else [])
 
 
 def _free_port(host: str) -> int:
@@ -157,7 +172,7 @@ class LocalLauncher:
     def _spawn_process(self, iid: int, role: str, warm: bool) -> Instance:
         port = _free_port(self.host)
         inst = Instance(iid, self.host, port, role, warm)
-        argv = list(self.spec.command(port, role, warm))
+        argv = [a.replace("{host}", self.host) for a in self.spec.command(port, role, warm)]
         env = {**os.environ, **self.spec.env}
         out = subprocess.DEVNULL
         if self.spec.log_dir:

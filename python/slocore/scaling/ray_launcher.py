@@ -33,7 +33,7 @@ class _EngineHost:
         with socket.socket() as s:
             s.bind(("", 0))
             port = s.getsockname()[1]
-        argv = list(command(port, self.role, self.warm))
+        argv = [a.replace("{host}", ip) for a in command(port, self.role, self.warm)]
         out = open(log_path, "wb") if log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(argv, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
                                      start_new_session=True)

@@ -44,7 +44,7 @@ class VllmEngine:
 
     def command(self, port: int, role: str, warm: bool) -> list[str]:
         argv = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model_dir,
-                "--host", "127.0.0.1", "--port", str(port), "--worker-extension-cls", EXTENSION,
+                "--host", "{host}", "--port", str(port), "--worker-extension-cls", EXTENSION,
                 *self.args]
         # warm: runtime up without weights; cold: dummy too, weights then come from disk in
         # load_weights, so every instance holds a WeightManager that can act as a source
