@@ -45,9 +45,11 @@ t0 = time.perf_counter()
 extra = {{}}
 if method in ("disk-cold", "disk-warm", "host"):
     tensors = disk.load_checkpoint(path, expected=expected, into=into)
-    src = "disk"
+    src = "host" if method == "host" else "disk"
 else:
     r = TLManager("gloo", timeout_s=120, chunk_bytes={chunk}).receive("127.0.0.1", port, expected=expected, fallback=path, into=into)
+    if r.source != "peer":
+        print("peer transfer fell back to disk:", r.reason, file=sys.stderr)
     tensors, src, extra = r.tensors, r.source, dict(r.timings, reason=r.reason)
 dt = time.perf_counter() - t0
 nbytes = sum(t.numel() * t.element_size() for t in tensors.values())
@@ -99,6 +101,7 @@ def main(argv=None) -> int:
     ap.add_argument("--methods", default="disk-cold,disk-warm,host,peer")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--chunk-mb", type=int, default=64)
+    ap.add_argument("--streams", type=int, default=1, help="peer: parallel gloo connections")
     ap.add_argument("--tmp", default=tempfile.gettempdir())
     ap.add_argument("--json")
     a = ap.parse_args(argv)
@@ -125,7 +128,7 @@ def main(argv=None) -> int:
                         finally:
                             hc.close()
                     elif m == "peer":
-                        r = _peer(path, a.chunk_mb << 20, os.path.join(d, "ready"))
+                        r = _peer(path, a.chunk_mb << 20, os.path.join(d, "ready"), a.streams)
                     else:
                         r = run_target(m, path, a.chunk_mb << 20)
                     r.update(size_gb=gb, file_bytes=size, rep=rep)
@@ -140,7 +143,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def _peer(path: str, chunk: int, ready: str) -> dict:
+def _peer(path: str, chunk: int, ready: str, streams: int = 1) -> dict:
     """The source holds the weights first; the target (a warm instance) opens the
     rendezvous, and the source is told the port once the target listens, as the launcher
     does (it asks the source to send only after the target is waiting)."""
@@ -151,7 +154,8 @@ def _peer(path: str, chunk: int, ready: str) -> dict:
     env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")}
     code = TARGET.format(py=os.path.join(ROOT, "python"), chunk=chunk)
     src = subprocess.Popen([sys.executable, "-m", "slocore.scaling.transfer", "send", "--checkpoint", path,
-                            "--timeout", "300", "--ready-file", ready], env=env, stdin=subprocess.PIPE)
+                            "--timeout", "300", "--ready-file", ready, "--streams", str(streams),
+                            "--chunk-mb", str(chunk >> 20)], env=env, stdin=subprocess.PIPE)
     while not os.path.exists(ready):  # the source holds the weights and their checksums
         if src.poll() is not None:
             raise RuntimeError("peer source died before it was ready")
@@ -174,8 +178,8 @@ def _peer(path: str, chunk: int, ready: str) -> dict:
 
 
 def report(rows: list[dict]) -> None:
-    print("| size (GB) | method | load time (s) | GB/s | vs disk-cold | weights from |")
-    print("|---:|---|---:|---:|---:|---|")
+    print("| size (GB) | method | runs | best (s) | median (s) | GB/s (best) | speed-up vs disk-cold (best) | weights from |")
+    print("|---:|---|---:|---:|---:|---:|---:|---|")
     by = {}
     for r in rows:
         by.setdefault((r["size_gb"], r["method"]), []).append(r)
@@ -186,10 +190,12 @@ def report(rows: list[dict]) -> None:
             if (gb, m) not in by:
                 continue
             rs = by[(gb, m)]
-            s = min(x["seconds"] for x in rs)
+            ts = sorted(x["seconds"] for x in rs)
+            s, med = ts[0], ts[len(ts) // 2]
             gbs = rs[0]["nbytes"] / s / 1e9
             ratio = f"{b / s:.2f}x" if b else "-"
-            print(f"| {gb:g} | {m} | {s:.2f} | {gbs:.2f} | {ratio} | {rs[0]['source']} |")
+            srcs = ",".join(sorted({x["source"] for x in rs}))
+            print(f"| {gb:g} | {m} | {len(rs)} | {s:.2f} | {med:.2f} | {gbs:.2f} | {ratio} | {srcs} |")
 
 
 if __name__ == "__main__":

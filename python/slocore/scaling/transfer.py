@@ -46,12 +46,14 @@ def default_backend(device: str | torch.device = "cpu") -> str:
     return {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}.get(kind, "gloo")
 
 
-def _make_group(backend: str, store, rank: int, host: str, timeout: timedelta):
-    """A two-rank process group on `store`, independent of torch.distributed's default group."""
+def _make_group(backend: str, store, rank: int, host: str, timeout: timedelta, streams: int = 1):
+    """A two-rank process group on `store`, independent of torch.distributed's default group.
+    gloo: ``streams`` connections (one context each; chunk k goes over connection k % streams)."""
     if backend == "gloo":
         opts = dist.ProcessGroupGloo._Options()
         opts._timeout = timeout
-        opts._devices = [dist.ProcessGroupGloo.create_device(hostname=host)]
+        opts._devices = [dist.ProcessGroupGloo.create_device(hostname=host)] * max(1, streams)
+        opts._threads = max(2, streams)
         return dist.ProcessGroupGloo(store, rank, 2, opts)
     if backend == "nccl":  # not exercised here: no GPU on the development machine
         opts = dist.ProcessGroupNCCL.Options()
@@ -89,7 +91,8 @@ class TLManager:
     ``deadline_s`` bounds a whole receive."""
 
     def __init__(self, backend: str | None = None, *, device: str = "cpu", timeout_s: float = 30.0,
-                 deadline_s: float | None = None, chunk_bytes: int = 64 << 20, window: int = 4):
+                 deadline_s: float | None = None, chunk_bytes: int = 64 << 20, window: int = 4,
+                 streams: int = 1):
         self.device = device
         self.backend = backend or default_backend(device)
         if self.backend not in BACKENDS:
@@ -100,6 +103,7 @@ class TLManager:
         self.deadline_s = deadline_s
         self.chunk_bytes = int(chunk_bytes)
         self.window = int(window)
+        self.streams = max(1, int(streams))
 
     # ---------------------------------------------------------------- source side
     def send(self, weights: WeightManager, host: str, port: int, *,
@@ -109,11 +113,12 @@ class TLManager:
         store = dist.TCPStore(host, port, 2, False, timeout=self.timeout, wait_for_workers=False)
         manifest = weights.manifest()
         store.set("manifest", json.dumps({"backend": self.backend, "chunk_bytes": self.chunk_bytes,
+                                          "streams": self.streams,
                                           "tensors": [m.to_json() for m in manifest]}))
         verdict = store.get("verdict").decode()
         if verdict != "go":
             raise TransferError(f"target refused the transfer: {verdict}")
-        pg = _make_group(self.backend, dist.PrefixStore("tl", store), 0, host, self.timeout)
+        pg = _make_group(self.backend, dist.PrefixStore("tl", store), 0, host, self.timeout, self.streams)
         try:
             pending: list = []
             tag = 0
@@ -188,7 +193,8 @@ class TLManager:
                 raise TransferError(f"manifest check failed: {why}")
             timings["connect_s"] = time.perf_counter() - t0
             chunk = int(head["chunk_bytes"])
-            pg = _make_group(self.backend, dist.PrefixStore("tl", store), 1, host, self.timeout)
+            pg = _make_group(self.backend, dist.PrefixStore("tl", store), 1, host, self.timeout,
+                             int(head.get("streams", 1)))
             try:
                 out = self._recv_all(pg, got, chunk, into)
             finally:
@@ -285,9 +291,12 @@ def _main(argv=None) -> int:
     ap.add_argument("--port", type=int, help="the target's rendezvous port (send: or read it from stdin)")
     ap.add_argument("--backend", default="gloo", choices=BACKENDS)
     ap.add_argument("--timeout", type=float, default=30.0)
+    ap.add_argument("--streams", type=int, default=1, help="send: parallel gloo connections")
+    ap.add_argument("--chunk-mb", type=int, default=64)
     ap.add_argument("--ready-file", help="send: touch this file once the weights are in memory")
     a = ap.parse_args(argv)
-    tl = TLManager(a.backend, timeout_s=a.timeout)
+    tl = TLManager(a.backend, timeout_s=a.timeout, streams=a.streams, chunk_bytes=a.chunk_mb << 20,
+                   window=max(4, 2 * a.streams))
     if a.mode == "send":
         wm = WeightManager.from_safetensors(a.checkpoint)
         wm.manifest()  # checksums once, before any target waits
