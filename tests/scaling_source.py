@@ -17,6 +17,7 @@ ap.add_argument("--port", type=int, required=True)
 ap.add_argument("--corrupt")
 ap.add_argument("--kill-after", type=int)
 ap.add_argument("--chunk-bytes", type=int, default=1 << 16)
+ap.add_argument("--streams", type=int, default=1)
 a = ap.parse_args()
 
 wm = WeightManager.from_safetensors(a.checkpoint)
@@ -31,7 +32,7 @@ def hook(i, name):
 
 
 try:
-    TLManager("gloo", timeout_s=10, chunk_bytes=a.chunk_bytes).send(wm, "127.0.0.1", a.port, on_tensor_sent=hook)
+    TLManager("gloo", timeout_s=10, chunk_bytes=a.chunk_bytes, streams=a.streams).send(wm, "127.0.0.1", a.port, on_tensor_sent=hook)
 except Exception as e:  # the target aborted or died: report, exit non-zero
     print(f"send failed: {type(e).__name__}: {e}", file=sys.stderr)
     sys.exit(3)

@@ -62,6 +62,16 @@ def spec(**kw):
     return EngineSpec(**base)
 
 
+def test_command_template():
+    from slocore.scaling.launcher import CommandTemplate
+
+    c = CommandTemplate(["eng", "--host", "{host}", "--port", "{port}", "--kv-role", "{role}"],
+                        warm_args=["--load-format", "dummy"], role_args={"prefill": ["--p"]})
+    assert c(8000, "prefill", True) == ["eng", "--host", "{host}", "--port", "8000", "--kv-role", "prefill", "--p",
+                                        "--load-format", "dummy"]
+    assert c(1, "decode", False)[-1] == "decode"
+
+
 def test_registry_protocol():
     assert isinstance(FakeRegistry(), InstanceRegistry)
 

@@ -71,6 +71,15 @@ def test_peer_transfer_equals_source(ckpt):
     assert r.nbytes == WeightManager.from_safetensors(ckpt).nbytes()
 
 
+def test_parallel_streams(ckpt):
+    port = free_port()
+    src = start_source(ckpt, port, "--streams", "3", "--chunk-bytes", str(1 << 11))
+    r = TLManager("gloo", timeout_s=20).receive("127.0.0.1", port, fallback=ckpt)
+    assert src.wait(30) == 0
+    assert r.source == "peer", r.reason
+    assert WeightManager(r.tensors).equals(WeightManager.from_safetensors(ckpt))
+
+
 def test_receive_into_existing_tensors(ckpt):
     """A warm instance receives into the (dummy) tensors it already holds."""
     dummy = {k: torch.zeros_like(v) for k, v in disk.load_checkpoint(ckpt).items()}
