@@ -54,14 +54,17 @@ def checkpoint_tensors(seed: int = 0, cfg: dict = CONFIG):
     return t
 
 
-def make_tiny_llama(d: str, seed: int = 0, weights: bool = True) -> str:
-    """Write the model folder `d` (config, tokenizer, and model.safetensors when `weights`)."""
+def make_tiny_llama(d: str, seed: int = 0, weights: bool = True, **overrides) -> str:
+    """Write the model folder `d` (config, tokenizer, and model.safetensors when `weights`).
+    ``overrides`` change the config (e.g. hidden_size=1024, num_hidden_layers=12,
+    intermediate_size=4096 for a ~0.4 GB bf16 model)."""
+    cfg = {**CONFIG, **overrides}
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "config.json"), "w") as f:
-        json.dump(CONFIG, f, indent=1)
-    write_tokenizer(d)
+        json.dump(cfg, f, indent=1)
+    write_tokenizer(d, cfg["vocab_size"])
     if weights:
         from safetensors.torch import save_file
 
-        save_file(checkpoint_tensors(seed), os.path.join(d, "model.safetensors"))
+        save_file(checkpoint_tensors(seed, cfg), os.path.join(d, "model.safetensors"))
     return d
