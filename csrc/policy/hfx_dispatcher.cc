@@ -12,6 +12,7 @@ void DispatcherParams::validate() const {
   require(std::isfinite(theta) && theta >= 0.0 && theta <= 1.0, "hfx.theta", "must be in [0, 1]");
   require_nonneg(util_exp, "hfx.util_exp");
   require_positive(monitor_interval, "hfx.monitor_interval");
+  require_nonneg(tight_window, "hfx.tight_window");
 }
 
 Stage DispatcherParams::parsed_stage() const {
@@ -75,7 +76,8 @@ Dispatcher::Dispatcher(DispatcherParams p, std::string name) : p_(std::move(p)),
 
 ParamMap Dispatcher::params() const {
   return {{"stage", p_.stage}, {"theta", p_.theta}, {"util_exp", p_.util_exp},
-          {"monitor_interval", p_.monitor_interval}, {"best_effort", p_.best_effort ? 1.0 : 0.0}};
+          {"monitor_interval", p_.monitor_interval}, {"best_effort", p_.best_effort ? 1.0 : 0.0},
+          {"tight_window", p_.tight_window}};
 }
 
 Dispatcher::Key Dispatcher::key_of(const Request& r) const {
@@ -87,6 +89,18 @@ void Dispatcher::submit(const Request& r, Time now, Time) {
   require(!reqs_.count(r.id), "request.id", "duplicate id " + std::to_string(r.id) + " in " + name_);
   reqs_.emplace(r.id, r);
   queue_.insert(key_of(r));
+  if (p_.tight_window > 0) {
+    for (auto* q : {&recent_ttft_, &recent_tpot_}) {
+      const double v = q == &recent_ttft_ ? r.slo.ttft : r.slo.tpot;
+      while (!q->empty() && q->back().second >= v) q->pop_back();
+      q->emplace_back(now, v);
+    }
+  }
+}
+
+double Dispatcher::recent_min(std::deque<std::pair<Time, double>>& q, Time now) const {
+  while (!q.empty() && q.front().first < now - p_.tight_window) q.pop_front();
+  return q.empty() ? kNever : q.front().second;
 }
 
 double Dispatcher::last_budget(Id instance) const {
@@ -158,7 +172,9 @@ std::vector<Id> Dispatcher::dispatch_prefill_like(Time now, const InstanceView& 
     // Eq. 5 with the tightest TTFT/TPOT of the instance's requests and the queue head; E_d is
     // the ongoing decode batch (Eq. 2). Prefill work already on the instance uses it first.
     const double e_d = L.decode_batch > 0 ? m.stage_decode(L.decode_ctx, L.decode_batch) : 0.0;
-    budget = token_budget(std::min(L.min_ttft, head.slo.ttft), std::min(L.min_tpot, head.slo.tpot), e_d, a, b);
+    const double ttft = std::min({L.min_ttft, head.slo.ttft, recent_min(recent_ttft_, now)});
+    const double tpot = std::min({L.min_tpot, head.slo.tpot, recent_min(recent_tpot_, now)});
+    budget = token_budget(ttft, tpot, e_d, a, b);
   } else {
     // P stage: one static prefill batch, a + b*n <= strictest TTFT in the queue (Sec. 3.3.1).
     const double ttft = head.slo.ttft;  // the queue is ordered by TTFT

@@ -16,6 +16,7 @@ hfx::DispatcherParams read_dispatcher(ParamReader& rd, const std::string& stage)
   rd.get("util_exp", p.util_exp);
   rd.get("monitor_interval", p.monitor_interval);
   rd.get("best_effort", p.best_effort);
+  rd.get("tight_window", p.tight_window);
   return p;
 }
 

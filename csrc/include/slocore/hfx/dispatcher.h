@@ -10,6 +10,7 @@
 //  * Monitor correction (Alg. 1 RunInBackground): every monitor_interval seconds an idle
 //    instance's maturity is pulled back to now (its prediction was pessimistic).
 #pragma once
+#include <deque>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -28,6 +29,10 @@ struct DispatcherParams {
   double util_exp = 0.0;            // k in p = clamp(slack/TTFT) * (1 - util)^k (DESIGN.md)
   double monitor_interval = 1.0;    // s, monitor correction period (paper: 1 s, Sec. 9.3)
   bool best_effort = true;          // serve late requests from leftover budget
+  // Eq. 5's "tightest TTFT/TPOT": 0 = the instance's requests and the queue head (DESIGN.md);
+  // > 0 = also every request submitted in the last `tight_window` seconds (the worst-case
+  // future arrival of appendix B is of the strictest class seen lately, not the head's).
+  double tight_window = 0.0;
   void validate() const;
   Stage parsed_stage() const;
 };
@@ -99,6 +104,9 @@ class Dispatcher : public GlobalPolicy {
   IndexedHeap workers_;
   std::unordered_map<Id, double> budget_;
   Time next_monitor_ = 0.0;
+  // Monotonic deques (arrival, value) for the minimum TTFT / TPOT over tight_window.
+  std::deque<std::pair<Time, double>> recent_ttft_, recent_tpot_;
+  double recent_min(std::deque<std::pair<Time, double>>& q, Time now) const;
 };
 
 }  // namespace slocore::hfx
