@@ -4,9 +4,11 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "slocore/hfx/cold_start.h"
 #include "slocore/hfx/dispatcher.h"
 #include "slocore/hfx/pm_dispatcher.h"
 #include "slocore/hfx/priority_mapper.h"
+#include "slocore/hfx/scaler.h"
 
 using namespace slocore;
 using namespace slocore::hfx;
@@ -41,6 +43,22 @@ void init_hfx(py::module_& m) {
   m.def(
       "hfx_assigned_slos", [](GlobalPolicy& p) { return as<PmDispatcher>(p, "hfx_pm").assigned(); },
       py::arg("policy"), "(request id, TTFT, TPOT) that an hfx_pm policy assigned, in submit order.");
+
+  m.def("hfx_cold_start_table", &cold_start_table, "HFX Table 2: model class -> weight source -> seconds.");
+  m.def("hfx_cold_start_seconds", &cold_start_seconds, py::arg("model"), py::arg("source"));
+  m.def("hfx_kv_load", &kv_load, py::arg("view"), "HFX scaler indicator 3: (used + reserved KV) / total.");
+  m.def(
+      "hfx_scaler_indicators",
+      [](Scaler& s, int stage, Time now, const std::vector<InstanceView>& views) {
+        auto* h = dynamic_cast<HfxScaler*>(&s);
+        require(h != nullptr, "scaler", "expected the hfx scaler, got '" + s.name() + "'");
+        require(stage >= 0 && stage <= 2, "stage", "must be 0 (colocated), 1 (prefill) or 2 (decode)");
+        const auto I = h->indicators(stage, now, views);
+        return py::dict(py::arg("rate_ratio") = I.rate_ratio, py::arg("rate_valid") = I.rate_valid,
+                        py::arg("norm_wait") = I.norm_wait, py::arg("kv_mean") = I.kv_mean);
+      },
+      py::arg("scaler"), py::arg("stage"), py::arg("now"), py::arg("views"),
+      "The three HFX scaling indicators of one pool (Sec. 3.3.3 of 002).");
 
   py::class_<PriorityMapper>(m, "PriorityMapper", "HFX Alg. 2 / Eq. 6 priority-to-SLO mapper.")
       .def(py::init([](int window, std::vector<double> ttft_base, std::vector<double> tpot_base, double spread,

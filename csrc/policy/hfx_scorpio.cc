@@ -51,10 +51,11 @@ std::vector<Assignment> ScorpioPolicy::poll(Time now, const std::vector<Instance
     reqs_.erase(r.id);
     it = queue_.erase(it);
   }
-  for (size_t k = 0; k < order.size() && !rejected_.empty(); ++k) {  // best effort on idle instances
-    if (!load[k].idle) continue;
+  for (size_t k = 0; k < order.size() && !rejected_.empty(); ++k) {  // best effort, no prefill queued
+    if (load[k].prefill_tokens > 0) continue;
     const Id id = rejected_.begin()->second;
     rejected_.erase(rejected_.begin());
+    load[k].prefill_tokens += double(reqs_.at(id).prompt_len);  // one per instance per poll
     reqs_.erase(id);
     out.push_back({id, views[size_t(order[k])].id});
   }

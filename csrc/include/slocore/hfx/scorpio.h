@@ -3,8 +3,8 @@
 // SCORPIO's two guards, reduced to what a router can do:
 //  * TTFT guard: least-deadline-first queue (deadline = arrival + TTFT) and rejection of
 //    requests whose TTFT is unattainable on their round-robin instance. The simulator cannot
-//    drop a request, so a rejected one is served last, when an instance is idle (it counts
-//    as an SLO miss either way).
+//    drop a request, so a rejected one is served last, by an instance with no prefill
+//    queued (it counts as an SLO miss either way).
 //  * TPOT guard (virtual batch size): an instance takes a request only while its predicted
 //    decode step (Eq. 2) with one more request stays within the tightest TPOT it serves.
 #pragma once
