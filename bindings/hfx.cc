@@ -55,7 +55,7 @@ void init_hfx(py::module_& m) {
         require(stage >= 0 && stage <= 2, "stage", "must be 0 (colocated), 1 (prefill) or 2 (decode)");
         const auto I = h->indicators(stage, now, views);
         return py::dict(py::arg("rate_ratio") = I.rate_ratio, py::arg("rate_valid") = I.rate_valid,
-                        py::arg("norm_wait") = I.norm_wait, py::arg("kv_mean") = I.kv_mean);
+                        py::arg("norm_wait") = I.norm_wait, py::arg("max_wait") = I.max_wait, py::arg("kv_mean") = I.kv_mean);
       },
       py::arg("scaler"), py::arg("stage"), py::arg("now"), py::arg("views"),
       "The three HFX scaling indicators of one pool (Sec. 3.3.3 of 002).");

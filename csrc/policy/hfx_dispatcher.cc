@@ -13,6 +13,7 @@ void DispatcherParams::validate() const {
   require_nonneg(util_exp, "hfx.util_exp");
   require_positive(monitor_interval, "hfx.monitor_interval");
   require_nonneg(tight_window, "hfx.tight_window");
+  require_nonneg(dispatch_cap, "hfx.dispatch_cap");
 }
 
 Stage DispatcherParams::parsed_stage() const {
@@ -77,7 +78,7 @@ Dispatcher::Dispatcher(DispatcherParams p, std::string name) : p_(std::move(p)),
 ParamMap Dispatcher::params() const {
   return {{"stage", p_.stage}, {"theta", p_.theta}, {"util_exp", p_.util_exp},
           {"monitor_interval", p_.monitor_interval}, {"best_effort", p_.best_effort ? 1.0 : 0.0},
-          {"tight_window", p_.tight_window}};
+          {"tight_window", p_.tight_window}, {"dispatch_cap", p_.dispatch_cap}};
 }
 
 Dispatcher::Key Dispatcher::key_of(const Request& r) const {
@@ -181,7 +182,8 @@ std::vector<Id> Dispatcher::dispatch_prefill_like(Time now, const InstanceView& 
     budget = std::isfinite(ttft) && b > 0 ? (ttft - a) / b : kNever;
   }
   budget -= L.prefill_tokens;
-  const double limit = std::min(budget, L.kv_free_tokens);  // Alg. 1: min(free_token, get_ntoken)
+  double limit = std::min(budget, L.kv_free_tokens);  // Alg. 1: min(free_token, get_ntoken)
+  if (p_.dispatch_cap > 0) limit = std::min(limit, p_.dispatch_cap * double(v.max_batch_tokens));
   budget_[v.id] = limit;
   const double util = v.kv_utilization();
   std::vector<Id> taken, late;

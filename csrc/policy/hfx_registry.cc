@@ -17,6 +17,7 @@ hfx::DispatcherParams read_dispatcher(ParamReader& rd, const std::string& stage)
   rd.get("monitor_interval", p.monitor_interval);
   rd.get("best_effort", p.best_effort);
   rd.get("tight_window", p.tight_window);
+  rd.get("dispatch_cap", p.dispatch_cap);
   return p;
 }
 

@@ -20,6 +20,8 @@ std::vector<RegistryEntry<Scaler>> hfx_scalers() {
          rd.get("out_wait", p.out_wait);
          rd.get("kv_high", p.kv_high);
          rd.get("in_patience", p.in_patience);
+         rd.get("out_patience", p.out_patience);
+         rd.get("rate_wait", p.rate_wait);
          rd.get("cooldown", p.cooldown);
          rd.get("role_switch", p.role_switch);
          rd.finish();

@@ -16,6 +16,8 @@ void ScalerParams::validate() const {
   require_positive(out_wait, "hfx.out_wait");
   require(kv_high > 0 && kv_high <= 1, "hfx.kv_high", "must be in (0, 1]");
   require(in_patience >= 1, "hfx.in_patience", "must be >= 1");
+  require(out_patience >= 1, "hfx.out_patience", "must be >= 1");
+  require_nonneg(rate_wait, "hfx.rate_wait");
   require_nonneg(cooldown, "hfx.cooldown");
 }
 
@@ -31,7 +33,7 @@ HfxScaler::HfxScaler(ScalerParams p) : p_(p) { p_.validate(); }
 ParamMap HfxScaler::params() const {
   return {{"interval", p_.interval}, {"window", p_.window}, {"min_samples", double(p_.min_samples)}, {"lag_alpha", p_.lag_alpha}, {"warmup", p_.warmup},
           {"out_rate", p_.out_rate}, {"in_rate", p_.in_rate}, {"out_wait", p_.out_wait},
-          {"kv_high", p_.kv_high}, {"in_patience", double(p_.in_patience)}, {"cooldown", p_.cooldown},
+          {"kv_high", p_.kv_high}, {"in_patience", double(p_.in_patience)}, {"out_patience", double(p_.out_patience)}, {"rate_wait", p_.rate_wait}, {"cooldown", p_.cooldown},
           {"role_switch", p_.role_switch ? 1.0 : 0.0}};
 }
 
@@ -95,7 +97,11 @@ HfxScaler::Indicators HfxScaler::indicators(int stage, Time now, const std::vect
   }
   if (stage != 2 && !waiting_.empty()) {  // indicator 2 (queued = no first token yet)
     double sum = 0.0;
-    for (const auto& [id, w] : waiting_) sum += std::isfinite(w.ttft) ? (now - w.arrival) / w.ttft : 0.0;
+    for (const auto& [id, w] : waiting_) {
+      const double x = std::isfinite(w.ttft) ? (now - w.arrival) / w.ttft : 0.0;
+      sum += x;
+      I.max_wait = std::max(I.max_wait, x);
+    }
     I.norm_wait = sum / double(waiting_.size());
   }
   const Role role = Role(stage);
@@ -114,8 +120,10 @@ std::vector<ScaleDecision> HfxScaler::decide(Time now, const std::vector<Instanc
   for (int s : stages) {
     const Indicators I = indicators(s, now, views);
     Pool& P = pools_[s];
-    const bool out = (I.rate_valid && I.rate_ratio > p_.out_rate) || I.norm_wait > p_.out_wait || I.kv_mean > p_.kv_high;
-    const bool low = I.rate_valid && I.rate_ratio < p_.in_rate && I.norm_wait < 0.5 * p_.out_wait &&
+    const bool rate_high = I.rate_valid && I.rate_ratio > p_.out_rate && (s == 2 || I.norm_wait >= p_.rate_wait);
+    P.high_ticks = rate_high ? P.high_ticks + 1 : 0;
+    const bool out = P.high_ticks >= p_.out_patience || I.norm_wait > p_.out_wait || I.kv_mean > p_.kv_high;
+    const bool low = I.rate_valid && I.rate_ratio < p_.in_rate && I.norm_wait < 0.5 * p_.out_wait && I.max_wait < 1.0 &&
                      I.kv_mean < 0.5 * p_.kv_high;
     P.low_ticks = low ? P.low_ticks + 1 : 0;
     if (out && now >= P.cooldown_until) want[s] = 1;
@@ -145,6 +153,7 @@ std::vector<ScaleDecision> HfxScaler::decide(Time now, const std::vector<Instanc
     if (want[s] > 0) {
       out.push_back({ScaleAction::ScaleOut, Role(s), kNoInstance});
       pools_[s].cooldown_until = now + p_.cooldown;
+      pools_[s].high_ticks = 0;
     } else if (want[s] < 0) {
       if (const InstanceView* v = victim(Role(s))) {
         out.push_back({ScaleAction::ScaleIn, Role(s), v->id});

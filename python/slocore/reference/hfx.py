@@ -57,6 +57,7 @@ class View:
     kv_blocks_free: int = 0
     block_size: int = 16
     busy_until: float = 0.0
+    max_batch_tokens: int = 8192
 
     @property
     def kv_utilization(self):
@@ -76,7 +77,7 @@ def view_of(v) -> View:
     m = LatencyModel(Coeffs(c.t_c, c.a_p, c.b_p, c.c_p, c.a_d, c.b_d), beta=v.model.correction)
     st = lambda s: State(req_of(s.request), s.computed, s.generated)  # noqa: E731
     return View(v.id, m, [st(s) for s in v.running], [st(s) for s in v.waiting], v.accepting, v.kv_blocks_total,
-                v.kv_blocks_free, v.block_size, v.busy_until)
+                v.kv_blocks_free, v.block_size, v.busy_until, v.max_batch_tokens)
 
 
 # --- formulas --------------------------------------------------------------------------------
@@ -149,11 +150,12 @@ class Dispatcher:
     """Mirror of slocore::hfx::Dispatcher. The queue is a sorted list of (slo, arrival, id)."""
 
     def __init__(self, stage="colocated", theta=0.0, util_exp=0.0, monitor_interval=1.0, best_effort=True,
-                 tight_window=0.0):
+                 tight_window=0.0, dispatch_cap=1.0):
         if stage not in ("colocated", "prefill", "decode"):
             raise ValueError(f"hfx.stage: must be colocated, prefill or decode, got {stage!r}")
         self.stage, self.theta, self.util_exp = stage, theta, util_exp
         self.monitor_interval, self.best_effort, self.tight_window = monitor_interval, best_effort, tight_window
+        self.dispatch_cap = dispatch_cap
         self.queue: list[tuple] = []
         self.reqs: dict[int, Req] = {}
         self.maturity: dict[int, float] = {}
@@ -227,6 +229,8 @@ class Dispatcher:
             budget = (head.ttft - a) / b if math.isfinite(head.ttft) and b > 0 else INF
         budget -= L.prefill_tokens
         limit = min(budget, L.kv_free_tokens)
+        if self.dispatch_cap > 0:
+            limit = min(limit, self.dispatch_cap * v.max_batch_tokens)
         self.budget[v.id] = limit
         util = v.kv_utilization
         taken, late, used, s, sq, first_ok = [], [], 0.0, L.prefill_tokens, L.prefill_sq, None

@@ -33,6 +33,11 @@ struct DispatcherParams {
   // > 0 = also every request submitted in the last `tight_window` seconds (the worst-case
   // future arrival of appendix B is of the strictest class seen lately, not the head's).
   double tight_window = 0.0;
+  // Alg. 1 token_limit = min(free_token(w), get_ntoken(w)). free_token(w) is read as the free
+  // KV tokens, further capped at dispatch_cap x the engine's per-iteration token budget
+  // (0: no cap). Without a cap a queue of loose-TTFT requests (WikiSQL, TTFT 20 s: Eq. 5
+  // gives ~166k tokens) is committed to the first matured instance while others idle.
+  double dispatch_cap = 1.0;
   void validate() const;
   Stage parsed_stage() const;
 };

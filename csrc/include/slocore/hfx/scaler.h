@@ -13,7 +13,11 @@
 // P/D: each pool is judged on its own stage (prefill: arrivals vs first tokens, waits on
 // TTFT; decode: first tokens vs completions, KV load). When one pool wants to shrink and
 // the other to grow, the scaler switches a drained instance's role instead (Sec. 6).
-// Scale-in needs `in_patience` consecutive low ticks ("a sustained period"); after a
+// Scale-in also needs no queued request past its TTFT (max normalised wait < 1): a mean
+// over a queue of long-TTFT requests can read low while short ones are already late.
+// Scale-in needs `in_patience` consecutive low ticks ("a sustained period"), a scale-out on
+// rho alone `out_patience` high ticks and some queueing (norm. wait >= rate_wait): over a
+// Poisson window with heavy-tailed latencies rho strays past 1.1 with nothing waiting; after a
 // scale-out the pool waits `cooldown` seconds (the cold start) before growing again.
 #pragma once
 #include <deque>
@@ -33,6 +37,8 @@ struct ScalerParams {
   double out_wait = 0.5;   // normalised wait
   double kv_high = 0.9;    // mean KV load of a pool
   int in_patience = 3;
+  int out_patience = 3;    // consecutive high ticks before a rate-driven scale-out (noise)
+  double rate_wait = 0.1;  // rho-driven scale-out also needs this much normalised wait
   double cooldown = 5.0;   // s
   bool role_switch = true;
   void validate() const;
@@ -56,6 +62,7 @@ class HfxScaler : public Scaler {
     double rate_ratio = 1.0;  // NaN-free: 1 while suppressed
     bool rate_valid = false;
     double norm_wait = 0.0;
+    double max_wait = 0.0;    // the largest normalised wait (scale-in only when < 1)
     double kv_mean = 0.0;
   };
   // Indicators of pool `stage` (0 colocated, 1 prefill, 2 decode) as of `now`.
@@ -67,7 +74,7 @@ class HfxScaler : public Scaler {
     Time first_in = -1.0;  // first arrival ever
     double lag = 0.0;      // EMA of the stage's latency
     bool has_lag = false;
-    int low_ticks = 0;
+    int low_ticks = 0, high_ticks = 0;
     Time cooldown_until = -1.0;
   };
   void push(std::deque<Time>& q, Time t);
