@@ -90,9 +90,15 @@ HfxScaler::Indicators HfxScaler::indicators(int stage, Time now, const std::vect
     const auto hi = std::upper_bound(P.in.begin(), P.in.end(), now - lag);
     const double n_in = double(hi - lo);
     const double n_out = double(P.out.end() - std::lower_bound(P.out.begin(), P.out.end(), now - span));
-    if (n_in + n_out >= p_.min_samples && n_in > 0) {
+    if (n_in + n_out >= p_.min_samples && n_out > 0) {
       I.rate_valid = true;
-      I.rate_ratio = n_out == 0 ? kNever : n_in / n_out;
+      I.rate_ratio = n_in / n_out;
+    } else if (n_in + n_out >= p_.min_samples) {  // arrivals, no completions at all
+      I.rate_valid = true;
+      I.rate_ratio = kNever;
+    } else if (n_in == 0) {  // no arrivals in the window: excess capacity (rho = 0)
+      I.rate_valid = true;
+      I.rate_ratio = 0.0;
     }
   }
   if (stage != 2 && !waiting_.empty()) {  // indicator 2 (queued = no first token yet)
