@@ -123,7 +123,7 @@ def ramp_timeseries(policy="hfx_pm", seed: int = 0, rate: float = 15.0, bin_s: f
     out = {}
     for rec in res.recorder.records():
         r = rec.request
-        if not rec.token_times:
+        if len(rec.token_times) == 0:
             continue
         b = int(r.arrival // bin_s)
         d = out.setdefault(r.priority, {})
