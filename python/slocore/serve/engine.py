@@ -200,15 +200,23 @@ class EmulatedEngine:
     # --- HTTP ------------------------------------------------------------------------
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/v1/completions", lambda r: self._handle(r, chat=False))
-        app.router.add_post("/v1/chat/completions", lambda r: self._handle(r, chat=True))
+        app.router.add_post("/v1/completions", self._completions)
+        app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_get("/health", self._health)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/v1/models", self._models)
         app.on_shutdown.append(self._on_shutdown)
         return app
 
+    async def _completions(self, request):
+        return await self._handle(request, chat=False)
+
+    async def _chat_completions(self, request):
+        return await self._handle(request, chat=True)
+
     async def _on_shutdown(self, app):
+        for r in list(self.reqs.values()):  # release handlers still waiting (a hung engine)
+            r.events.put_nowait(("die", 0, True))
         if self._task is not None:
             self._task.cancel()
 

@@ -155,7 +155,8 @@ class Router:
         self.t0 = time.monotonic()
         self.metrics = RouterMetrics()
         self.recorder = _s.Recorder()
-        self.ids = itertools.count(1)
+        self.ids = itertools.count(1)  # client requests (recorder ids)
+        self.attempt_ids = itertools.count(1)  # what the policies see: one per attempt
         self.backends: dict[str, Backend] = {}
         self._bid = itertools.count()
         self.session: aiohttp.ClientSession | None = None
@@ -256,8 +257,8 @@ class Router:
     # --- app ---------------------------------------------------------------------------
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/v1/completions", lambda r: self.handle(r, chat=False))
-        app.router.add_post("/v1/chat/completions", lambda r: self.handle(r, chat=True))
+        app.router.add_post("/v1/completions", self.completions)
+        app.router.add_post("/v1/chat/completions", self.chat_completions)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/health", self.health)
         app.router.add_get("/metrics", self.metrics_endpoint)
@@ -360,6 +361,12 @@ class Router:
             raise BadRequest(f"slo_class: must be a string, got {cls!r}")
         return ttft / 1e3, tpot / 1e3, (dl / 1e3 if dl else None), prio, cls or f"priority{prio}"
 
+    async def completions(self, request):
+        return await self.handle(request, chat=False)
+
+    async def chat_completions(self, request):
+        return await self.handle(request, chat=True)
+
     async def handle(self, request: web.Request, chat: bool):
         try:
             return await self._handle(request, chat)
@@ -409,7 +416,7 @@ class Router:
 
     def _new_attempt(self, ctx) -> "_s.Request":
         r = ctx.template
-        aid = next(self.ids)
+        aid = next(self.attempt_ids)
         kw = dict(ttft=r.slo.ttft, tpot=r.slo.tpot, priority=r.priority, priority_weight=r.priority_weight,
                   task=r.task)
         if r.slo.deadline is not None:
