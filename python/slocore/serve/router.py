@@ -282,6 +282,15 @@ class Router:
         return web.json_response({"status": "ok", "healthy_backends": n, "backends": len(self.backends)})
 
     async def models(self, request):
+        for b in self.backends.values():  # the engines' own list (model names must match theirs)
+            if not b.healthy:
+                continue
+            try:
+                async with self.session.get(b.url + "/v1/models", timeout=aiohttp.ClientTimeout(total=5)) as r:
+                    if r.status == 200:
+                        return web.json_response(await r.json())
+            except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+                continue
         name = self.model_name or "slocore"
         return web.json_response({"object": "list", "data": [{"id": name, "object": "model", "owned_by": "slocore"}]})
 
@@ -578,6 +587,10 @@ class Router:
             backend.inflight.pop(att.id, None)
             pol.on_finished(att.id, backend.id, self.now())
         backend.served += 1
+        # a chunk may carry several tokens (or none, for a partial UTF-8 character): the
+        # engine's usage count is the truth; the missing ones are dated at the end
+        extra = int((ctx.usage or {}).get("completion_tokens") or 0) - len(ctx.times)
+        ctx.times.extend([(self.now(), backend.id)] * max(0, extra))
         for tt, bid in ctx.times:  # only the attempt that succeeded counts
             self.recorder.token(ctx.rid, tt, bid)
         self.recorder.finish(ctx.rid, self.now())
