@@ -145,9 +145,10 @@ async def run(url: str, workload, *, model: str | None = None, max_concurrency: 
                             now = time.monotonic() - t0
                             for ch in obj.get("choices") or []:
                                 text = (ch.get("delta") or {}).get("content") if chat else ch.get("text")
-                                if text:
+                                k = len(ch.get("token_ids") or ()) or (1 if text else 0)
+                                for _ in range(k):
                                     rec.token(i, now)
-                                    ntok += 1
+                                ntok += k
                             if obj.get("usage"):
                                 usage = obj["usage"]
             except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as e:
@@ -156,7 +157,7 @@ async def run(url: str, workload, *, model: str | None = None, max_concurrency: 
                 if sem:
                     sem.release()
             now = time.monotonic() - t0
-            if err is None and ntok == 0:
+            if err is None and ntok == 0 and not (usage or {}).get("completion_tokens"):
                 err = "no tokens"
             if err is not None:
                 rec.reject(i, now, err)

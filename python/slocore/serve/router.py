@@ -571,8 +571,7 @@ class Router:
                             pol.on_prefill_done(att.id, backend.id, now)
                         pol.on_token(att.id, backend.id, int(st.generated), now)
                         ctx.times.append((now, backend.id))
-                    if ctx.client_stream and (ntok or (obj.get("usage") and ctx.want_usage)
-                                              or _finish(obj)):
+                    if ctx.client_stream and (obj.get("choices") or ctx.want_usage or not obj.get("usage")):
                         await ctx.write(line + b"\n")
             if ctx.client_stream:
                 await ctx.write(b"data: [DONE]\n\n")
@@ -609,7 +608,7 @@ class Router:
             text = (ch.get("delta") or {}).get("content") if ctx.chat else ch.get("text")
             if text:
                 ctx.text.append(text)
-                n += 1
+            n += len(ch.get("token_ids") or ()) or (1 if text else 0)
             if ch.get("finish_reason"):
                 ctx.finish = ch["finish_reason"]
         return n
@@ -662,10 +661,6 @@ class Router:
                 return await self._give_up(ctx, e.status, f"{e} (after {attempts + 1} attempt(s))", "backend_error")
             attempts += 1
             self.metrics.retries.inc()
-
-
-def _finish(obj) -> bool:
-    return any(ch.get("finish_reason") for ch in obj.get("choices") or [])
 
 
 class _Ctx:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import math
 import os
 import time
@@ -43,6 +44,7 @@ from vllm.v1.core.sched.scheduler import Scheduler
 
 import slocore as _s
 
+logger = logging.getLogger("vllm.slocore")
 DEFAULT_TTFT_S = 2.0
 DEFAULT_TPOT_S = 0.1
 
@@ -76,6 +78,8 @@ class SlocoreScheduler(Scheduler):
         self._next_id = itertools.count()
         self.slocore_stats = {"steps": 0, "skipped_running": 0, "held_waiting": 0, "decision_s": 0.0}
         self.last_plan: dict[str, int] = {}
+        logger.info("slocore batch scheduler %s %s (profile %s) in vLLM's scheduler loop", self.batch.name(),
+                    dict(self.batch.params()), st["profile"])
 
     # --- the view ----------------------------------------------------------------------
     def _sid(self, req) -> int:
