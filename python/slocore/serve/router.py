@@ -115,12 +115,14 @@ class Dispatcher:
         self.futures[req.id] = fut
         t = time.perf_counter()
         self.policy.submit(req, self.now())
-        self.metrics.decision_latency.labels(self.label).observe(time.perf_counter() - t)
+        self.metrics.child(self.metrics.decision_latency, self.label).observe(time.perf_counter() - t)
         self._poll()
         if not fut.done():
             self._ensure_loop()
             self._wake.set()
         try:
+            if fut.done():  # push policies: decided at once
+                return fut.result()
             return await asyncio.wait_for(fut, timeout)
         except asyncio.TimeoutError:
             raise NoBackend(f"{self.label} policy {self.name} assigned no instance within {timeout:g} s") from None
@@ -540,14 +542,30 @@ class Router:
                 if r.status != 200:
                     raise BackendError(backend, "http", f"HTTP {r.status}: {(await r.read())[:200]!r}")
                 done = False
+                loop = asyncio.get_running_loop()
+                fired = []
+
+                def expire(wait=0.0, first=True):
+                    fired.append((wait, first))
+                    r.close()  # the pending readline fails; reported as a timeout below
+                # A watchdog timer armed per line: cheaper than a wait_for task per token.
                 while not done:
-                    wait = t.first_token_s if st.generated == 0 else t.idle_s
+                    if st.generated == 0:
+                        dog = loop.call_later(t.first_token_s, expire, t.first_token_s, True)
+                    else:
+                        dog = loop.call_later(t.idle_s, expire, t.idle_s, False)
                     try:
-                        line = await asyncio.wait_for(r.content.readline(), wait)
-                    except asyncio.TimeoutError:
+                        line = await r.content.readline()
+                    except (aiohttp.ClientError, ConnectionError):
+                        if not fired:
+                            raise
+                        line = b""
+                    finally:
+                        dog.cancel()
+                    if fired:
+                        wait, first = fired[0]
                         raise BackendError(backend, "timeout", f"no output for {wait:g} s "
-                                           f"({'first token' if st.generated == 0 else 'between tokens'})",
-                                           504) from None
+                                           f"({'first token' if first else 'between tokens'})", 504)
                     if not line:
                         raise BackendError(backend, "connection", "stream ended without [DONE]")
                     if not line.startswith(b"data:"):
