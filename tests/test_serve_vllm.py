@@ -183,6 +183,19 @@ def test_router_in_front_of_real_vllm(vllm_server):
     assert out["summary"]["ttft"]["p50"] > 0
 
 
+def test_dead_engine_beside_real_vllm_is_routed_around(vllm_server):
+    async def fn(router, url, s):
+        async def one(i):
+            async with s.post(url + "/v1/completions", json={"model": "tiny", "prompt": [3, 4, 5], "max_tokens": 3,
+                                                             "ignore_eos": True, "stream": i % 2 == 0}) as r:
+                await r.read()
+                return r.status
+        return await asyncio.gather(*(one(i) for i in range(6))), router
+    statuses, router = _route({"backends": [{"name": "dead", "url": f"http://127.0.0.1:{free_port()}"},
+                                            {"name": "v0", "url": vllm_server.url}], "policy": "round_robin"}, fn)
+    assert statuses == [200] * 6 and router.backends["v0"].served == 6 and not router.backends["dead"].healthy
+
+
 def test_scheduler_plugin_in_process(tiny_model, vllm_env):
     r = subprocess.run([VLLM_PY, str(HERE / "vllm_scheduler_checks.py"), tiny_model], env=vllm_env,
                        capture_output=True, text=True, timeout=600)
