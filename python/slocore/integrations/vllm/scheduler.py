@@ -141,7 +141,8 @@ class SlocoreScheduler(Scheduler):
         admit = sorted((r for r in waiting if sid[id(r)] in order), key=lambda r: order[sid[id(r)]])
         self.slocore_stats["skipped_running"] += len(hidden)
         self.slocore_stats["held_waiting"] += len(held)
-        saved = (self.max_num_running_reqs, self.max_num_active_reqs, self.max_num_scheduled_tokens)
+        has_active = hasattr(self, "max_num_active_reqs")  # admission limit (newer vLLM only)
+        saved = (self.max_num_running_reqs, getattr(self, "max_num_active_reqs", 0), self.max_num_scheduled_tokens)
         budget = sum(tokens.values())
         self.running = keep_run
         if held or admit != waiting:
@@ -149,21 +150,21 @@ class SlocoreScheduler(Scheduler):
             for r in admit:
                 self.waiting.add_request(r)
         self.max_num_running_reqs = saved[0] - len(hidden)
-        self.max_num_active_reqs = saved[1] - len(hidden)
+        if has_active:
+            self.max_num_active_reqs = saved[1] - len(hidden)
         self.max_num_scheduled_tokens = max(1, min(saved[2], budget)) if budget else saved[2]
         try:
             return super().schedule(*args, **kwargs)
         finally:
-            self.max_num_running_reqs, self.max_num_active_reqs, self.max_num_scheduled_tokens = saved
+            self.max_num_running_reqs, self.max_num_scheduled_tokens = saved[0], saved[2]
+            if has_active:
+                self.max_num_active_reqs = saved[1]
             # hidden requests back in their place (before anything admitted this step)
             if hidden:
-                still = set(map(id, self.running))
                 pos = {id(r): k for k, r in enumerate(running)}
                 old = [r for r in self.running if id(r) in pos]
                 new = [r for r in self.running if id(r) not in pos]
-                merged = sorted(old + hidden, key=lambda r: pos[id(r)])
-                self.running = merged + new
-                del still
+                self.running = sorted(old + hidden, key=lambda r: pos[id(r)]) + new
             for r in held:
                 self.waiting.add_request(r)
             if len(self._ids) > 4 * (len(self.requests) + 16):  # forget finished requests

@@ -51,7 +51,6 @@ def make_request(prompt_len: int, max_tokens: int, extra_args: dict | None = Non
 def step(sched, token: int = 7):
     """One schedule() + update_from_output() with a fake sampled token for every request
     that finished its prompt; returns (scheduler_output, engine_core_outputs)."""
-    import numpy as np  # noqa: F401
     from vllm.v1.outputs import ModelRunnerOutput
 
     so = sched.schedule()
