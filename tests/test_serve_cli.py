@@ -57,3 +57,20 @@ def test_serve_rejects_bad_config(tmp_path):
     r = subprocess.run([sys.executable, "-m", "slocore.cli", "serve", "--config", str(p)], env=ENV,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "backends[0].role" in r.stderr
+
+
+def test_bench_serve_replays_a_trace(tmp_path):
+    import argparse
+
+    from slocore.serve.loadgen import add_arguments, build_workload
+    from slocore.sim.workloads import make_workload
+
+    w = make_workload("sharegpt_like", rate=5.0, n=12, seed=2)
+    path = tmp_path / "t.csv"
+    w.to_csv(path)
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    a = p.parse_args(["--trace", str(path), "-n", "10", "--rate-scale", "2"])
+    t = build_workload(a)
+    assert len(t) == 10 and list(t.prompt_len) == list(w.prompt_len[:10])
+    assert abs((t.arrival[-1] - t.arrival[0]) - (w.arrival[9] - w.arrival[0]) / 2) < 1e-3  # rate x2
