@@ -349,8 +349,13 @@ def main(args) -> int:
         finally:
             await runner.cleanup()
 
+    from slocore.serve.router import new_event_loop
+
+    loop = new_event_loop()
     try:
-        asyncio.run(run())
+        loop.run_until_complete(run())
     except KeyboardInterrupt:
         pass
+    finally:
+        loop.close()
     return 0

@@ -703,6 +703,16 @@ class _Ctx:
         await self.resp.write(data)
 
 
+def new_event_loop():
+    """uvloop's event loop when installed (the serve extra lists it on Linux), else asyncio's."""
+    try:
+        import uvloop
+
+        return uvloop.new_event_loop()
+    except ImportError:
+        return asyncio.new_event_loop()
+
+
 def _jsonable(x):
     if isinstance(x, dict):
         return {str(k): _jsonable(v) for k, v in x.items()}
@@ -726,5 +736,5 @@ def main(args) -> int:
     mode = "P/D" if cfg.disaggregated else "colocated"
     names = ", ".join(b.name for b in cfg.backends) or "one embedded emulated engine"
     print(f"slocore serve: {mode}, backends: {names}; listening on http://{cfg.host}:{cfg.port}", flush=True)
-    web.run_app(router.app(), host=cfg.host, port=cfg.port, access_log=None, print=None)
+    web.run_app(router.app(), host=cfg.host, port=cfg.port, access_log=None, print=None, loop=new_event_loop())
     return 0
