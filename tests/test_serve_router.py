@@ -330,3 +330,20 @@ def test_loadgen_reports_simulator_metrics():
                                                             make_workload("sharegpt_like", rate=40.0, n=30,
                                                                           seed=1).output_len)
     assert "SLO attainment" in loadgen.table(out, "t")
+
+
+def test_client_disconnect_mid_stream_frees_the_request():
+    async def go():
+        async with serving(two_engines()) as (router, url, s):
+            r = await s.post(url + "/v1/completions", json={"prompt": "z", "max_tokens": 400, "stream": True})
+            await r.content.readline()
+            r.close()  # the client goes away mid-stream
+            for _ in range(100):
+                if not any(b.inflight for b in router.backends.values()):
+                    break
+                await asyncio.sleep(0.05)
+            assert not any(b.inflight for b in router.backends.values())
+            assert router.recorder.get(1).reason == "client disconnected"
+            async with s.post(url + "/v1/completions", json={"prompt": "z", "max_tokens": 2}) as r2:
+                assert r2.status == 200
+    run(go())

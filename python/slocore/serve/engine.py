@@ -309,7 +309,10 @@ class EmulatedEngine:
                 first = False
                 if done and kv_out:
                     c["kv_transfer_params"] = kv_out
-                await resp.write(sse(c))
+                try:
+                    await resp.write(sse(c))
+                except (ConnectionError, RuntimeError):  # the client left: stop generating
+                    return resp
                 if done:
                     break
             if include_usage:

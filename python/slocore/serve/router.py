@@ -64,6 +64,10 @@ class NoBackend(Exception):
     pass
 
 
+class ClientGone(Exception):
+    """The client closed its connection: stop, free the engine request, blame nobody."""
+
+
 class Dispatcher:
     """One global policy (by name) over the backends of some roles, with its wake-up loop."""
 
@@ -476,6 +480,10 @@ class Router:
                 attempts += 1
                 self.metrics.retries.inc()
                 ctx.reset()
+            except ClientGone:
+                self.recorder.reject(ctx.rid, self.now(), "client disconnected")
+                self.metrics.failed(ctx.cls, "failed")
+                return ctx.resp
             except (ConnectionResetError, asyncio.CancelledError):
                 self.recorder.reject(ctx.rid, self.now(), "client disconnected")
                 self.metrics.failed(ctx.cls, "failed")
@@ -700,7 +708,10 @@ class _Ctx:
             self.resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
             await self.resp.prepare(self.request)
         self.sent = True
-        await self.resp.write(data)
+        try:
+            await self.resp.write(data)
+        except (ConnectionError, RuntimeError, aiohttp.ClientConnectionError) as e:
+            raise ClientGone(str(e)) from None
 
 
 def new_event_loop():
