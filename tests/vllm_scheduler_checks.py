@@ -101,6 +101,17 @@ def check_skipped_decode_keeps_kv_and_counts_against_max_seqs(model):
     assert all(r.num_output_tokens == 6 for r in reqs) and extra.num_output_tokens == 2
 
 
+def check_every_registered_batch_scheduler_finishes(model):
+    """Whatever this build registers (slide_batching, slice... as they land) drives vLLM to the end."""
+    for name in slocore.batch_scheduler_names():
+        s = make_scheduler(model, SlocoreScheduler, additional_config={"slocore": {"batch_scheduler": name}})
+        reqs = [make_request(60 + 10 * i, 6, extra_args={"slo_tpot_ms": 50 + i, "priority": i % 2}) for i in range(6)]
+        for r in reqs:
+            s.add_request(r)
+        run_to_end(s)
+        assert all(r.num_output_tokens == 6 for r in reqs), name
+
+
 def check_default_name():
     n = default_scheduler_name()
     assert n in slocore.batch_scheduler_names()
@@ -108,7 +119,7 @@ def check_default_name():
 
 
 CHECKS = [check_same_as_vllm_for_fcfs, check_token_budget_and_every_request_finishes, check_slo_fields_reach_the_view,
-          check_skipped_decode_keeps_kv_and_counts_against_max_seqs]
+          check_skipped_decode_keeps_kv_and_counts_against_max_seqs, check_every_registered_batch_scheduler_finishes]
 
 if __name__ == "__main__":
     model = sys.argv[1]
