@@ -347,3 +347,39 @@ def test_client_disconnect_mid_stream_frees_the_request():
             async with s.post(url + "/v1/completions", json={"prompt": "z", "max_tokens": 2}) as r2:
                 assert r2.status == 200
     run(go())
+
+
+@pytest.mark.skipif(__import__("slocore.serve.router").serve.router.priority_mapper_class() is None,
+                    reason="this build has no PriorityMapper (HFX)")
+def test_priority_to_slo_mapper():
+    async def go():
+        d = two_engines(slo={"mapper": {"ttft_base": [0.5, 5.0], "tpot_base": [0.05, 0.5], "window": 50}})
+        async with serving(d) as (router, url, s):
+            for i in range(6):
+                for prio in (0, 1):
+                    async with s.post(url + "/v1/completions", json={"prompt": "m", "max_tokens": 3},
+                                      headers={"x-priority": str(prio)}) as r:
+                        assert r.status == 200
+            async with s.post(url + "/v1/completions", json={"prompt": "m", "max_tokens": 3, "priority": 1,
+                                                             "slo_ttft_ms": 123}) as r:
+                assert r.status == 200
+            async with s.post(url + "/v1/completions", json={"prompt": "m", "max_tokens": 3, "priority": 7}) as r:
+                assert r.status == 400 and "priority" in (await r.json())["error"]["message"]
+            m = router.mapper
+            assert len(m) == 13  # every finished request fed the window
+            for rid in range(1, 13):
+                req = router.recorder.get(rid).request
+                lo, hi = m.bounds_ttft(req.priority)
+                assert req.slo.ttft <= hi + 1e-9 and req.slo.ttft > 0
+                lo, hi = m.bounds_tpot(req.priority)
+                assert req.slo.tpot <= hi + 1e-9 and req.slo.tpot > 0
+            assert router.recorder.get(13).request.slo.ttft == 0.123  # an explicit SLO wins
+    run(go())
+
+
+def test_mapper_config_without_priority_mapper_is_a_clear_error(monkeypatch):
+    import slocore.serve.router as rt
+
+    monkeypatch.setattr(rt, "priority_mapper_class", lambda: None)
+    with pytest.raises(ValueError, match="no PriorityMapper"):
+        Router(cfgmod.from_dict({"slo": {"mapper": True}}))

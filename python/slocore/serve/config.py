@@ -12,6 +12,8 @@ SLO defaults and the priority-to-SLO table, timeouts, retries, the admin token.
     slo:
       default: {ttft_ms: 2000, tpot_ms: 100}
       priorities: {0: {ttft_ms: 500, tpot_ms: 50}, 1: {ttft_ms: 5000, tpot_ms: 200}}
+      # or HFX's adaptive priority-to-SLO mapper (slocore.PriorityMapper, Alg. 2 / Eq. 6):
+      # mapper: {window: 200, ttft_base: [0.7, 1.0], tpot_base: [0.5, 0.7], spread: 0.25}
     timeouts: {connect_s: 5, first_token_s: 60, idle_s: 30, total_s: 600}
     retries: 2
     poll_interval_s: 0.5
@@ -66,6 +68,7 @@ class ServeConfig:
     decode_policy: PolicyConfig = field(default_factory=lambda: PolicyConfig("least_outstanding"))
     default_slo: SloClass = field(default_factory=lambda: SloClass(2000.0, 100.0))
     priorities: dict[int, SloClass] = field(default_factory=dict)
+    mapper: dict | None = None  # slocore.PriorityMapper keyword arguments (seconds)
     timeouts: Timeouts = field(default_factory=Timeouts)
     retries: int = 2
     poll_interval_s: float = 0.5
@@ -163,6 +166,16 @@ def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
         except (TypeError, ValueError):
             raise ValueError(f"{where}.slo.priorities: key {k!r} is not an integer priority") from None
         cfg.priorities[p] = _slo(f"{where}.slo.priorities[{p}]", v)
+    m = slo.get("mapper")
+    if m is not None and m is not False:
+        if m is True:
+            m = {}
+        if not isinstance(m, dict):
+            raise ValueError(f"{where}.slo.mapper: expected true or a mapping of PriorityMapper parameters")
+        cfg.mapper = dict(m)
+    unknown_slo = sorted(set(slo) - {"default", "priorities", "mapper"})
+    if unknown_slo:
+        raise ValueError(f"{where}.slo: unknown key(s) {unknown_slo} (known: default, priorities, mapper)")
     t = d.get("timeouts") or {}
     for k in ("connect_s", "first_token_s", "idle_s", "total_s"):
         if k in t:

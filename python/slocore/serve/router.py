@@ -68,6 +68,13 @@ class ClientGone(Exception):
     """The client closed its connection: stop, free the engine request, blame nobody."""
 
 
+def priority_mapper_class():
+    """HFX's priority-to-SLO mapper from the C++ core, or None in a build without it."""
+    import slocore._core as core
+
+    return getattr(_s, "PriorityMapper", None) or getattr(core, "PriorityMapper", None)
+
+
 class Dispatcher:
     """One global policy (by name) over the backends of some roles, with its wake-up loop."""
 
@@ -172,6 +179,16 @@ class Router:
         self._quarantined: dict[str, float] = {}
         self.classes: dict[int, str] = {}
         self.model_name = cfg.model
+        self.mapper = None
+        if cfg.mapper is not None:
+            cls = priority_mapper_class()
+            if cls is None:
+                raise ValueError("slo.mapper: this slocore build has no PriorityMapper (HFX); use slo.priorities")
+            try:
+                self.mapper = cls(**cfg.mapper)
+            except TypeError as e:
+                raise ValueError(f"slo.mapper: {e}") from None
+        self._pending_prio: dict[int, int] = {}  # priority -> requests without a first token yet
         now = self.now
         if cfg.disaggregated:
             self.prefill = Dispatcher("prefill", cfg.prefill_policy.name, cfg.prefill_policy.params,
@@ -368,8 +385,17 @@ class Router:
         prio = get("priority", "x-priority", int)
         prio = 0 if prio is None else prio
         slo = self.cfg.slo_for(prio)
-        ttft = get("slo_ttft_ms", "x-slo-ttft-ms", float) or slo.ttft_ms
-        tpot = get("slo_tpot_ms", "x-slo-tpot-ms", float) or slo.tpot_ms
+        ttft = get("slo_ttft_ms", "x-slo-ttft-ms", float)
+        tpot = get("slo_tpot_ms", "x-slo-tpot-ms", float)
+        if self.mapper is not None and (ttft is None or tpot is None):
+            higher = any(n > 0 for q, n in self._pending_prio.items() if q < prio)
+            try:
+                mt, mp = self.mapper.map(prio, higher)
+            except (ValueError, KeyError, IndexError) as e:
+                raise BadRequest(f"priority: {e}") from None
+            ttft, tpot = ttft or mt * 1e3, tpot or mp * 1e3
+        ttft = ttft or slo.ttft_ms
+        tpot = tpot or slo.tpot_ms
         dl = get("slo_deadline_ms", "x-slo-deadline-ms", float) or slo.deadline_ms
         cls = body.get("slo_class", headers.get("x-slo-class"))
         if cls is not None and not isinstance(cls, str):
@@ -450,6 +476,25 @@ class Router:
         log.warning("%s", e)
 
     async def _run(self, ctx: "_Ctx", fwd: dict):
+        p = ctx.template.priority
+        self._pending_prio[p] = self._pending_prio.get(p, 0) + 1
+        try:
+            return await self._run_attempts(ctx, fwd)
+        finally:
+            if not ctx.dispatched:
+                self._pending_prio[p] -= 1
+
+    def _dispatched(self, ctx):
+        if ctx.dispatched:
+            return
+        ctx.dispatched = True
+        p = ctx.template.priority
+        self._pending_prio[p] = self._pending_prio.get(p, 1) - 1
+        ctx.queue_time = self.now() - ctx.template.arrival
+        if self.mapper is not None:
+            self.mapper.on_dispatch(p, ctx.queue_time)
+
+    async def _run_attempts(self, ctx: "_Ctx", fwd: dict):
         attempts = 0
         last: BackendError | None = None
         timeout = self.cfg.timeouts
@@ -462,6 +507,7 @@ class Router:
                     body, disp = fwd, self.colocated
                 att = self._new_attempt(ctx)
                 backend = await disp.assign(att, timeout.first_token_s)
+                self._dispatched(ctx)
                 await self._stream(ctx, backend, disp, att, body)
                 return ctx.resp or self._assembled(ctx)
             except NoBackend as e:
@@ -506,6 +552,7 @@ class Router:
         """P/D: run the prompt on a prefill instance; returns the decode request body."""
         att = self._new_attempt(ctx)
         backend = await self.prefill.assign(att, self.cfg.timeouts.first_token_s)
+        self._dispatched(ctx)
         pbody = {k: v for k, v in fwd.items() if k not in ("stream_options", "min_tokens")}
         pbody.update(stream=False, max_tokens=1, kv_transfer_params=dict(PREFILL_KV_PARAMS))
         pbody.pop("max_completion_tokens", None)
@@ -619,7 +666,10 @@ class Router:
         for tt, bid in ctx.times:  # only the attempt that succeeded counts
             self.recorder.token(ctx.rid, tt, bid)
         self.recorder.finish(ctx.rid, self.now())
-        self.metrics.finished(ctx.cls, _s.request_metrics(self.recorder.get(ctx.rid)))
+        m = _s.request_metrics(self.recorder.get(ctx.rid))
+        self.metrics.finished(ctx.cls, m)
+        if self.mapper is not None and m.ttft == m.ttft:  # feed HFX's sliding windows
+            self.mapper.record(ctx.template.priority, m.ttft, ctx.queue_time, m.tpot if m.tpot == m.tpot else 0.0)
 
     def _absorb(self, ctx, obj: dict) -> int:
         """Count the tokens in one streamed chunk and keep what the assembled answer needs."""
@@ -695,6 +745,8 @@ class _Ctx:
         self.client_stream, self.want_usage = client_stream, want_usage
         self.resp: web.StreamResponse | None = None
         self.sent = False
+        self.dispatched = False
+        self.queue_time = 0.0
         self.reset()
 
     def reset(self):
