@@ -1,0 +1,1 @@
+"""Integrations with serving engines: ``vllm`` (a V1 scheduler plugin; vLLM-Ascend uses the same)."""
