@@ -88,8 +88,10 @@ Dispatcher::Key Dispatcher::key_of(const Request& r) const {
 void Dispatcher::submit(const Request& r, Time now, Time) {
   validate(r);
   require(!reqs_.count(r.id), "request.id", "duplicate id " + std::to_string(r.id) + " in " + name_);
-  reqs_.emplace(r.id, r);
-  queue_.insert(key_of(r));
+  const Request& stored = reqs_.emplace(r.id, r).first->second;
+  Key k = key_of(stored);
+  k.req = &stored;
+  queue_.insert(k);
   if (p_.tight_window > 0) {
     for (auto* q : {&recent_ttft_, &recent_tpot_}) {
       const double v = q == &recent_ttft_ ? r.slo.ttft : r.slo.tpot;
@@ -189,17 +191,22 @@ std::vector<Id> Dispatcher::dispatch_prefill_like(Time now, const InstanceView& 
   std::vector<Id> taken, late;
   double used = 0.0, sum = L.prefill_tokens, sq = L.prefill_sq;
   Id first_ok = kNoInstance;
-  for (const Key& k : queue_) {  // Alg. 1 lines 10-13: stricter SLO first
-    const Request& r = reqs_.at(k.id);
+  auto feasible = [&](const Request& r) {
     const double l = double(r.prompt_len);
     const double p = admission_p(r.arrival, r.slo.ttft, m.stage_prefill(l, l * l), now, util, p_.util_exp);
-    const bool ok = p > 0.0 && p >= p_.theta;
-    if (ok && first_ok == kNoInstance) first_ok = r.id;
-    if (limit - used < 1.0) {
-      if (!L.idle || first_ok != kNoInstance) break;  // idle: still look for the first feasible one
+    return p > 0.0 && p >= p_.theta;
+  };
+  for (const Key& k : queue_) {  // Alg. 1 lines 10-13: stricter SLO first
+    const Request& r = *k.req;
+    const double l = double(r.prompt_len);
+    const bool fits = limit - used >= 1.0 && used + l <= limit;
+    if (!fits) {  // p only matters here for the idle fallback below
+      if (L.idle && first_ok == kNoInstance && feasible(r)) first_ok = r.id;
+      if (limit - used < 1.0 && (!L.idle || first_ok != kNoInstance)) break;
       continue;
     }
-    if (used + l > limit) continue;
+    const bool ok = feasible(r);
+    if (ok && first_ok == kNoInstance) first_ok = r.id;
     if (!ok) {
       late.push_back(r.id);
       continue;
@@ -248,7 +255,7 @@ std::vector<Id> Dispatcher::dispatch_decode(Time now, const InstanceView& v, con
   double slots = 0.0;
   for (const Key& k : queue_) {
     if (m.stage_decode(ctx + 1.0, batch + 1.0) > tpot) break;  // not even the shortest fits
-    const Request& r = reqs_.at(k.id);
+    const Request& r = *k.req;
     const double c = double(r.prompt_len + 1);
     const double lim = std::min(tpot, r.slo.tpot);
     if (c > kv_free || m.stage_decode(ctx + c, batch + 1.0) > lim) continue;

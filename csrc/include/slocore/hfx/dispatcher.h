@@ -88,6 +88,7 @@ class Dispatcher : public GlobalPolicy {
     double slo;
     Time arrival;
     Id id;
+    const Request* req = nullptr;  // into reqs_ (node-based: stable); not part of the order
     bool operator<(const Key& o) const {
       if (slo != o.slo) return slo < o.slo;
       if (arrival != o.arrival) return arrival < o.arrival;
