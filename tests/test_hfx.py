@@ -353,3 +353,10 @@ def test_hfx_scenarios_registered_with_all_variants_available():
     for n in names:
         sc = scenarios.get(n)
         assert sc.available_variants() == sc.variants, n  # every policy it names is registered
+
+
+def test_scaler_forgets_requests_that_never_start():
+    sc = _core.make_scaler("hfx", {"forget_s": 30.0})
+    sc.on_arrival(s.Request(1, 0.0, 10, output_len=5, ttft=1.0, tpot=0.1), 0.0)  # e.g. rejected upstream
+    assert _core.hfx_scaler_indicators(sc, 0, 20.0, [])["norm_wait"] == pytest.approx(20.0)
+    assert _core.hfx_scaler_indicators(sc, 0, 31.0, [])["norm_wait"] == 0.0
