@@ -349,7 +349,7 @@ def test_hfx_scenarios_registered_with_all_variants_available():
 
     names = [n for n in scenarios.all_scenarios() if n.startswith("hfx_")]
     assert set(names) >= {"hfx_fig3_4task", "hfx_fig3_2task", "hfx_fig4_pd", "hfx_fig5_pm", "hfx_fig6_ramp",
-                          "hfx_fig7_wikisql", "hfx_scaling_sustained"}
+                          "hfx_fig7_wikisql", "hfx_scaling_sustained", "hfx_fig5_pm_2task"}
     for n in names:
         sc = scenarios.get(n)
         assert sc.available_variants() == sc.variants, n  # every policy it names is registered
