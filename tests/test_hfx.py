@@ -342,3 +342,21 @@ def test_ramp_workload_shape():
         assert abs(len(a) / (90.0 - (3 - p) * 20.0) - 15.0) < 2.0  # 15 QPS each
     with pytest.raises(ValueError):
         workloads.hfx_ramp(end_s=-1)
+
+
+def test_hfx_scenarios_registered_with_all_variants_available():
+    from slocore.sim import scenarios
+
+    names = [n for n in scenarios.all_scenarios() if n.startswith("hfx_")]
+    assert set(names) >= {"hfx_fig3_4task", "hfx_fig3_2task", "hfx_fig4_pd", "hfx_fig5_pm", "hfx_fig6_ramp",
+                          "hfx_fig7_wikisql", "hfx_scaling_sustained", "hfx_fig5_pm_2task"}
+    for n in names:
+        sc = scenarios.get(n)
+        assert sc.available_variants() == sc.variants, n  # every policy it names is registered
+
+
+def test_scaler_forgets_requests_that_never_start():
+    sc = _core.make_scaler("hfx", {"forget_s": 30.0})
+    sc.on_arrival(s.Request(1, 0.0, 10, output_len=5, ttft=1.0, tpot=0.1), 0.0)  # e.g. rejected upstream
+    assert _core.hfx_scaler_indicators(sc, 0, 20.0, [])["norm_wait"] == pytest.approx(20.0)
+    assert _core.hfx_scaler_indicators(sc, 0, 31.0, [])["norm_wait"] == 0.0

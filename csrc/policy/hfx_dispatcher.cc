@@ -82,14 +82,13 @@ ParamMap Dispatcher::params() const {
 }
 
 Dispatcher::Key Dispatcher::key_of(const Request& r) const {
-  return {stage_ == Stage::Prefill ? r.slo.ttft : r.slo.tpot, r.arrival, r.id};
+  return {stage_ == Stage::Prefill ? r.slo.ttft : r.slo.tpot, r.arrival, r.id, r.prompt_len, &r};
 }
 
 void Dispatcher::submit(const Request& r, Time now, Time) {
   validate(r);
   require(!reqs_.count(r.id), "request.id", "duplicate id " + std::to_string(r.id) + " in " + name_);
-  reqs_.emplace(r.id, r);
-  queue_.insert(key_of(r));
+  incoming_.push_back(key_of(reqs_.emplace(r.id, r).first->second));
   if (p_.tight_window > 0) {
     for (auto* q : {&recent_ttft_, &recent_tpot_}) {
       const double v = q == &recent_ttft_ ? r.slo.ttft : r.slo.tpot;
@@ -111,7 +110,7 @@ double Dispatcher::last_budget(Id instance) const {
 }
 
 Time Dispatcher::next_wakeup() const {
-  if (queue_.empty() || workers_.empty()) return kNever;
+  if (pending() == 0 || workers_.empty()) return kNever;
   return std::min(workers_.top().second, next_monitor_);
 }
 
@@ -133,9 +132,19 @@ void Dispatcher::sync(Time now, const std::vector<InstanceView>& views) {
   }
 }
 
+void Dispatcher::merge_incoming() {
+  if (incoming_.empty()) return;
+  std::sort(incoming_.begin(), incoming_.end());
+  const size_t mid = queue_.size();
+  queue_.insert(queue_.end(), incoming_.begin(), incoming_.end());
+  std::inplace_merge(queue_.begin(), queue_.begin() + std::ptrdiff_t(mid), queue_.end());
+  incoming_.clear();
+}
+
 std::vector<Assignment> Dispatcher::poll(Time now, const std::vector<InstanceView>& views) {
   std::vector<Assignment> out;
   sync(now, views);
+  merge_incoming();
   if (queue_.empty()) return out;
   std::unordered_map<Id, const InstanceView*> by_id;
   for (const InstanceView& v : views) by_id[v.id] = &v;
@@ -156,18 +165,23 @@ std::vector<Assignment> Dispatcher::poll(Time now, const std::vector<InstanceVie
 
 std::vector<Id> Dispatcher::dispatch_one(Time now, const InstanceView& v) {
   const InstanceLoad L = instance_load(v);
-  std::vector<Id> taken = stage_ == Stage::Decode ? dispatch_decode(now, v, L) : dispatch_prefill_like(now, v, L);
-  for (Id id : taken) {
-    queue_.erase(key_of(reqs_.at(id)));
-    reqs_.erase(id);
+  const std::vector<size_t> idx =
+      stage_ == Stage::Decode ? dispatch_decode(now, v, L) : dispatch_prefill_like(now, v, L);
+  std::vector<Id> taken;
+  for (size_t i : idx) {
+    taken.push_back(queue_[i].id);
+    queue_[i].gone = true;
+    reqs_.erase(queue_[i].id);
   }
+  if (!idx.empty())
+    queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [](const Key& k) { return k.gone; }), queue_.end());
   return taken;
 }
 
-std::vector<Id> Dispatcher::dispatch_prefill_like(Time now, const InstanceView& v, const InstanceLoad& L) {
+std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceView& v, const InstanceLoad& L) {
   const LatencyModel& m = v.model;
   const double a = m.overhead(), b = m.correction() * m.coeffs().c_p;
-  const Request& head = reqs_.at(queue_.begin()->id);
+  const Request& head = *queue_.front().req;
   double budget;
   if (stage_ == Stage::Colocated) {
     // Eq. 5 with the tightest TTFT/TPOT of the instance's requests and the queue head; E_d is
@@ -186,38 +200,44 @@ std::vector<Id> Dispatcher::dispatch_prefill_like(Time now, const InstanceView& 
   if (p_.dispatch_cap > 0) limit = std::min(limit, p_.dispatch_cap * double(v.max_batch_tokens));
   budget_[v.id] = limit;
   const double util = v.kv_utilization();
-  std::vector<Id> taken, late;
+  constexpr size_t kNone = size_t(-1);
+  std::vector<size_t> taken, late;
   double used = 0.0, sum = L.prefill_tokens, sq = L.prefill_sq;
-  Id first_ok = kNoInstance;
-  for (const Key& k : queue_) {  // Alg. 1 lines 10-13: stricter SLO first
-    const Request& r = reqs_.at(k.id);
+  size_t first_ok = kNone;
+  auto feasible = [&](const Request& r) {
     const double l = double(r.prompt_len);
     const double p = admission_p(r.arrival, r.slo.ttft, m.stage_prefill(l, l * l), now, util, p_.util_exp);
-    const bool ok = p > 0.0 && p >= p_.theta;
-    if (ok && first_ok == kNoInstance) first_ok = r.id;
-    if (limit - used < 1.0) {
-      if (!L.idle || first_ok != kNoInstance) break;  // idle: still look for the first feasible one
+    return p > 0.0 && p >= p_.theta;
+  };
+  for (size_t i = 0; i < queue_.size(); ++i) {  // Alg. 1 lines 10-13: stricter SLO first
+    const Key& k = queue_[i];
+    const double l = double(k.len);
+    const bool fits = limit - used >= 1.0 && used + l <= limit;
+    if (!fits) {  // p only matters here for the idle fallback below
+      if (L.idle && first_ok == kNone && feasible(*k.req)) first_ok = i;
+      if (limit - used < 1.0 && (!L.idle || first_ok != kNone)) break;
       continue;
     }
-    if (used + l > limit) continue;
+    const bool ok = feasible(*k.req);
+    if (ok && first_ok == kNone) first_ok = i;
     if (!ok) {
-      late.push_back(r.id);
+      late.push_back(i);
       continue;
     }
-    taken.push_back(r.id);
+    taken.push_back(i);
     used += l, sum += l, sq += l * l;
   }
   if (p_.best_effort)  // TTFT already lost: best effort with the leftover budget, never dropped
-    for (Id id : late) {
-      const double l = double(reqs_.at(id).prompt_len);
+    for (size_t i : late) {
+      const double l = double(queue_[i].len);
       if (used + l > limit) continue;
-      taken.push_back(id);
+      taken.push_back(i);
       used += l, sum += l, sq += l * l;
     }
   if (taken.empty() && L.idle) {  // no livelock: an idle instance takes one request
-    const Id id = first_ok != kNoInstance ? first_ok : queue_.begin()->id;
-    taken.push_back(id);
-    const double l = double(reqs_.at(id).prompt_len);
+    const size_t i = first_ok != kNone ? first_ok : 0;
+    taken.push_back(i);
+    const double l = double(queue_[i].len);
     sum += l, sq += l * l;
   }
   // Next maturity (Alg. 1 lines 15-19 for colocated; end of the prefill batch for P stage).
@@ -226,8 +246,8 @@ std::vector<Id> Dispatcher::dispatch_prefill_like(Time now, const InstanceView& 
     workers_.set(v.id, std::max(now, v.busy_until) + e_p);
   } else {
     double ctx = L.all_ctx, batch = L.all_batch, tpot = L.min_tpot;
-    for (Id id : taken) {
-      const Request& r = reqs_.at(id);
+    for (size_t i : taken) {
+      const Request& r = *queue_[i].req;
       ctx += double(r.prompt_len);
       batch += 1;
       tpot = std::min(tpot, r.slo.tpot);
@@ -237,28 +257,27 @@ std::vector<Id> Dispatcher::dispatch_prefill_like(Time now, const InstanceView& 
   return taken;
 }
 
-std::vector<Id> Dispatcher::dispatch_decode(Time now, const InstanceView& v, const InstanceLoad& L) {
+std::vector<size_t> Dispatcher::dispatch_decode(Time now, const InstanceView& v, const InstanceLoad& L) {
   // D-stage migrator (Sec. 3.3.1): admit while the next decode iteration (Eq. 2) stays within
   // the strictest TPOT of the running batch, or of the queue when the instance is idle.
   const LatencyModel& m = v.model;
   double ctx = L.all_ctx, batch = L.all_batch;
-  double tpot = L.idle ? reqs_.at(queue_.begin()->id).slo.tpot : L.min_tpot;
+  double tpot = L.idle ? queue_.front().req->slo.tpot : L.min_tpot;
   double kv_free = L.kv_free_tokens;
-  std::vector<Id> taken;
+  std::vector<size_t> taken;
   double slots = 0.0;
-  for (const Key& k : queue_) {
+  for (size_t i = 0; i < queue_.size(); ++i) {
     if (m.stage_decode(ctx + 1.0, batch + 1.0) > tpot) break;  // not even the shortest fits
-    const Request& r = reqs_.at(k.id);
+    const Request& r = *queue_[i].req;
     const double c = double(r.prompt_len + 1);
     const double lim = std::min(tpot, r.slo.tpot);
     if (c > kv_free || m.stage_decode(ctx + c, batch + 1.0) > lim) continue;
-    taken.push_back(r.id);
+    taken.push_back(i);
     ctx += c, batch += 1, tpot = lim, kv_free -= c, slots += 1;
   }
   if (taken.empty() && L.idle) {
-    const Request& r = reqs_.at(queue_.begin()->id);
-    taken.push_back(r.id);
-    ctx += double(r.prompt_len + 1), batch += 1;
+    taken.push_back(0);
+    ctx += double(queue_.front().len + 1), batch += 1;
   }
   budget_[v.id] = slots;
   // Maturity: the end of the next decode iteration.

@@ -45,6 +45,7 @@ void PmDispatcher::submit(const Request& r, Time now, Time expected_handoff) {
   track_.emplace(r.id, t);
   ++queued_[size_t(prio)];
   assigned_.emplace_back(r.id, ttft, tpot);
+  if (assigned_.size() > kKeepAssigned) assigned_.pop_front();
 }
 
 std::vector<Assignment> PmDispatcher::poll(Time now, const std::vector<InstanceView>& views) {

@@ -24,6 +24,7 @@ std::vector<RegistryEntry<Scaler>> hfx_scalers() {
          rd.get("rate_wait", p.rate_wait);
          rd.get("cooldown", p.cooldown);
          rd.get("role_switch", p.role_switch);
+         rd.get("forget_s", p.forget_s);
          rd.finish();
          return std::make_shared<hfx::HfxScaler>(p);
        }},

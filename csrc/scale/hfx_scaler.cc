@@ -18,6 +18,7 @@ void ScalerParams::validate() const {
   require(in_patience >= 1, "hfx.in_patience", "must be >= 1");
   require(out_patience >= 1, "hfx.out_patience", "must be >= 1");
   require_nonneg(rate_wait, "hfx.rate_wait");
+  require_positive(forget_s, "hfx.forget_s");
   require_nonneg(cooldown, "hfx.cooldown");
 }
 
@@ -34,7 +35,7 @@ ParamMap HfxScaler::params() const {
   return {{"interval", p_.interval}, {"window", p_.window}, {"min_samples", double(p_.min_samples)}, {"lag_alpha", p_.lag_alpha}, {"warmup", p_.warmup},
           {"out_rate", p_.out_rate}, {"in_rate", p_.in_rate}, {"out_wait", p_.out_wait},
           {"kv_high", p_.kv_high}, {"in_patience", double(p_.in_patience)}, {"out_patience", double(p_.out_patience)}, {"rate_wait", p_.rate_wait}, {"cooldown", p_.cooldown},
-          {"role_switch", p_.role_switch ? 1.0 : 0.0}};
+          {"role_switch", p_.role_switch ? 1.0 : 0.0}, {"forget_s", p_.forget_s}};
 }
 
 void HfxScaler::push(std::deque<Time>& q, Time t) { q.push_back(t); }
@@ -102,6 +103,16 @@ HfxScaler::Indicators HfxScaler::indicators(int stage, Time now, const std::vect
     }
   }
   if (stage != 2 && !waiting_.empty()) {  // indicator 2 (queued = no first token yet)
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (now - it->second.arrival > p_.forget_s) {
+        arrival_.erase(it->first);
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  if (stage != 2 && !waiting_.empty()) {
     double sum = 0.0;
     for (const auto& [id, w] : waiting_) {
       const double x = std::isfinite(w.ttft) ? (now - w.arrival) / w.ttft : 0.0;

@@ -131,6 +131,13 @@ int main() {
   Summary s = summarize(res.recorder);
   CHECK(s.finished == 300 && res.stats.stalled == 0 && res.stats.plan_violations == 0);
 
+  for (const char* name : {"hfx_pm", "scorpio", "hfx_prefill"}) {  // the other colocated-capable policies
+    sim::SimConfig c2 = cfg;
+    c2.global_policy = make_global_policy(name);
+    sim::SimResult r = sim::simulate(reqs, c2);
+    CHECK(summarize(r.recorder).finished == 300 && r.stats.stalled == 0);
+  }
+
   sim::SimConfig pd = cfg;
   pd.disaggregated = true;
   pd.prefill_instances = pd.decode_instances = 2;

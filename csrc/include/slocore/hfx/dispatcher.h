@@ -2,6 +2,8 @@
 // Eq. 1-2, 5, 7 and appendix B; P/D stages from 002_408d77c14f04127d.txt Sec. 3.3.1.
 //  * Q_R: queued requests ordered by (SLO, arrival): TPOT for the colocated dispatcher and
 //    the D-stage migrator, TTFT for the P-stage dispatcher (its "priority-ordered queue").
+//    A sorted vector: every dispatch scans it, so it is contiguous; arrivals are buffered
+//    and merged in at the next poll, dispatched entries compacted out after each dispatch.
 //  * Q_W: instances in an indexed heap ordered by maturity time (IndexedHeap).
 //  * Each poll pops every matured instance, computes its token budget, scans Q_R, admits
 //    requests whose admission probability p >= theta and that fit, then re-arms the
@@ -11,7 +13,6 @@
 //    instance's maturity is pulled back to now (its prediction was pessimistic).
 #pragma once
 #include <deque>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -73,7 +74,7 @@ class Dispatcher : public GlobalPolicy {
   void submit(const Request& r, Time now, Time expected_handoff) override;
   std::vector<Assignment> poll(Time now, const std::vector<InstanceView>& views) override;
   Time next_wakeup() const override;
-  size_t pending() const override { return queue_.size(); }
+  size_t pending() const override { return queue_.size() + incoming_.size(); }
   void on_instance_added(Id instance, Role role, Time now) override { workers_.set(instance, now); }
   void on_instance_removed(Id instance, Time now) override { workers_.erase(instance); }
 
@@ -88,6 +89,9 @@ class Dispatcher : public GlobalPolicy {
     double slo;
     Time arrival;
     Id id;
+    Tokens len = 0;                // prompt length (the scan's fit test without a pointer chase)
+    const Request* req = nullptr;  // into reqs_ (node-based: stable); not part of the order
+    bool gone = false;             // dispatched, compacted out
     bool operator<(const Key& o) const {
       if (slo != o.slo) return slo < o.slo;
       if (arrival != o.arrival) return arrival < o.arrival;
@@ -98,13 +102,16 @@ class Dispatcher : public GlobalPolicy {
   void sync(Time now, const std::vector<InstanceView>& views);
   // Admits requests for one matured instance; returns the ids and sets its new maturity.
   std::vector<Id> dispatch_one(Time now, const InstanceView& v);
-  std::vector<Id> dispatch_prefill_like(Time now, const InstanceView& v, const InstanceLoad& L);
-  std::vector<Id> dispatch_decode(Time now, const InstanceView& v, const InstanceLoad& L);
+  // Both return indices into queue_ of the requests to dispatch, in dispatch order.
+  std::vector<size_t> dispatch_prefill_like(Time now, const InstanceView& v, const InstanceLoad& L);
+  std::vector<size_t> dispatch_decode(Time now, const InstanceView& v, const InstanceLoad& L);
+  void merge_incoming();
 
   DispatcherParams p_;
   Stage stage_;
   std::string name_;
-  std::set<Key> queue_;
+  std::vector<Key> queue_;     // sorted
+  std::vector<Key> incoming_;  // submitted since the last poll, unsorted
   std::unordered_map<Id, Request> reqs_;
   IndexedHeap workers_;
   std::unordered_map<Id, double> budget_;

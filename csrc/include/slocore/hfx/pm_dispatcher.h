@@ -3,6 +3,7 @@
 // own SLO is ignored for scheduling (the caller gives only a priority; the simulator still
 // scores attainment against the workload's targets). Completions feed the sliding windows.
 #pragma once
+#include <deque>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -27,8 +28,9 @@ class PmDispatcher : public GlobalPolicy {
   void on_instance_removed(Id instance, Time now) override { inner_.on_instance_removed(instance, now); }
 
   const PriorityMapper& mapper() const { return mapper_; }
-  // (id, TTFT, TPOT) assigned to every request submitted so far (HFX Fig. 6 dotted lines).
-  const std::vector<std::tuple<Id, double, double>>& assigned() const { return assigned_; }
+  // (id, TTFT, TPOT) assigned to the last kKeepAssigned submitted requests (Fig. 6 dotted lines).
+  std::vector<std::tuple<Id, double, double>> assigned() const { return {assigned_.begin(), assigned_.end()}; }
+  static constexpr size_t kKeepAssigned = 1 << 20;
 
  private:
   struct Track {
@@ -40,7 +42,7 @@ class PmDispatcher : public GlobalPolicy {
   PriorityMapper mapper_;
   std::unordered_map<Id, Track> track_;
   std::vector<int64_t> queued_;  // per priority, still in the dispatcher's queue
-  std::vector<std::tuple<Id, double, double>> assigned_;
+  std::deque<std::tuple<Id, double, double>> assigned_;
 };
 
 }  // namespace slocore::hfx

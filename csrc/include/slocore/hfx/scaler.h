@@ -41,6 +41,8 @@ struct ScalerParams {
   double rate_wait = 0.1;  // rho-driven scale-out also needs this much normalised wait
   double cooldown = 5.0;   // s
   bool role_switch = true;
+  double forget_s = 600.0; // a request with no first token after this long is forgotten (lost or
+                           // rejected upstream: it must not hold the wait indicator up forever)
   void validate() const;
 };
 
