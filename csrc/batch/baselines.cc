@@ -84,30 +84,18 @@ double EdfScheduler::next_deadline(const RequestState& s) {
 }
 
 BatchPlan EdfScheduler::schedule(const InstanceView& v, Time) {
-  PlanBuilder b(v, p_.token_budget);
-  struct Cand {
-    double deadline;
-    const RequestState* s;
-    bool running;
-    size_t index;
-  };
-  std::vector<Cand> c;
-  for (size_t i = 0; i < v.running.size(); ++i) c.push_back({next_deadline(v.running[i]), &v.running[i], true, i});
-  for (size_t i = 0; i < v.waiting.size(); ++i) c.push_back({next_deadline(v.waiting[i]), &v.waiting[i], false, i});
-  std::stable_sort(c.begin(), c.end(), [](const Cand& a, const Cand& d) { return a.deadline < d.deadline; });
+  std::vector<std::pair<double, Candidate>> c;
+  for (size_t i = 0; i < v.running.size(); ++i) c.push_back({next_deadline(v.running[i]), {&v.running[i], true, i}});
+  for (size_t i = 0; i < v.waiting.size(); ++i) c.push_back({next_deadline(v.waiting[i]), {&v.waiting[i], false, i}});
+  std::stable_sort(c.begin(), c.end(), [](const auto& a, const auto& d) { return a.first < d.first; });
+  std::vector<Candidate> order;
   std::vector<size_t> victims;  // running by deadline: the latest deadline is evicted first
-  for (const Cand& x : c)
+  for (const auto& [deadline, x] : c) {
+    order.push_back(x);
     if (x.running) victims.push_back(x.index);
-  for (const Cand& x : c) {
-    if (b.seq_full() || b.budget_left() <= 0) break;
-    if (b.planned(x.s->request.id)) continue;
-    if (x.running) {
-      run_with_preemption(b, {x.index}, victims);
-    } else {
-      b.add_next(*x.s, x.running, true);
-    }
   }
-  ensure_progress(b);
+  PlanBuilder b(v, p_.token_budget);
+  plan_in_order(b, order, victims);
   return b.take();
 }
 

@@ -95,39 +95,24 @@ MlfqScheduler::State& MlfqScheduler::state_of(const RequestState& s, const Insta
 }
 
 BatchPlan MlfqScheduler::schedule(const InstanceView& v, Time now) {
-  struct Cand {
-    int level;
-    Time arrival;
-    const RequestState* s;
-    bool running;
-    size_t index;
-  };
-  std::vector<Cand> c;
+  std::vector<std::pair<std::pair<int, Time>, Candidate>> c;  // (level, arrival)
   for (size_t i = 0; i < v.running.size(); ++i)
-    c.push_back({state_of(v.running[i], v, now).level, v.running[i].request.arrival, &v.running[i], true, i});
+    c.push_back({{state_of(v.running[i], v, now).level, v.running[i].request.arrival}, {&v.running[i], true, i}});
   for (size_t i = 0; i < v.waiting.size(); ++i)
-    c.push_back({state_of(v.waiting[i], v, now).level, v.waiting[i].request.arrival, &v.waiting[i], false, i});
-  std::stable_sort(c.begin(), c.end(), [](const Cand& a, const Cand& d) {
-    return std::make_pair(a.level, a.arrival) < std::make_pair(d.level, d.arrival);
-  });
+    c.push_back({{state_of(v.waiting[i], v, now).level, v.waiting[i].request.arrival}, {&v.waiting[i], false, i}});
+  std::stable_sort(c.begin(), c.end(), [](const auto& a, const auto& d) { return a.first < d.first; });
+  std::vector<Candidate> order;
   std::vector<size_t> victims;  // from the back: the lowest level, newest, yields KV first
-  for (const Cand& x : c)
+  for (const auto& [key, x] : c) {
+    order.push_back(x);
     if (x.running) victims.push_back(x.index);
-
-  PlanBuilder b(v, v.max_batch_tokens);
-  for (const Cand& x : c) {
-    if (b.seq_full() || b.budget_left() <= 0) break;
-    if (b.planned(x.s->request.id)) continue;
-    if (x.running)
-      run_with_preemption(b, {x.index}, victims);
-    else
-      b.add_next(*x.s, false, true);
   }
-  ensure_progress(b);
+  PlanBuilder b(v, v.max_batch_tokens);
+  plan_in_order(b, order, victims);
   BatchPlan plan = b.take();
   if (state_.size() > 2 * c.size() + 64) {  // forget requests that left without on_finished
     std::unordered_map<Id, State> keep;
-    for (const Cand& x : c) keep.emplace(x.s->request.id, state_.at(x.s->request.id));
+    for (const Candidate& x : order) keep.emplace(x.s->request.id, state_.at(x.s->request.id));
     state_.swap(keep);
   }
   // Account the estimated service; demote after a used-up quantum.

@@ -60,6 +60,18 @@ void run_with_preemption(PlanBuilder& b, const std::vector<size_t>& order, std::
   }
 }
 
+void plan_in_order(PlanBuilder& b, const std::vector<Candidate>& order, const std::vector<size_t>& victims) {
+  for (const Candidate& x : order) {
+    if (b.seq_full() || b.budget_left() <= 0) break;
+    if (b.planned(x.s->request.id)) continue;
+    if (x.running)
+      run_with_preemption(b, {x.index}, victims);
+    else
+      b.add_next(*x.s, false, true);
+  }
+  ensure_progress(b);
+}
+
 void ensure_progress(PlanBuilder& b) {
   const auto& run = b.view().running;
   if (b.planned_count() > 0 || run.empty()) return;

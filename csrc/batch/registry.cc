@@ -80,13 +80,7 @@ std::vector<RegistryEntry<BatchScheduler>> baseline_batch_schedulers() {
 
 // Baselines first, then each paper's family (registered in its own file, see families.h).
 const std::vector<RegistryEntry<BatchScheduler>>& table() {
-  static const std::vector<RegistryEntry<BatchScheduler>> t = [] {
-    std::vector<RegistryEntry<BatchScheduler>> all;
-    for (auto part : {baseline_batch_schedulers(), hfx_batch_schedulers(), proserve_batch_schedulers(), slice_batch_schedulers(),
-                      sibyl_batch_schedulers()})
-      all.insert(all.end(), part.begin(), part.end());
-    return all;
-  }();
+  static const auto t = joined<BatchScheduler>({baseline_batch_schedulers(), hfx_batch_schedulers(), proserve_batch_schedulers(), slice_batch_schedulers(), sibyl_batch_schedulers()});
   return t;
 }
 

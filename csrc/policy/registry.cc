@@ -42,13 +42,7 @@ std::vector<RegistryEntry<GlobalPolicy>> baseline_global_policies() {
 
 // Baselines first, then each paper's family (registered in its own file, see families.h).
 const std::vector<RegistryEntry<GlobalPolicy>>& table() {
-  static const std::vector<RegistryEntry<GlobalPolicy>> t = [] {
-    std::vector<RegistryEntry<GlobalPolicy>> all;
-    for (auto part : {baseline_global_policies(), hfx_global_policies(), proserve_global_policies(), slice_global_policies(),
-                      sibyl_global_policies()})
-      all.insert(all.end(), part.begin(), part.end());
-    return all;
-  }();
+  static const auto t = joined<GlobalPolicy>({baseline_global_policies(), hfx_global_policies(), proserve_global_policies(), slice_global_policies(), sibyl_global_policies()});
   return t;
 }
 

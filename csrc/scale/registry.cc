@@ -15,13 +15,7 @@ std::vector<RegistryEntry<Scaler>> baseline_scalers() {
 
 // Baselines first, then each paper's family (registered in its own file, see families.h).
 const std::vector<RegistryEntry<Scaler>>& table() {
-  static const std::vector<RegistryEntry<Scaler>> t = [] {
-    std::vector<RegistryEntry<Scaler>> all;
-    for (auto part : {baseline_scalers(), hfx_scalers(), proserve_scalers(), slice_scalers(),
-                      sibyl_scalers()})
-      all.insert(all.end(), part.begin(), part.end());
-    return all;
-  }();
+  static const auto t = joined<Scaler>({baseline_scalers(), hfx_scalers(), proserve_scalers(), slice_scalers(), sibyl_scalers()});
   return t;
 }
 

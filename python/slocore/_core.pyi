@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'Recorder', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SimConfig', 'SimResult', 'Slo', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'fit_relative_least_squares', 'global_policy_names', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'request_metrics', 'requests_from_columns', 'scaler_names', 'simulate', 'summarize']
+__all__: list[str] = ['Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PriorityMapper', 'Recorder', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SimConfig', 'SimResult', 'Slo', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'request_metrics', 'requests_from_columns', 'scaler_names', 'simulate', 'summarize']
 class Role:
     """
     Members:
@@ -910,6 +910,28 @@ class SimResult:
     @property
     def timeline(self) -> list[TimelinePoint]:
         ...
+class PriorityMapper:
+    """
+    HFX Alg. 2 / Eq. 6 priority-to-SLO mapper.
+    """
+    def __init__(self, *, window: typing.SupportsInt | typing.SupportsIndex = 200, ttft_base: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [0.7, 1.0, 2.0, 20.0], tpot_base: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [0.5, 0.7, 0.9, 1.0], spread: typing.SupportsFloat | typing.SupportsIndex = 0.25, relaxed_min: typing.SupportsFloat | typing.SupportsIndex = 0.5, queue_correction: bool = True) -> None:
+        ...
+    def __len__(self) -> int:
+        ...
+    def bounds_tpot(self, priority: typing.SupportsInt | typing.SupportsIndex) -> tuple[float, float]:
+        ...
+    def bounds_ttft(self, priority: typing.SupportsInt | typing.SupportsIndex) -> tuple[float, float]:
+        ...
+    def counts(self) -> list[int]:
+        ...
+    def index(self, priority: typing.SupportsInt | typing.SupportsIndex) -> int:
+        ...
+    def map(self, priority: typing.SupportsInt | typing.SupportsIndex, higher_pending: bool) -> tuple[float, float]:
+        ...
+    def on_dispatch(self, priority: typing.SupportsInt | typing.SupportsIndex, queue_time: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    def record(self, priority: typing.SupportsInt | typing.SupportsIndex, ttft: typing.SupportsFloat | typing.SupportsIndex, queue_time: typing.SupportsFloat | typing.SupportsIndex, tpot: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
 def batch_scheduler_names() -> list[str]:
     ...
 def fit_relative_least_squares(X: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]], y: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> FitResult:
@@ -918,6 +940,44 @@ def fit_relative_least_squares(X: collections.abc.Sequence[collections.abc.Seque
     """
 def global_policy_names() -> list[str]:
     ...
+def hfx_admission_p(arrival: typing.SupportsFloat | typing.SupportsIndex, ttft: typing.SupportsFloat | typing.SupportsIndex, prefill_s: typing.SupportsFloat | typing.SupportsIndex, now: typing.SupportsFloat | typing.SupportsIndex, util: typing.SupportsFloat | typing.SupportsIndex = 0.0, util_exp: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> float:
+    """
+    HFX Alg. 1 calculate_p (DESIGN.md form).
+    """
+def hfx_assigned_slos(policy: GlobalPolicy) -> list[tuple[int, float, float]]:
+    """
+    (request id, TTFT, TPOT) that an hfx_pm policy assigned, in submit order.
+    """
+def hfx_cold_start_seconds(model: str, source: str) -> float:
+    ...
+def hfx_cold_start_table() -> dict[str, dict[str, float]]:
+    """
+    HFX Table 2: model class -> weight source -> seconds.
+    """
+def hfx_kv_load(view: InstanceView) -> float:
+    """
+    HFX scaler indicator 3: (used + reserved KV) / total.
+    """
+def hfx_last_budget(policy: GlobalPolicy, instance: typing.SupportsInt | typing.SupportsIndex) -> float:
+    """
+    The token budget (decode stage: slots) last computed for `instance`.
+    """
+def hfx_maturity(policy: GlobalPolicy, instance: typing.SupportsInt | typing.SupportsIndex) -> float:
+    """
+    Maturity time of `instance` in an hfx/hfx_prefill/hfx_migrator policy.
+    """
+def hfx_maturity_time(now: typing.SupportsFloat | typing.SupportsIndex, e_p: typing.SupportsFloat | typing.SupportsIndex, e_d: typing.SupportsFloat | typing.SupportsIndex, min_tpot: typing.SupportsFloat | typing.SupportsIndex) -> float:
+    """
+    HFX Alg. 1 maturity: now + E_p + (E_p / relax) * E_d, relax = min TPOT - E_d.
+    """
+def hfx_scaler_indicators(scaler: Scaler, stage: typing.SupportsInt | typing.SupportsIndex, now: typing.SupportsFloat | typing.SupportsIndex, views: collections.abc.Sequence[InstanceView]) -> dict:
+    """
+    The three HFX scaling indicators of one pool (Sec. 3.3.3 of 002).
+    """
+def hfx_token_budget(ttft: typing.SupportsFloat | typing.SupportsIndex, tpot: typing.SupportsFloat | typing.SupportsIndex, e_d: typing.SupportsFloat | typing.SupportsIndex, a: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex) -> float:
+    """
+    HFX Eq. 5: largest prefill token count that keeps the tightest TTFT/TPOT.
+    """
 def make_batch_scheduler(name: str, params: collections.abc.Mapping[str, typing.SupportsFloat | typing.SupportsIndex | str] = {}) -> BatchScheduler:
     ...
 def make_global_policy(name: str, params: collections.abc.Mapping[str, typing.SupportsFloat | typing.SupportsIndex | str] = {}) -> GlobalPolicy:

@@ -1,4 +1,4 @@
-"""`slocore` command line: simulate | scenarios | fit | profiles."""
+"""`slocore` command line: simulate | scenarios | fit | profiles | serve | engine | bench serve."""
 from __future__ import annotations
 
 import argparse
@@ -87,6 +87,52 @@ def cmd_profiles(a) -> int:
     return 0
 
 
+def cmd_serve(a) -> int:
+    from slocore.serve import router
+
+    return router.main(a)
+
+
+def cmd_engine(a) -> int:
+    from slocore.serve import engine
+
+    return engine.main(a)
+
+
+def cmd_bench_serve(a) -> int:
+    from slocore.serve import loadgen
+
+    return loadgen.main(a)
+
+
+def _add_serving(sub) -> None:
+    sv = sub.add_parser("serve", help="OpenAI-compatible SLO-aware router (default: one embedded emulated engine)")
+    sv.add_argument("--config", help="YAML config: backends with roles, policies, SLOs (docs/serving.md)")
+    sv.add_argument("--host")
+    sv.add_argument("--port", type=int)
+    sv.add_argument("--policy", help="colocated global policy name (overrides the config)")
+    sv.add_argument("--policy-params", dest="policy_params", help="its parameters as JSON")
+    sv.set_defaults(func=cmd_serve)
+    en = sub.add_parser("engine", help="emulated engine: vLLM's OpenAI API, token timing from a hardware profile")
+    en.add_argument("--profile", default="h100-llama2-7b", help="hardware profile (see `slocore profiles`)")
+    en.add_argument("--scheduler", default="sarathi_fcfs", help="batch scheduler name")
+    en.add_argument("--scheduler-params", dest="scheduler_params", help="its parameters as JSON")
+    en.add_argument("--time-scale", dest="time_scale", type=float, default=1.0, help="multiply iteration times")
+    en.add_argument("--max-num-seqs", dest="max_num_seqs", type=int, default=256)
+    en.add_argument("--model", default="slocore-emulated")
+    en.add_argument("--fault", help="fault injection for tests: die_after:N or hang_after:N (tokens)")
+    en.add_argument("--host", default="127.0.0.1")
+    en.add_argument("--port", type=int, default=8100)
+    en.set_defaults(func=cmd_engine)
+    be = sub.add_parser("bench", help="benchmarks against a live endpoint")
+    bsub = be.add_subparsers(dest="bench_cmd", required=True)
+    bs = bsub.add_parser("serve", help="replay a workload or trace against an OpenAI endpoint")
+    from slocore.serve.loadgen import add_arguments
+
+    add_arguments(bs)
+    bs.set_defaults(func=cmd_bench_serve)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="slocore", description="SLO-aware scheduling core for LLM serving")
     sub = p.add_subparsers(dest="cmd")
@@ -115,6 +161,7 @@ def main(argv=None) -> int:
     pr = sub.add_parser("profiles", help="list hardware profiles, or show one")
     pr.add_argument("name", nargs="?")
     pr.set_defaults(func=cmd_profiles)
+    _add_serving(sub)
     a = p.parse_args(argv)
     if not a.cmd:
         a = p.parse_args(["simulate"] + list(argv or []))

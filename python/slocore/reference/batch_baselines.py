@@ -74,6 +74,20 @@ def run_with_preemption(b: PlanBuilder, order, victims):
             b.preempt(run[victims.pop()])
 
 
+def plan_in_order(b: PlanBuilder, order, victims):
+    """order: (state, running, index) candidates; see plan_in_order in plan_builder.h."""
+    for s, running, i in order:
+        if b.seq_full() or b.budget <= 0:
+            break
+        if s.request.id in b.ids:
+            continue
+        if running:
+            run_with_preemption(b, [i], victims)
+        else:
+            b.add_next(s, False, True)
+    ensure_progress(b)
+
+
 def ensure_progress(b: PlanBuilder):
     if not b.items and b.v.running:
         run_with_preemption(b, [0], range(len(b.v.running)))
@@ -102,17 +116,7 @@ def edf(v, token_budget=512):
     cands = [(next_deadline(s), s, True, i) for i, s in enumerate(v.running)]
     cands += [(next_deadline(s), s, False, i) for i, s in enumerate(v.waiting)]
     cands.sort(key=lambda c: c[0])  # stable, like std::stable_sort
-    victims = [c[3] for c in cands if c[2]]
-    for _, s, running, i in cands:
-        if b.seq_full() or b.budget <= 0:
-            break
-        if s.request.id in b.ids:
-            continue
-        if running:
-            run_with_preemption(b, [i], victims)
-        else:
-            b.add_next(s, running, True)
-    ensure_progress(b)
+    plan_in_order(b, [c[1:] for c in cands], [c[3] for c in cands if c[2]])
     return b.items, b.preempted
 
 
@@ -193,18 +197,8 @@ class Mlfq:
         c = [(self.state_of(s, v, now)[0], s.request.arrival, s, True, i) for i, s in enumerate(v.running)]
         c += [(self.state_of(s, v, now)[0], s.request.arrival, s, False, i) for i, s in enumerate(v.waiting)]
         c.sort(key=lambda x: (x[0], x[1]))
-        victims = [x[4] for x in c if x[3]]
         b = PlanBuilder(v, v.max_batch_tokens)
-        for _, _, s, running, i in c:
-            if b.seq_full() or b.budget <= 0:
-                break
-            if s.request.id in b.ids:
-                continue
-            if running:
-                run_with_preemption(b, [i], victims)
-            else:
-                b.add_next(s, False, True)
-        ensure_progress(b)
+        plan_in_order(b, [x[2:] for x in c], [x[4] for x in c if x[3]])
         if len(self.state) > 2 * len(c) + 64:
             self.state = {x[2].request.id: self.state[x[2].request.id] for x in c}
         by_id = {s.request.id: s for s in list(v.running) + list(v.waiting)}

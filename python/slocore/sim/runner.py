@@ -22,11 +22,8 @@ SchedulerSpec = Union[str, tuple, Callable[[], "_core.BatchScheduler"], None]
 # HFX 000_9803815a4e2a1dd4.txt Table 2: seconds to bring up an instance, by weight source.
 # "d2d" = Fast Scaling (device-to-device from a running instance), "host" = CPU offloading,
 # "disk" = loading from disk. The simulator uses the row of the profile's model size class.
-COLD_START_S = {
-    "qwen7b": {"d2d": 0.89, "host": 2.73, "disk": 4.14},
-    "qwen32b": {"d2d": 2.05, "host": 19.41, "disk": 28.84},
-    "llama70b": {"d2d": 1.16, "host": 11.50, "disk": 22.58},
-}
+# One definition: csrc/include/slocore/hfx/cold_start.h, read through the binding.
+COLD_START_S = _core.hfx_cold_start_table()
 
 
 def cold_start_seconds(profile: dict, source: str | float) -> float:

@@ -41,6 +41,17 @@ class PlanBuilder {
 // the next victim. vLLM's recompute policy.
 void run_with_preemption(PlanBuilder& b, const std::vector<size_t>& order, std::vector<size_t> victims);
 
+// One step a scheduler may plan: a running request (index into view.running) or a waiting one.
+struct Candidate {
+  const RequestState* s;
+  bool running;
+  size_t index;
+};
+
+// Plans `order` until the batch is full: running candidates with run_with_preemption
+// against `victims`, waiting ones chunked into the budget; then ensure_progress.
+void plan_in_order(PlanBuilder& b, const std::vector<Candidate>& order, const std::vector<size_t>& victims);
+
 // No livelock: if nothing was planned but requests are running (e.g. partial prefills hold
 // all KV), the oldest runs and the newest yield their KV.
 void ensure_progress(PlanBuilder& b);

@@ -1,6 +1,7 @@
 // A name -> factory table shared by the three registries; the error lists valid names.
 #pragma once
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,14 @@ std::shared_ptr<T> make_from(const std::vector<RegistryEntry<T>>& table, const c
     known += (known.empty() ? "" : ", ") + std::string(e.name);
   }
   throw InvalidArgument(std::string(kind) + ": unknown name '" + name + "' (known: " + known + ")");
+}
+
+// The parts (baselines, then each paper's family) joined into one table.
+template <class T>
+std::vector<RegistryEntry<T>> joined(std::initializer_list<std::vector<RegistryEntry<T>>> parts) {
+  std::vector<RegistryEntry<T>> all;
+  for (const auto& part : parts) all.insert(all.end(), part.begin(), part.end());
+  return all;
 }
 
 template <class T>

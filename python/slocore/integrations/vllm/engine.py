@@ -13,7 +13,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from slocore.scaling.launcher import EngineSpec, Instance, InstanceState
+from slocore.scaling.launcher import EngineSpec, Instance, InstanceState, _free_port
 
 EXTENSION = "slocore.integrations.vllm.weight_sync.SlocoreWeightSync"
 _PYDIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -31,7 +31,8 @@ def collective_rpc(url: str, method: str, args: Sequence = (), timeout: float = 
 @dataclass
 class VllmEngine:
     """How to run the model at `model_dir` with weights at `checkpoint` (a safetensors file
-    or folder). ``python`` is the interpreter with vLLM installed."""
+    or folder). ``python`` is the interpreter with vLLM installed (it may differ from this
+    one: the launcher side needs neither torch nor vLLM)."""
     model_dir: str
     checkpoint: str
     python: str = sys.executable
@@ -52,8 +53,6 @@ class VllmEngine:
 
     def load_weights(self, inst: Instance) -> str:
         """Peer transfer from a running instance when there is one, else disk."""
-        from slocore.scaling.transfer import free_port
-
         sources = [p for p in (self.peers() if self.peers else []) if p.state == InstanceState.READY
                    and p.id != inst.id]
         if not sources:
@@ -62,7 +61,7 @@ class VllmEngine:
                 raise RuntimeError(f"instance {inst.id}: loading weights from disk failed: {r['error']}")
             return "disk"
         src = sources[0]
-        port = free_port(inst.host)
+        port = _free_port(inst.host)
         res: dict = {}
 
         def send():

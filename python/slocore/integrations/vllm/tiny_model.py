@@ -1,36 +1,60 @@
-"""A tiny Llama with no download (for tests and demos): config.json, a byte-level BPE
-tokenizer trained locally, and a random safetensors checkpoint with Hugging Face names
-(see /work/shared/notes/vllm-cpu.md: hidden 128, 2 layers, 2 heads, vocab 1024)."""
+"""A tiny Llama model directory that vLLM serves with ``--load-format dummy``: no download.
+
+config.json (hidden 128, 2 layers, 2 heads, head_dim 64, vocab 1024, bf16) plus a byte-level
+BPE tokenizer trained here with ``tokenizers`` and saved with transformers'
+``PreTrainedTokenizerFast`` (~70 KB). Needs the ``vllm`` extra's packages (transformers).
+
+    python -m slocore.integrations.vllm.tiny_model DIR
+
+``make_tiny_llama(DIR, **config)`` also writes a random safetensors checkpoint with Hugging
+Face names (for the fast-scaling tests: real weights to load and transfer), optionally of
+another size (e.g. hidden_size=1024, num_hidden_layers=12, intermediate_size=4096: 0.4 GB).
+"""
 from __future__ import annotations
 
 import json
-import os
+import sys
+from pathlib import Path
 
 CONFIG = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128,
-    "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 2,
-    "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1024, "max_position_embeddings": 2048,
-    "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "hidden_act": "silu", "tie_word_embeddings": False,
-    "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0,
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128, "intermediate_size": 256,
+    "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 64,
+    "vocab_size": 1024, "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+    "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16", "bos_token_id": 1,
+    "eos_token_id": 2, "pad_token_id": 0,
 }
 
 
-def write_tokenizer(d: str, vocab: int = 1024) -> None:
+def write(dir_: str | Path, config: dict | None = None) -> Path:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    tok = Tokenizer(models.BPE())
+    cfg = CONFIG if config is None else config
+    d = Path(dir_)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "config.json").write_text(json.dumps(cfg, indent=1))
+    (d / "generation_config.json").write_text(json.dumps({"bos_token_id": 1, "eos_token_id": 2}))
+    tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    text = ["the quick brown fox jumps over the lazy dog " * 4, "scaling serving weights tokens " * 4,
-            "".join(chr(c) for c in range(32, 127))] * 10
-    tok.train_from_iterator(text, trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<pad>", "<s>", "</s>"],
-                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
-                            pad_token="<pad>").save_pretrained(d)
+    import random
+
+    rng = random.Random(0)  # enough distinct pseudo-words for BPE to fill the whole vocabulary
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 9))) for _ in range(3000)]
+    corpus = [" ".join(rng.choice(words) for _ in range(32)) for _ in range(2000)]
+    trainer = trainers.BpeTrainer(vocab_size=cfg["vocab_size"], special_tokens=["<pad>", "<s>", "</s>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(corpus, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+    fast.chat_template = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                          "{% if add_generation_prompt %}assistant:{% endif %}")
+    fast.save_pretrained(str(d))
+    return d
 
 
 def checkpoint_tensors(seed: int = 0, cfg: dict = CONFIG):
+    """Random bf16 weights with Hugging Face Llama names and shapes for `cfg`."""
     import torch
 
     g = torch.Generator().manual_seed(seed)
@@ -54,17 +78,20 @@ def checkpoint_tensors(seed: int = 0, cfg: dict = CONFIG):
     return t
 
 
-def make_tiny_llama(d: str, seed: int = 0, weights: bool = True, **overrides) -> str:
-    """Write the model folder `d` (config, tokenizer, and model.safetensors when `weights`).
-    ``overrides`` change the config (e.g. hidden_size=1024, num_hidden_layers=12,
-    intermediate_size=4096 for a ~0.4 GB bf16 model)."""
+def make_tiny_llama(dir_: str | Path, seed: int = 0, weights: bool = True, **overrides) -> str:
+    """`write` plus, when `weights`, a random model.safetensors; ``overrides`` change the config."""
     cfg = {**CONFIG, **overrides}
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=1)
-    write_tokenizer(d, cfg["vocab_size"])
+    d = write(dir_, cfg)
     if weights:
         from safetensors.torch import save_file
 
-        save_file(checkpoint_tensors(seed, cfg), os.path.join(d, "model.safetensors"))
-    return d
+        save_file(checkpoint_tensors(seed, cfg), str(d / "model.safetensors"))
+    return str(d)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    with_weights = "--weights" in args  # also write a random model.safetensors (needs torch)
+    args = [a for a in args if a != "--weights"]
+    d = args[0] if args else "tiny-llama"
+    print(make_tiny_llama(d) if with_weights else write(d))

@@ -1,0 +1,95 @@
+// HFX SLO-aware scaler: 000_9803815a4e2a1dd4.txt Sec. 6 / Alg. 3, with the indicators and
+// defaults of 002_408d77c14f04127d.txt Sec. 3.3.3 (DESIGN.md fixes the thresholds):
+//  1. rho = R_in / R_out over a 10 s window of arrival and completion times, suppressed
+//     until min_samples events. The arrival window is shifted back by the stage's mean
+//     latency (EMA of E2E, TTFT or decode time): a completion belongs to an arrival that
+//     long ago, so without the shift rho reads > 1 at every ramp-up even with spare capacity
+//     (a choice the papers leave open); and until `warmup` seconds after the first arrival (rho > 1.1: scale out; rho < 0.7: scale in);
+//  2. the SLO-normalised wait, mean over queued requests of (now - arrival) / TTFT
+//     (> 0.5: scale out even when rho is moderate);
+//  3. each instance's KV load, (used + reserved for its waiting requests) / total: the
+//     scale-in victim is the least-loaded instance, drained before it leaves; a pool whose
+//     mean KV load exceeds kv_high also scales out (decode pools have no queue to time).
+// P/D: each pool is judged on its own stage (prefill: arrivals vs first tokens, waits on
+// TTFT; decode: first tokens vs completions, KV load). When one pool wants to shrink and
+// the other to grow, the scaler switches a drained instance's role instead (Sec. 6).
+// Scale-in also needs no queued request past its TTFT (max normalised wait < 1): a mean
+// over a queue of long-TTFT requests can read low while short ones are already late.
+// Scale-in needs `in_patience` consecutive low ticks ("a sustained period"), a scale-out on
+// rho alone `out_patience` high ticks and some queueing (norm. wait >= rate_wait): over a
+// Poisson window with heavy-tailed latencies rho strays past 1.1 with nothing waiting; after a
+// scale-out the pool waits `cooldown` seconds (the cold start) before growing again.
+#pragma once
+#include <deque>
+#include <unordered_map>
+
+#include "slocore/scale/scaler.h"
+
+namespace slocore::hfx {
+
+struct ScalerParams {
+  double interval = 1.0;   // tau, s
+  double window = 10.0;    // rate window, s
+  int min_samples = 20;
+  double lag_alpha = 0.1;  // EMA weight of the stage-latency lag
+  double warmup = 5.0;     // s of arrivals before rho counts (early completions are the short ones)
+  double out_rate = 1.1, in_rate = 0.7;
+  double out_wait = 0.5;   // normalised wait
+  double kv_high = 0.9;    // mean KV load of a pool
+  int in_patience = 3;
+  int out_patience = 3;    // consecutive high ticks before a rate-driven scale-out (noise)
+  double rate_wait = 0.1;  // rho-driven scale-out also needs this much normalised wait
+  double cooldown = 5.0;   // s
+  bool role_switch = true;
+  double forget_s = 600.0; // a request with no first token after this long is forgotten (lost or
+                           // rejected upstream: it must not hold the wait indicator up forever)
+  void validate() const;
+};
+
+// Indicator 3 for one instance.
+double kv_load(const InstanceView& v);
+
+class HfxScaler : public Scaler {
+ public:
+  explicit HfxScaler(ScalerParams p = {});
+  std::string name() const override { return "hfx"; }
+  ParamMap params() const override;
+  Time interval() const override { return p_.interval; }
+  void on_arrival(const Request& r, Time now) override;
+  void on_first_token(Id request, Time now) override;
+  void on_finished(Id request, Time now) override;
+  std::vector<ScaleDecision> decide(Time now, const std::vector<InstanceView>& views) override;
+
+  struct Indicators {
+    double rate_ratio = 1.0;  // NaN-free: 1 while suppressed
+    bool rate_valid = false;
+    double norm_wait = 0.0;
+    double max_wait = 0.0;    // the largest normalised wait (scale-in only when < 1)
+    double kv_mean = 0.0;
+  };
+  // Indicators of pool `stage` (0 colocated, 1 prefill, 2 decode) as of `now`.
+  Indicators indicators(int stage, Time now, const std::vector<InstanceView>& views);
+
+ private:
+  struct Pool {
+    std::deque<Time> in, out;
+    Time first_in = -1.0;  // first arrival ever
+    double lag = 0.0;      // EMA of the stage's latency
+    bool has_lag = false;
+    int low_ticks = 0, high_ticks = 0;
+    Time cooldown_until = -1.0;
+  };
+  void push(std::deque<Time>& q, Time t);
+  void observe_lag(Pool& P, double x);
+  std::unordered_map<Id, Time> arrival_, decode_start_;
+  ScalerParams p_;
+  Pool pools_[3];
+  struct Waiting {
+    Time arrival;
+    double ttft;
+  };
+  std::unordered_map<Id, Waiting> waiting_;  // arrived, no first token yet
+  std::unordered_map<Id, bool> decoding_;    // first token seen, not finished
+};
+
+}  // namespace slocore::hfx

@@ -1,0 +1,288 @@
+// HFX dispatcher / P-stage dispatcher / D-stage migrator (see slocore/hfx/dispatcher.h).
+#include "slocore/hfx/dispatcher.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+namespace slocore::hfx {
+
+void DispatcherParams::validate() const {
+  (void)parsed_stage();
+  require(std::isfinite(theta) && theta >= 0.0 && theta <= 1.0, "hfx.theta", "must be in [0, 1]");
+  require_nonneg(util_exp, "hfx.util_exp");
+  require_positive(monitor_interval, "hfx.monitor_interval");
+  require_nonneg(tight_window, "hfx.tight_window");
+  require_nonneg(dispatch_cap, "hfx.dispatch_cap");
+}
+
+Stage DispatcherParams::parsed_stage() const {
+  if (stage == "colocated") return Stage::Colocated;
+  if (stage == "prefill") return Stage::Prefill;
+  if (stage == "decode") return Stage::Decode;
+  throw InvalidArgument("hfx.stage: must be colocated, prefill or decode, got '" + stage + "'");
+}
+
+double token_budget(double ttft, double tpot, double e_d, double a, double b) {
+  if (!std::isfinite(ttft) || !std::isfinite(tpot) || b <= 0.0) return kNever;
+  return (ttft * tpot - ttft * e_d - a * tpot) / (b * tpot);  // Eq. 5
+}
+
+double admission_p(Time arrival, double ttft, double prefill_s, Time now, double util, double util_exp) {
+  if (!std::isfinite(ttft)) return 1.0;
+  const double slack = arrival + ttft - (now + prefill_s);  // Alg. 1 calculate_p
+  double p = std::clamp(slack / ttft, 0.0, 1.0);
+  if (util_exp > 0.0) p *= std::pow(std::clamp(1.0 - util, 0.0, 1.0), util_exp);
+  return p;
+}
+
+Time maturity_time(Time now, double e_p, double e_d, double min_tpot) {
+  const double relax = min_tpot - e_d;  // Alg. 1: time saved per decode iteration
+  if (!(relax > 0.0)) return now + e_p + e_d;
+  if (!std::isfinite(relax)) return now + e_p;
+  return now + e_p + (e_p / relax) * e_d;
+}
+
+InstanceLoad instance_load(const InstanceView& v) {
+  InstanceLoad L;
+  int64_t waiting_blocks = 0;
+  for (const auto* q : {&v.running, &v.waiting}) {
+    const bool running = q == &v.running;
+    for (const RequestState& s : *q) {
+      L.idle = false;
+      L.min_ttft = std::min(L.min_ttft, s.request.slo.ttft);
+      L.min_tpot = std::min(L.min_tpot, s.request.slo.tpot);
+      const double cur = double(s.num_tokens());
+      L.all_ctx += cur;
+      L.all_batch += 1;
+      if (s.in_prefill()) {
+        const double k = double(s.to_compute());
+        L.prefill_tokens += k;
+        L.prefill_sq += k * k;
+      } else {
+        L.decode_ctx += cur;
+        L.decode_batch += 1;
+      }
+      if (!running) waiting_blocks += v.blocks_for(s.num_tokens());
+    }
+  }
+  L.kv_free_tokens = double(std::max<int64_t>(v.kv_blocks_free - waiting_blocks, 0) * v.block_size);
+  return L;
+}
+
+Dispatcher::Dispatcher(DispatcherParams p, std::string name) : p_(std::move(p)), name_(std::move(name)) {
+  p_.validate();
+  stage_ = p_.parsed_stage();
+}
+
+ParamMap Dispatcher::params() const {
+  return {{"stage", p_.stage}, {"theta", p_.theta}, {"util_exp", p_.util_exp},
+          {"monitor_interval", p_.monitor_interval}, {"best_effort", p_.best_effort ? 1.0 : 0.0},
+          {"tight_window", p_.tight_window}, {"dispatch_cap", p_.dispatch_cap}};
+}
+
+Dispatcher::Key Dispatcher::key_of(const Request& r) const {
+  return {stage_ == Stage::Prefill ? r.slo.ttft : r.slo.tpot, r.arrival, r.id, r.prompt_len, &r};
+}
+
+void Dispatcher::submit(const Request& r, Time now, Time) {
+  validate(r);
+  require(!reqs_.count(r.id), "request.id", "duplicate id " + std::to_string(r.id) + " in " + name_);
+  incoming_.push_back(key_of(reqs_.emplace(r.id, r).first->second));
+  if (p_.tight_window > 0) {
+    for (auto* q : {&recent_ttft_, &recent_tpot_}) {
+      const double v = q == &recent_ttft_ ? r.slo.ttft : r.slo.tpot;
+      while (!q->empty() && q->back().second >= v) q->pop_back();
+      q->emplace_back(now, v);
+    }
+  }
+}
+
+double Dispatcher::recent_min(std::deque<std::pair<Time, double>>& q, Time now) const {
+  while (!q.empty() && q.front().first < now - p_.tight_window) q.pop_front();
+  return q.empty() ? kNever : q.front().second;
+}
+
+double Dispatcher::last_budget(Id instance) const {
+  auto it = budget_.find(instance);
+  if (it == budget_.end()) throw UnknownId("instance " + std::to_string(instance) + ": no budget computed yet");
+  return it->second;
+}
+
+Time Dispatcher::next_wakeup() const {
+  if (pending() == 0 || workers_.empty()) return kNever;
+  return std::min(workers_.top().second, next_monitor_);
+}
+
+void Dispatcher::sync(Time now, const std::vector<InstanceView>& views) {
+  // The caller's views are the truth about which instances exist and accept work.
+  std::unordered_set<Id> live;
+  for (const InstanceView& v : views) {
+    if (!v.accepting) continue;
+    live.insert(v.id);
+    if (!workers_.contains(v.id)) workers_.set(v.id, now);
+  }
+  for (const auto& [id, key] : workers_.items())
+    if (!live.count(id)) workers_.erase(id);
+  if (now >= next_monitor_) {  // monitor correction: an idle instance is mature now
+    for (const InstanceView& v : views)
+      if (v.accepting && v.running.empty() && v.waiting.empty() && workers_.key(v.id) > now)
+        workers_.set(v.id, now);
+    next_monitor_ = now + p_.monitor_interval;
+  }
+}
+
+void Dispatcher::merge_incoming() {
+  if (incoming_.empty()) return;
+  std::sort(incoming_.begin(), incoming_.end());
+  const size_t mid = queue_.size();
+  queue_.insert(queue_.end(), incoming_.begin(), incoming_.end());
+  std::inplace_merge(queue_.begin(), queue_.begin() + std::ptrdiff_t(mid), queue_.end());
+  incoming_.clear();
+}
+
+std::vector<Assignment> Dispatcher::poll(Time now, const std::vector<InstanceView>& views) {
+  std::vector<Assignment> out;
+  sync(now, views);
+  merge_incoming();
+  if (queue_.empty()) return out;
+  std::unordered_map<Id, const InstanceView*> by_id;
+  for (const InstanceView& v : views) by_id[v.id] = &v;
+  std::vector<Id> matured;  // Alg. 1: Q_W.pop() while the earliest worker has matured
+  while (!workers_.empty() && workers_.top().second <= now) {
+    matured.push_back(workers_.top().first);
+    workers_.erase(matured.back());
+  }
+  for (Id w : matured) {
+    if (queue_.empty()) {  // nothing to give: stays available
+      workers_.set(w, now);
+      continue;
+    }
+    for (Id r : dispatch_one(now, *by_id.at(w))) out.push_back({r, w});
+  }
+  return out;
+}
+
+std::vector<Id> Dispatcher::dispatch_one(Time now, const InstanceView& v) {
+  const InstanceLoad L = instance_load(v);
+  const std::vector<size_t> idx =
+      stage_ == Stage::Decode ? dispatch_decode(now, v, L) : dispatch_prefill_like(now, v, L);
+  std::vector<Id> taken;
+  for (size_t i : idx) {
+    taken.push_back(queue_[i].id);
+    queue_[i].gone = true;
+    reqs_.erase(queue_[i].id);
+  }
+  if (!idx.empty())
+    queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [](const Key& k) { return k.gone; }), queue_.end());
+  return taken;
+}
+
+std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceView& v, const InstanceLoad& L) {
+  const LatencyModel& m = v.model;
+  const double a = m.overhead(), b = m.correction() * m.coeffs().c_p;
+  const Request& head = *queue_.front().req;
+  double budget;
+  if (stage_ == Stage::Colocated) {
+    // Eq. 5 with the tightest TTFT/TPOT of the instance's requests and the queue head; E_d is
+    // the ongoing decode batch (Eq. 2). Prefill work already on the instance uses it first.
+    const double e_d = L.decode_batch > 0 ? m.stage_decode(L.decode_ctx, L.decode_batch) : 0.0;
+    const double ttft = std::min({L.min_ttft, head.slo.ttft, recent_min(recent_ttft_, now)});
+    const double tpot = std::min({L.min_tpot, head.slo.tpot, recent_min(recent_tpot_, now)});
+    budget = token_budget(ttft, tpot, e_d, a, b);
+  } else {
+    // P stage: one static prefill batch, a + b*n <= strictest TTFT in the queue (Sec. 3.3.1).
+    const double ttft = head.slo.ttft;  // the queue is ordered by TTFT
+    budget = std::isfinite(ttft) && b > 0 ? (ttft - a) / b : kNever;
+  }
+  budget -= L.prefill_tokens;
+  double limit = std::min(budget, L.kv_free_tokens);  // Alg. 1: min(free_token, get_ntoken)
+  if (p_.dispatch_cap > 0) limit = std::min(limit, p_.dispatch_cap * double(v.max_batch_tokens));
+  budget_[v.id] = limit;
+  const double util = v.kv_utilization();
+  constexpr size_t kNone = size_t(-1);
+  std::vector<size_t> taken, late;
+  double used = 0.0, sum = L.prefill_tokens, sq = L.prefill_sq;
+  size_t first_ok = kNone;
+  auto feasible = [&](const Request& r) {
+    const double l = double(r.prompt_len);
+    const double p = admission_p(r.arrival, r.slo.ttft, m.stage_prefill(l, l * l), now, util, p_.util_exp);
+    return p > 0.0 && p >= p_.theta;
+  };
+  for (size_t i = 0; i < queue_.size(); ++i) {  // Alg. 1 lines 10-13: stricter SLO first
+    const Key& k = queue_[i];
+    const double l = double(k.len);
+    const bool fits = limit - used >= 1.0 && used + l <= limit;
+    if (!fits) {  // p only matters here for the idle fallback below
+      if (L.idle && first_ok == kNone && feasible(*k.req)) first_ok = i;
+      if (limit - used < 1.0 && (!L.idle || first_ok != kNone)) break;
+      continue;
+    }
+    const bool ok = feasible(*k.req);
+    if (ok && first_ok == kNone) first_ok = i;
+    if (!ok) {
+      late.push_back(i);
+      continue;
+    }
+    taken.push_back(i);
+    used += l, sum += l, sq += l * l;
+  }
+  if (p_.best_effort)  // TTFT already lost: best effort with the leftover budget, never dropped
+    for (size_t i : late) {
+      const double l = double(queue_[i].len);
+      if (used + l > limit) continue;
+      taken.push_back(i);
+      used += l, sum += l, sq += l * l;
+    }
+  if (taken.empty() && L.idle) {  // no livelock: an idle instance takes one request
+    const size_t i = first_ok != kNone ? first_ok : 0;
+    taken.push_back(i);
+    const double l = double(queue_[i].len);
+    sum += l, sq += l * l;
+  }
+  // Next maturity (Alg. 1 lines 15-19 for colocated; end of the prefill batch for P stage).
+  const double e_p = m.stage_prefill(sum, sq);
+  if (stage_ == Stage::Prefill) {
+    workers_.set(v.id, std::max(now, v.busy_until) + e_p);
+  } else {
+    double ctx = L.all_ctx, batch = L.all_batch, tpot = L.min_tpot;
+    for (size_t i : taken) {
+      const Request& r = *queue_[i].req;
+      ctx += double(r.prompt_len);
+      batch += 1;
+      tpot = std::min(tpot, r.slo.tpot);
+    }
+    workers_.set(v.id, maturity_time(now, e_p, m.stage_decode(ctx, batch), tpot));
+  }
+  return taken;
+}
+
+std::vector<size_t> Dispatcher::dispatch_decode(Time now, const InstanceView& v, const InstanceLoad& L) {
+  // D-stage migrator (Sec. 3.3.1): admit while the next decode iteration (Eq. 2) stays within
+  // the strictest TPOT of the running batch, or of the queue when the instance is idle.
+  const LatencyModel& m = v.model;
+  double ctx = L.all_ctx, batch = L.all_batch;
+  double tpot = L.idle ? queue_.front().req->slo.tpot : L.min_tpot;
+  double kv_free = L.kv_free_tokens;
+  std::vector<size_t> taken;
+  double slots = 0.0;
+  for (size_t i = 0; i < queue_.size(); ++i) {
+    if (m.stage_decode(ctx + 1.0, batch + 1.0) > tpot) break;  // not even the shortest fits
+    const Request& r = *queue_[i].req;
+    const double c = double(r.prompt_len + 1);
+    const double lim = std::min(tpot, r.slo.tpot);
+    if (c > kv_free || m.stage_decode(ctx + c, batch + 1.0) > lim) continue;
+    taken.push_back(i);
+    ctx += c, batch += 1, tpot = lim, kv_free -= c, slots += 1;
+  }
+  if (taken.empty() && L.idle) {
+    taken.push_back(0);
+    ctx += double(queue_.front().len + 1), batch += 1;
+  }
+  budget_[v.id] = slots;
+  // Maturity: the end of the next decode iteration.
+  workers_.set(v.id, std::max(now, v.busy_until) + m.stage_decode(ctx, batch));
+  return taken;
+}
+
+}  // namespace slocore::hfx

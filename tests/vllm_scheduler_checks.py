@@ -1,0 +1,130 @@
+"""Checks of the vLLM scheduler plugin against vLLM's real V1 Scheduler, in-process.
+
+Run by tests/test_serve_vllm.py with an interpreter that has vLLM (this one, or
+$SLOCORE_VLLM_PYTHON): ``python tests/vllm_scheduler_checks.py MODEL_DIR``.
+"""
+import sys
+import types
+
+import slocore
+from slocore.integrations.vllm.scheduler import SlocoreScheduler, default_scheduler_name
+from slocore.integrations.vllm.testing import make_request, make_scheduler, step
+
+
+def run_to_end(s, max_steps=500):
+    steps = []
+    while s.has_requests() and len(steps) < max_steps:
+        so, _ = step(s)
+        steps.append(dict(so.num_scheduled_tokens))
+    assert not s.has_requests(), "requests left unfinished"
+    return steps
+
+
+def check_same_as_vllm_for_fcfs(model):
+    """sarathi_fcfs with vLLM's budget decides what vLLM itself decides on a simple load."""
+    outs = []
+    for cls, cfg in ((None, None), (SlocoreScheduler, {"slocore": {"batch_scheduler": "sarathi_fcfs",
+                                                                   "params": {"token_budget": 512}}})):
+        s = make_scheduler(model, cls, additional_config=cfg)
+        for i in range(4):
+            s.add_request(make_request(40 + i, 5))
+        outs.append([sorted(x.values()) for x in run_to_end(s)])
+    assert outs[0] == outs[1], outs
+
+
+def check_token_budget_and_every_request_finishes(model):
+    s = make_scheduler(model, SlocoreScheduler, additional_config={
+        "slocore": {"batch_scheduler": "sarathi_fcfs", "params": {"token_budget": 64}}})
+    assert s.batch.name() == "sarathi_fcfs"
+    reqs = [make_request(100, 8) for _ in range(5)]
+    for r in reqs:
+        s.add_request(r)
+    steps = run_to_end(s)
+    assert max(sum(x.values()) for x in steps) <= 64, "the slocore token budget caps every step"
+    done = {r.request_id: r.num_output_tokens for r in reqs}
+    assert all(n == 8 for n in done.values()), done
+    assert s.slocore_stats["steps"] > 0
+
+
+def check_slo_fields_reach_the_view(model):
+    s = make_scheduler(model, SlocoreScheduler, additional_config={"slocore": {"batch_scheduler": "edf"}})
+    r = make_request(20, 3, extra_args={"slo_ttft_ms": 250, "slo_tpot_ms": 40, "priority": 1, "task": "chat"})
+    s.add_request(r)
+    seen = []
+    real = s.batch
+
+    class Spy:
+        def schedule(self, view, now):
+            seen.extend((st.request.slo.ttft, st.request.slo.tpot, st.request.priority, st.request.task)
+                        for st in view.waiting)
+            return real.schedule(view, now)
+    s.batch = Spy()
+    step(s)
+    assert seen == [(0.25, 0.04, 1, "chat")], seen
+
+
+def check_skipped_decode_keeps_kv_and_counts_against_max_seqs(model):
+    """A plan that leaves running requests out (a SLICE-style decode mask) skips their decode
+    this step; they keep their KV blocks and still finish."""
+    s = make_scheduler(model, SlocoreScheduler, max_num_seqs=3, additional_config={
+        "slocore": {"batch_scheduler": "sarathi_fcfs"}})
+    real = s.batch
+    mask = {"on": False}
+
+    class EveryOther:
+        def schedule(self, view, now):
+            plan = real.schedule(view, now)
+            if not mask["on"]:
+                return plan
+            run_ids = {st.request.id for st in view.running}
+            items = [it for it in plan.items if it.request not in run_ids or it.request % 2 == 0]
+            return types.SimpleNamespace(items=items, preempt=[])
+    s.batch = EveryOther()
+    reqs = [make_request(30, 6) for _ in range(3)]
+    for r in reqs:
+        s.add_request(r)
+    step(s)  # prefill all three
+    blocks_before = {r.request_id: len(s.kv_cache_manager.get_block_ids(r.request_id)[0]) for r in reqs}
+    mask["on"] = True
+    extra = make_request(30, 2)  # must not be admitted: the three masked/running still hold max_num_seqs
+    s.add_request(extra)
+    so, _ = step(s)
+    ids = {s._sid(r): r.request_id for r in reqs}
+    even = {ids[k] for k in ids if k % 2 == 0}
+    assert set(so.num_scheduled_tokens) == even, (so.num_scheduled_tokens, even)
+    assert len(s.running) == 3 and extra.request_id not in so.num_scheduled_tokens
+    for r in reqs:
+        assert len(s.kv_cache_manager.get_block_ids(r.request_id)[0]) >= blocks_before[r.request_id]
+    assert s.slocore_stats["skipped_running"] >= 1
+    mask["on"] = False
+    run_to_end(s)
+    assert all(r.num_output_tokens == 6 for r in reqs) and extra.num_output_tokens == 2
+
+
+def check_every_registered_batch_scheduler_finishes(model):
+    """Whatever this build registers (slide_batching, slice... as they land) drives vLLM to the end."""
+    for name in slocore.batch_scheduler_names():
+        s = make_scheduler(model, SlocoreScheduler, additional_config={"slocore": {"batch_scheduler": name}})
+        reqs = [make_request(60 + 10 * i, 6, extra_args={"slo_tpot_ms": 50 + i, "priority": i % 2}) for i in range(6)]
+        for r in reqs:
+            s.add_request(r)
+        run_to_end(s)
+        assert all(r.num_output_tokens == 6 for r in reqs), name
+
+
+def check_default_name():
+    n = default_scheduler_name()
+    assert n in slocore.batch_scheduler_names()
+    assert n == ("slide_batching" if "slide_batching" in slocore.batch_scheduler_names() else "sarathi_fcfs")
+
+
+CHECKS = [check_same_as_vllm_for_fcfs, check_token_budget_and_every_request_finishes, check_slo_fields_reach_the_view,
+          check_skipped_decode_keeps_kv_and_counts_against_max_seqs, check_every_registered_batch_scheduler_finishes]
+
+if __name__ == "__main__":
+    model = sys.argv[1]
+    check_default_name()
+    for c in CHECKS:
+        c(model)
+        print(f"ok {c.__name__}", flush=True)
+    print("ALL OK")
