@@ -95,6 +95,7 @@ class EngineSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     health_path: str = "/health"
     load_path: Optional[str] = "/load"     # JSON {"server_load": n}; None: ask the registry only
+    metrics_path: Optional[str] = "/metrics"  # else Prometheus vllm:num_requests_running + waiting
     startup_timeout_s: float = 180.0
     drain_timeout_s: float = 120.0
     stop_grace_s: float = 15.0
@@ -235,7 +236,14 @@ class LocalLauncher:
                 if code == 200:
                     return int(json.loads(body).get("server_load", 0))
             except (OSError, ValueError):
-                return None
+                pass
+        if self.spec.metrics_path:  # vLLM's Prometheus gauges (running + waiting)
+            try:
+                code, body = http_get(inst.url + self.spec.metrics_path, timeout=2.0)
+                if code == 200:
+                    return _requests_in_engine(body.decode(errors="replace"))
+            except (OSError, ValueError):
+                pass
         return None
 
     # ------------------------------------------------------------------ public actions
@@ -397,6 +405,20 @@ class LocalLauncher:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _requests_in_engine(text: str) -> Optional[int]:
+    """vllm:num_requests_running + vllm:num_requests_waiting from a Prometheus page."""
+    total, seen = 0.0, False
+    for line in text.splitlines():
+        if line.startswith(("vllm:num_requests_running", "vllm:num_requests_waiting")) and \
+                not line.startswith("vllm:num_requests_waiting_by_reason"):
+            try:
+                total += float(line.rsplit(" ", 1)[1])
+                seen = True
+            except (IndexError, ValueError):
+                continue
+    return int(total) if seen else None
 
 
 def _decision_fields(d) -> tuple[str, str, int]:
