@@ -99,3 +99,67 @@ def test_slide_batching_finishes_a_kv_pressured_run(params):
     res = _core.simulate(reqs, cfg)
     assert res.stats["plan_violations"] == 0 and res.stats["stalled"] == 0
     assert res.recorder.total_tokens == sum(r.output_len for r in reqs)
+
+
+# --- GoRouting (Alg. 2) -------------------------------------------------------------------
+
+def inst(i, coef=COEF, free=1000):
+    v = s.InstanceView(i)
+    v.kv_blocks_total, v.kv_blocks_free = 2000, free
+    v.model = s.LatencyModel(s.LatencyCoeffs(**coef))
+    return v
+
+
+def req(rid, prompt, arrival=0.0, ttft=1.0, w=1.0):
+    return s.Request(rid, arrival, prompt, output_len=10, ttft=ttft, tpot=0.1, priority_weight=w)
+
+
+def route(policy, r, views, now=0.0):
+    policy.submit(r, now)
+    return {a.request: a.instance for a in policy.poll(now, views)}[r.id]
+
+
+def test_goroute_pd_light_load_goes_to_the_idlest_and_tracks_the_queue():
+    g = _core.make_global_policy("goroute", {"mode": "pd"})
+    views = [inst(0), inst(1)]
+    assert route(g, req(1, 2000), views) == 0          # both idle: the first of the lightest
+    assert route(g, req(2, 100), views) == 1           # 0 now holds a long prefill
+    g.on_prefill_done(1, 0, 0.5)                       # PrefillQueueMap[0].remove(r1)
+    assert route(g, req(3, 100, arrival=0.5), views, now=0.5) == 0
+
+
+def test_goroute_pd_consolidates_when_every_candidate_still_meets_ttft():
+    # Light threshold mu = 0: no instance is "light", so Alg. 2 line 15 picks the busiest
+    # instance that stays below lambda * TTFT, keeping the idle one for later long requests.
+    g = _core.make_global_policy("goroute", {"mode": "pd", "mu": 0.0, "lambda": 0.9})
+    views = [inst(0), inst(1)]
+    assert route(g, req(1, 300), views) == 0
+    assert route(g, req(2, 300), views) == 0
+    assert route(g, req(3, 300, ttft=0.07), views) == 1  # on 0 it would miss its TTFT
+
+
+def test_goroute_decode_mode_takes_the_most_free_kv():
+    g = _core.make_global_policy("goroute", {"mode": "decode"})
+    assert route(g, req(1, 10), [inst(0, free=10), inst(1, free=500), inst(2, free=20)]) == 1
+
+
+def test_goroute_bad_params():
+    for bad, field in (({"mode": "x"}, "mode"), ({"alpha": 2}, "alpha"), ({"mu": 0.8, "lambda": 0.5}, "lambda"),
+                       ({"fallback": "rr"}, "fallback")):
+        with pytest.raises(ValueError, match=field):
+            _core.make_global_policy("goroute", bad)
+
+
+@pytest.mark.parametrize("mode", ["colocated", "pd"])
+def test_goroute_finishes_runs(mode):
+    reqs = requests(200, rate=40, prompt=(32, 300), output=(1, 40))
+    if mode == "colocated":
+        cfg = config(profile(), instances=3, policy=_core.make_global_policy("goroute"),
+                     sched=lambda: _core.make_batch_scheduler("slide_batching"))
+    else:
+        cfg = config(profile(), disaggregated=True, prefill_instances=2, decode_instances=2,
+                     prefill_policy=_core.make_global_policy("goroute", {"mode": "pd"}),
+                     decode_policy=_core.make_global_policy("goroute", {"mode": "decode"}),
+                     sched=lambda: _core.make_batch_scheduler("sarathi_fcfs"))
+    res = _core.simulate(reqs, cfg)
+    assert res.stats["stalled"] == 0 and res.recorder.total_tokens == sum(r.output_len for r in reqs)

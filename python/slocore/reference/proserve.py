@@ -61,7 +61,7 @@ def max_chunk(m: Model, s, left: float) -> int:  # GETMAXCHUNK
 class SlideParams:
     phi: str = "a"
     gamma: float = 1.0
-    eta: float = 0.02
+    eta: float = 0.05
     w_prefill: float = 1.0
     w_decode: float = 1.0
     order: str = "slide"

@@ -20,7 +20,7 @@ enum class Phi { Aggressive, Conservative, Prefill };  // phi_a (Eq. 8), phi_c (
 struct SlideParams {
   Phi phi = Phi::Aggressive;     // the paper reports phi_a (section 4.4)
   double gamma = 1.0;            // aggressiveness coefficient (line 9)
-  double eta = 0.02;             // lower bound of t_budget, s (line 7)
+  double eta = 0.05;             // lower bound of t_budget, s (line 7); keep it above t_c
   TdgWeights weights{};          // w_p, w_d of Eq. 3
   std::string order = "slide";   // slide | deadline | density (Fig. 15 ablations)
   bool latency_aware = true;     // false: token budget instead of latency budget
