@@ -163,3 +163,42 @@ def test_goroute_finishes_runs(mode):
                      sched=lambda: _core.make_batch_scheduler("sarathi_fcfs"))
     res = _core.simulate(reqs, cfg)
     assert res.stats["stalled"] == 0 and res.recorder.total_tokens == sum(r.output_len for r in reqs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["colocated", "pd"]), st.lists(st.tuples(
+    st.integers(16, 3000), st.floats(0.05, 3.0), st.sampled_from([1.0, 2.0]), st.integers(0, 3), st.floats(0, 0.3)),
+    min_size=1, max_size=40), st.integers(1, 6))
+def test_goroute_matches_reference(mode, events, n_inst):
+    # Random arrivals; after each, the oldest queued request may get its first token.
+    g = _core.make_global_policy("goroute", {"mode": mode})
+    r_ = ref.GoRoute(ref.GoRouteParams(mode=mode))
+    views = [inst(i, coef=dict(COEF, t_c=0.01 * (1 + i % 3))) for i in range(n_inst)]
+    now, where = 0.0, {}
+    for rid, (prompt, ttft, w, done, dt) in enumerate(events):
+        now += dt
+        r = s.Request(rid, now, prompt, output_len=10, ttft=ttft, tpot=0.1, priority_weight=w)
+        got = route(g, r, views, now)
+        assert views[r_.choose(r, now, views)].id == got
+        where[rid] = got
+        for old in list(where)[:done]:  # first tokens (colocated: decoding), then finishes
+            g.on_token(old, where[old], 1, now)
+            r_.first_token(old, where[old], now)
+            if done > 2:
+                g.on_finished(old, where[old], now)
+                r_.finished(old, where[old], now)
+                del where[old]
+
+
+def test_tdg_helpers_and_max_chunk():
+    r = s.Request(1, 2.0, 100, output_len=5, ttft=1.0, tpot=0.1, priority_weight=2.0)
+    assert _core.tdg_token_deadline(r, 1) == 3.0 and _core.tdg_token_deadline(r, 4) == pytest.approx(3.3)
+    assert _core.tdg_token_weight(r, 1, 3.0, 1.0) == 6.0 and _core.tdg_token_weight(r, 2, 3.0, 1.0) == 2.0
+    with pytest.raises(ValueError, match="i"):
+        _core.tdg_token_deadline(r, 0)
+    m = s.LatencyModel(s.LatencyCoeffs(**COEF))
+    st0 = s.RequestState(r, 0, 0)
+    k = _core.slide_max_chunk(m, st0, 0.005)
+    assert m.prefill_cost(k, 0) <= 0.005 < m.prefill_cost(k + 1, 0)
+    assert k == ref.max_chunk(ref.Model(m), st0, 0.005)
+    assert _core.slide_max_chunk(m, st0, 10.0) == 100 and _core.slide_max_chunk(m, st0, 0.0) == 0

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'DecodeMask', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'Recorder', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SimConfig', 'SimResult', 'Slo', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'fit_relative_least_squares', 'global_policy_names', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'summarize']
+__all__: list[str] = ['Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'DecodeMask', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'Recorder', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SimConfig', 'SimResult', 'Slo', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'fit_relative_least_squares', 'global_policy_names', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight']
 class Role:
     """
     Members:
@@ -973,7 +973,19 @@ def slice_utility_rate(utility: typing.SupportsFloat | typing.SupportsIndex, tpo
     """
     SLICE Eq. 6: U_i * TPOT_i
     """
+def slide_max_chunk(model: LatencyModel, state: RequestState, time_left: typing.SupportsFloat | typing.SupportsIndex) -> int:
+    """
+    SlideBatching GETMAXCHUNK: the largest prefill chunk whose estimated time fits time_left
+    """
 def summarize(recorder: Recorder, options: MetricsOptions = ...) -> dict:
     """
     Summary metrics of a recorder as a dict (one definition each; see metrics.h).
+    """
+def tdg_token_deadline(request: Request, i: typing.SupportsInt | typing.SupportsIndex) -> float:
+    """
+    ProServe Eq. 3: arrival + TTFT + (i-1) * TPOT
+    """
+def tdg_token_weight(request: Request, i: typing.SupportsInt | typing.SupportsIndex, w_prefill: typing.SupportsFloat | typing.SupportsIndex = 1.0, w_decode: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> float:
+    """
+    ProServe Eq. 3: w_prio * (w_p if i == 1 else w_d)
     """

@@ -132,3 +132,131 @@ def slide_batching(v, now: float, p: SlideParams = SlideParams()):
             t_batch += m.prefill(got, s.computed)
     ensure_progress(b)
     return b.items, b.preempted
+
+
+# --- GoRouting (Alg. 2) --------------------------------------------------------------------
+
+@dataclass
+class GoRouteParams:
+    mode: str = "colocated"
+    alpha: float = 0.9
+    mu: float = 0.25
+    lam: float = 0.75
+    w_prefill: float = 1.0
+    fallback: str = "min_exec"
+    compensate: bool = True
+
+
+class RouteQueue:
+    def __init__(self):
+        self.queue, self.ts, self.n_d = [], 0.0, 0
+
+
+def _elapsed(p, q, now):
+    return max(0.0, now - q.ts) if p.compensate and q.queue else 0.0
+
+
+def _dl(r):
+    return r.arrival + r.slo.ttft
+
+
+def estimate_exec(p: GoRouteParams, q: RouteQueue, m: Model, extra, req, now) -> float:
+    reqs = q.queue + ([extra] if extra is not None else [])
+    work = 0.0
+    for r in reqs:
+        work += m.prefill(r.prompt_len, 0)
+    if p.mode == "colocated":
+        tb = req.slo.tpot
+        for r in reqs:
+            tb = min(tb, _dl(r) - now)
+        tb = max(tb, 1e-3)
+        if math.isinf(tb):
+            f = 1.0
+        else:
+            room = tb - m.overhead() - q.n_d * m.decode(req.prompt_len)
+            f = tb / room if room > 0 else INF
+        t = 0.0 if not reqs else (INF if f == INF else f * work)
+    else:
+        t = work + len(reqs) * m.overhead()
+    return max(0.0, t - _elapsed(p, q, now))
+
+
+def estimate_gain(p: GoRouteParams, q: RouteQueue, m: Model, extra, req, now) -> float:
+    w = p.w_prefill
+    if p.mode == "colocated":
+        done = now + estimate_exec(p, q, m, extra, req, now)
+        g = sum(r.priority_weight * w for r in q.queue if done < _dl(r))
+        if extra is not None and done < _dl(extra):
+            g += extra.priority_weight * w
+        return g
+    t, g = now - _elapsed(p, q, now), 0.0
+    for r in sorted(q.queue + ([extra] if extra is not None else []), key=_dl):
+        t += m.prefill(r.prompt_len, 0) + m.overhead()
+        if max(t, now) < _dl(r):
+            g += r.priority_weight * w
+    return g
+
+
+class GoRoute:
+    """Alg. 2 over PrefillQueueMap; `choose` returns the index into `views` (push policy)."""
+
+    def __init__(self, p: GoRouteParams = GoRouteParams()):
+        self.p, self.queues, self.decoding = p, {}, set()
+
+    def choose(self, r, now, views):
+        p = self.p
+        ok = [i for i, v in enumerate(views) if v.accepting]
+        if not ok:
+            return -1
+        if p.mode == "decode":
+            return max(ok, key=lambda i: (views[i].kv_blocks_free, -i))
+        delta, e0, e1 = [], [], []
+        for i in ok:
+            v = views[i]
+            q = self.queues.get(v.id, RouteQueue())
+            m = Model(v.model)
+            delta.append(estimate_gain(p, q, m, r, r, now) - estimate_gain(p, q, m, None, r, now))
+            e0.append(estimate_exec(p, q, m, None, r, now))
+            e1.append(estimate_exec(p, q, m, r, r, now))
+        dmax = max(delta)
+
+        def best(ks, key, want_max):
+            b = ks[0]
+            for k in ks:
+                if (key[k] > key[b]) if want_max else (key[k] < key[b]):
+                    b = k
+            return b
+
+        if dmax > 0:
+            C = [k for k in range(len(ok)) if delta[k] >= p.alpha * dmax]
+            L = [k for k in C if e0[k] < p.mu * r.slo.ttft]
+            CmH = [k for k in C if not e1[k] > p.lam * r.slo.ttft]
+            k = best(L, e0, False) if L else best(CmH, e0, True) if CmH else best(C, e0, False)
+        else:
+            k = best(list(range(len(ok))), e0, False)
+        i = ok[k]
+        q = self.queues.setdefault(views[i].id, RouteQueue())
+        q.queue.append(r)
+        q.ts = now
+        return i
+
+    def first_token(self, rid, inst, now):
+        q = self.queues.get(inst)
+        if q is None:
+            return
+        for j, r in enumerate(q.queue):
+            if r.id == rid:
+                del q.queue[j]
+                q.ts = now
+                if self.p.mode == "colocated":
+                    q.n_d += 1
+                    self.decoding.add(rid)
+                return
+
+    def finished(self, rid, inst, now):
+        self.first_token(rid, inst, now)
+        if rid in self.decoding:
+            self.decoding.discard(rid)
+            q = self.queues.get(inst)
+            if q is not None:
+                q.n_d = max(0, q.n_d - 1)
