@@ -30,6 +30,16 @@ def test_dynamic_rate1_slice_well_ahead_of_orca():
     assert sl["attainment_by_task"]["realtime"] >= 0.8 > orca["attainment_by_task"]["realtime"] + 0.4
 
 
+def test_overload_late_demotion_adaptor_keeps_slice_serving():
+    # Rate 3 (3x saturation): plain SLICE keeps selecting real-time tasks already past their
+    # deadline; the demotion adaptor serves the ones that can still make it.
+    w = workloads.slice_mix(rate=3.0, realtime_share=0.7, n=120, seed=0)
+    plain = run(w, ("slice", {"max_cycle": 0.9}))["attainment"]
+    demote = run(w, ("slice", {"max_cycle": 0.9, "demote_late": True}))["attainment"]
+    orca = run(w, "orca")["attainment"]
+    assert demote >= plain + 0.2 and demote >= 10 * max(orca, 0.01)
+
+
 def _sharegpt(rate, n=400):
     return workloads.with_priorities(workloads.sharegpt_like(rate=rate, n=n, seed=0, ttft=1.5, tpot=0.1), seed=0)
 

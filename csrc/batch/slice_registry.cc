@@ -14,6 +14,7 @@ std::vector<RegistryEntry<BatchScheduler>> slice_batch_schedulers() {
          rd.get("spread", sp.spread);
          rd.get("adaptor", sp.adaptor);
          rd.get("sjf_tokens", sp.sjf_tokens);
+         rd.get("demote_late", sp.demote_late);
          rd.finish();
          return std::make_shared<slice::SliceScheduler>(sp);
        }},

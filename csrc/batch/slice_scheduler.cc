@@ -17,16 +17,20 @@ void SliceParams::validate() const {
 
 ParamMap SliceScheduler::params() const {
   return {{"max_cycle", p_.max_cycle}, {"spread", double(p_.spread)}, {"adaptor", p_.adaptor},
-          {"sjf_tokens", p_.sjf_tokens}};
+          {"sjf_tokens", p_.sjf_tokens}, {"demote_late", double(p_.demote_late)}};
 }
 
-double adapted_utility(const RequestState& s, const SliceParams& p) {
-  const double u = s.request.utility;
-  if (p.adaptor == "sjf") return u / (1.0 + double(s.generated) / p.sjf_tokens);
+double adapted_utility(const RequestState& s, const SliceParams& p, Time now) {
+  double u = s.request.utility;
+  if (p.adaptor == "sjf") u /= 1.0 + double(s.generated) / p.sjf_tokens;
+  if (p.demote_late && s.request.realtime()) {
+    const Tokens left = std::max<Tokens>(s.request.output_len_or(1) - s.generated, 0);
+    if (now + double(left) * s.request.slo.tpot > s.request.arrival + *s.request.slo.deadline) u *= 1e-3;
+  }
   return u;
 }
 
-void SliceScheduler::reschedule(const InstanceView& v) {
+void SliceScheduler::reschedule(const InstanceView& v, Time now) {
   ++reschedules_;
   std::vector<const RequestState*> all;
   for (const auto* q : {&v.running, &v.waiting})
@@ -34,7 +38,7 @@ void SliceScheduler::reschedule(const InstanceView& v) {
   std::vector<SliceTask> tasks;
   double ctx = 0.0;
   for (const RequestState* s : all) {
-    tasks.push_back({s->request.slo.tpot, adapted_utility(*s, p_)});
+    tasks.push_back({s->request.slo.tpot, adapted_utility(*s, p_, now)});
     ctx += double(s->num_tokens());
   }
   ctx = all.empty() ? 0.0 : ctx / double(all.size());
@@ -53,7 +57,7 @@ void SliceScheduler::reschedule(const InstanceView& v) {
   col_ = 0;
 }
 
-BatchPlan SliceScheduler::schedule(const InstanceView& v, Time) {
+BatchPlan SliceScheduler::schedule(const InstanceView& v, Time now) {
   std::vector<Id> ids;
   ids.reserve(v.num_requests());
   for (const auto* q : {&v.running, &v.waiting})
@@ -61,7 +65,7 @@ BatchPlan SliceScheduler::schedule(const InstanceView& v, Time) {
   std::sort(ids.begin(), ids.end());
   if (ids != known_) {  // an arrival or a departure: Alg. 4 restarts SLICE-offline
     known_ = std::move(ids);
-    reschedule(v);
+    reschedule(v, now);
   }
   struct Where {
     const RequestState* s;

@@ -21,11 +21,14 @@ struct SliceParams {
   bool spread = false;           // spread each row's ones evenly over the cycle
   std::string adaptor = "none";  // none | sjf
   double sjf_tokens = 64.0;      // sjf: U' = U / (1 + generated / sjf_tokens)
+  // Demote (x 1e-3, never drop) a real-time task that can no longer meet its end-to-end
+  // deadline even at its full rate: now + tokens left * TPOT > arrival + deadline.
+  bool demote_late = false;
   void validate() const;
 };
 
 // The utility the selection uses for s (the pluggable adaptor of Alg. 4 line 17).
-double adapted_utility(const RequestState& s, const SliceParams& p);
+double adapted_utility(const RequestState& s, const SliceParams& p, Time now);
 
 class SliceScheduler : public BatchScheduler {
  public:
@@ -38,7 +41,7 @@ class SliceScheduler : public BatchScheduler {
   int64_t reschedules() const { return reschedules_; }
 
  private:
-  void reschedule(const InstanceView& v);
+  void reschedule(const InstanceView& v, Time now);
 
   SliceParams p_;
   std::vector<Id> known_;     // sorted ids of the task set at the last selection
