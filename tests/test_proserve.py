@@ -145,7 +145,7 @@ def test_goroute_decode_mode_takes_the_most_free_kv():
 
 def test_goroute_bad_params():
     for bad, field in (({"mode": "x"}, "mode"), ({"alpha": 2}, "alpha"), ({"mu": 0.8, "lambda": 0.5}, "lambda"),
-                       ({"fallback": "rr"}, "fallback")):
+                       ({"fallback": "rr"}, "fallback"), ({"gain_phi": "b"}, "gain_phi")):
         with pytest.raises(ValueError, match=field):
             _core.make_global_policy("goroute", bad)
 
@@ -166,13 +166,15 @@ def test_goroute_finishes_runs(mode):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(["colocated", "pd"]), st.lists(st.tuples(
+@given(st.sampled_from(["colocated", "pd", "colocated_c"]), st.lists(st.tuples(
     st.integers(16, 3000), st.floats(0.05, 3.0), st.sampled_from([1.0, 2.0]), st.integers(0, 3), st.floats(0, 0.3)),
     min_size=1, max_size=40), st.integers(1, 6))
 def test_goroute_matches_reference(mode, events, n_inst):
     # Random arrivals; after each, the oldest queued request may get its first token.
-    g = _core.make_global_policy("goroute", {"mode": mode})
-    r_ = ref.GoRoute(ref.GoRouteParams(mode=mode))
+    phi = "c" if mode.endswith("_c") else "a"
+    mode = mode.removesuffix("_c")
+    g = _core.make_global_policy("goroute", {"mode": mode, "gain_phi": phi})
+    r_ = ref.GoRoute(ref.GoRouteParams(mode=mode, gain_phi=phi))
     views = [inst(i, coef=dict(COEF, t_c=0.01 * (1 + i % 3))) for i in range(n_inst)]
     now, where = 0.0, {}
     for rid, (prompt, ttft, w, done, dt) in enumerate(events):

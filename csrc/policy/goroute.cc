@@ -14,6 +14,7 @@ void GoRouteParams::validate() const {
   require(std::isfinite(alpha) && alpha >= 0 && alpha <= 1, "goroute.alpha", "must be in [0, 1]");
   require(std::isfinite(mu) && mu >= 0, "goroute.mu", "must be finite and >= 0");
   require(std::isfinite(lambda) && lambda >= mu, "goroute.lambda", "must be finite and >= mu");
+ require(gain_phi == "a" || gain_phi == "c", "goroute.gain_phi", "must be a or c, got '" + gain_phi + "'");
   require(fallback == "min_exec" || fallback == "random", "goroute.fallback",
           "must be min_exec or random, got '" + fallback + "'");
   require(std::isfinite(weights.w_prefill) && weights.w_prefill >= 0, "goroute.w_prefill", "must be >= 0");
@@ -21,7 +22,7 @@ void GoRouteParams::validate() const {
 
 ParamMap GoRoutePolicy::params() const {
   return {{"mode", p_.mode}, {"alpha", p_.alpha}, {"mu", p_.mu}, {"lambda", p_.lambda},
-          {"w_prefill", p_.weights.w_prefill}, {"fallback", p_.fallback}, {"compensate", double(p_.compensate)},
+          {"w_prefill", p_.weights.w_prefill}, {"fallback", p_.fallback}, {"gain_phi", p_.gain_phi}, {"compensate", double(p_.compensate)},
           {"seed", double(p_.seed)}};
 }
 
@@ -46,9 +47,14 @@ double elapsed(const GoRouteParams& p, const RouteQueue& q, Time now) {
 // Colocated phi_a factor: batches per unit of prefill work, with n_d decodes in each batch.
 double colocated_factor(const RouteQueue& q, const LatencyModel& m, const Request* extra, const Request& req,
                         Time now) {
+  // As in SlideBatching, a request already past its TTFT does not shrink the budget.
   double t_budget = req.slo.tpot;
-  for (const Request& r : q.queue) t_budget = std::min(t_budget, ttft_deadline(r) - now);
-  if (extra) t_budget = std::min(t_budget, ttft_deadline(*extra) - now);
+  auto tighten = [&](const Request& r) {
+    const double remain = ttft_deadline(r) - now;
+    if (remain > 0) t_budget = std::min(t_budget, remain);
+  };
+  for (const Request& r : q.queue) tighten(r);
+  if (extra) tighten(*extra);
   t_budget = std::max(t_budget, 1e-3);
   if (!std::isfinite(t_budget)) return 1.0;  // no target: work back to back
   const double room = t_budget - m.overhead() - double(q.n_d) * m.decode_cost(req.prompt_len);
@@ -77,6 +83,15 @@ double estimate_gain(const GoRouteParams& p, const RouteQueue& q, const LatencyM
                      const Request& req, Time now) {
   const double start = now - elapsed(p, q, now);
   double gain = 0.0;
+  if (p.mode == "colocated" && p.gain_phi == "c") {  // phi_c: each at its deadline-order position
+    const double f = colocated_factor(q, m, extra, req, now);
+    double t = start;
+    for (const Request* r : ordered(q, extra)) {
+      t += f * m.prefill_cost(r->prompt_len, 0);
+      if (std::max(t, now) < ttft_deadline(*r)) gain += token_weight(*r, 1, p.weights);
+    }
+    return gain;
+  }
   if (p.mode == "colocated") {  // phi_a: every queued prefill done when the whole queue is
     const double done = now + estimate_exec(p, q, m, extra, req, now);
     for (const Request& r : q.queue) gain += done < ttft_deadline(r) ? token_weight(r, 1, p.weights) : 0.0;

@@ -18,6 +18,7 @@ std::vector<RegistryEntry<GlobalPolicy>> proserve_global_policies() {
          rd.get("w_prefill", gp.weights.w_prefill);
          rd.get("fallback", gp.fallback);
          rd.get("compensate", gp.compensate);
+         rd.get("gain_phi", gp.gain_phi);
          rd.get("seed", seed);
          rd.finish();
          require(seed >= 0, "goroute.seed", "must be >= 0");

@@ -145,6 +145,7 @@ class GoRouteParams:
     w_prefill: float = 1.0
     fallback: str = "min_exec"
     compensate: bool = True
+    gain_phi: str = "a"
 
 
 class RouteQueue:
@@ -160,21 +161,25 @@ def _dl(r):
     return r.arrival + r.slo.ttft
 
 
+def _colocated_factor(q, m, extra, req, now):
+    tb = req.slo.tpot
+    for r in q.queue + ([extra] if extra is not None else []):
+        if _dl(r) - now > 0:  # a request past its TTFT does not shrink the budget
+            tb = min(tb, _dl(r) - now)
+    tb = max(tb, 1e-3)
+    if math.isinf(tb):
+        return 1.0
+    room = tb - m.overhead() - q.n_d * m.decode(req.prompt_len)
+    return tb / room if room > 0 else INF
+
+
 def estimate_exec(p: GoRouteParams, q: RouteQueue, m: Model, extra, req, now) -> float:
     reqs = q.queue + ([extra] if extra is not None else [])
     work = 0.0
     for r in reqs:
         work += m.prefill(r.prompt_len, 0)
     if p.mode == "colocated":
-        tb = req.slo.tpot
-        for r in reqs:
-            tb = min(tb, _dl(r) - now)
-        tb = max(tb, 1e-3)
-        if math.isinf(tb):
-            f = 1.0
-        else:
-            room = tb - m.overhead() - q.n_d * m.decode(req.prompt_len)
-            f = tb / room if room > 0 else INF
+        f = _colocated_factor(q, m, extra, req, now)
         t = 0.0 if not reqs else (INF if f == INF else f * work)
     else:
         t = work + len(reqs) * m.overhead()
@@ -183,6 +188,14 @@ def estimate_exec(p: GoRouteParams, q: RouteQueue, m: Model, extra, req, now) ->
 
 def estimate_gain(p: GoRouteParams, q: RouteQueue, m: Model, extra, req, now) -> float:
     w = p.w_prefill
+    if p.mode == "colocated" and p.gain_phi == "c":
+        f = _colocated_factor(q, m, extra, req, now)
+        t, g = now - _elapsed(p, q, now), 0.0
+        for r in sorted(q.queue + ([extra] if extra is not None else []), key=_dl):
+            t += f * m.prefill(r.prompt_len, 0)
+            if max(t, now) < _dl(r):
+                g += r.priority_weight * w
+        return g
     if p.mode == "colocated":
         done = now + estimate_exec(p, q, m, extra, req, now)
         g = sum(r.priority_weight * w for r in q.queue if done < _dl(r))

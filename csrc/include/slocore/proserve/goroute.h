@@ -32,6 +32,7 @@ struct GoRouteParams {
   TdgWeights weights{};
   std::string fallback = "min_exec";  // min_exec | random (line 19)
   bool compensate = true;           // timestamp compensation of PrefillQueueMap
+  std::string gain_phi = "a";       // colocated ESTIMATEGAIN: a (Eq. 8, paper) | c (per position, Eq. 9)
   uint64_t seed = 0;
   void validate() const;
 };
