@@ -1,4 +1,29 @@
-// ProServe: TDG, SlideBatching, GoRouting: the types Python needs beyond the registry (nothing yet).
-#include "bindings.h"
+// ProServe (003_2674c12c132a39ef.txt): TDG token deadline/weight (Eq. 3) and GETMAXCHUNK as
+// standalone functions; SlideBatching and GoRouting are reached through the registries.
+#include <pybind11/stl.h>
 
-void init_proserve(py::module_& m) { (void)m; }
+#include "bindings.h"
+#include "slocore/proserve/slide_batching.h"
+
+using namespace slocore;
+using namespace slocore::proserve;
+
+void init_proserve(py::module_& m) {
+  m.def(
+      "tdg_token_deadline",
+      [](const Request& r, Tokens i) {
+        if (i < 1) throw py::value_error("i: token index must be >= 1");
+        return token_deadline(r, i);
+      },
+      py::arg("request"), py::arg("i"), "ProServe Eq. 3: arrival + TTFT + (i-1) * TPOT");
+  m.def(
+      "tdg_token_weight",
+      [](const Request& r, Tokens i, double w_prefill, double w_decode) {
+        if (i < 1) throw py::value_error("i: token index must be >= 1");
+        return token_weight(r, i, TdgWeights{w_prefill, w_decode});
+      },
+      py::arg("request"), py::arg("i"), py::arg("w_prefill") = 1.0, py::arg("w_decode") = 1.0,
+      "ProServe Eq. 3: w_prio * (w_p if i == 1 else w_d)");
+  m.def("slide_max_chunk", &max_chunk, py::arg("model"), py::arg("state"), py::arg("time_left"),
+        "SlideBatching GETMAXCHUNK: the largest prefill chunk whose estimated time fits time_left");
+}

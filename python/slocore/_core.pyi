@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PriorityMapper', 'Recorder', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SimConfig', 'SimResult', 'Slo', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'request_metrics', 'requests_from_columns', 'scaler_names', 'simulate', 'summarize']
+__all__: list[str] = ['Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'DecodeMask', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PriorityMapper', 'Recorder', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SimConfig', 'SimResult', 'Slo', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight']
 class Role:
     """
     Members:
@@ -932,6 +932,27 @@ class PriorityMapper:
         ...
     def record(self, priority: typing.SupportsInt | typing.SupportsIndex, ttft: typing.SupportsFloat | typing.SupportsIndex, queue_time: typing.SupportsFloat | typing.SupportsIndex, tpot: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
+class DecodeMask:
+    def __init__(self, rates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], spread: bool = False) -> None:
+        ...
+    def at(self, row: typing.SupportsInt | typing.SupportsIndex, col: typing.SupportsInt | typing.SupportsIndex) -> bool:
+        ...
+    def column(self, col: typing.SupportsInt | typing.SupportsIndex) -> list[int]:
+        """
+        input positions of the tasks decoded in column `col`
+        """
+    def period(self, latency: BatchLatencyCurve) -> float:
+        """
+        sum over columns of l(|column|) (Eq. 7)
+        """
+    def row_task(self, row: typing.SupportsInt | typing.SupportsIndex) -> int:
+        ...
+    @property
+    def cols(self) -> int:
+        ...
+    @property
+    def rows(self) -> int:
+        ...
 def batch_scheduler_names() -> list[str]:
     ...
 def fit_relative_least_squares(X: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]], y: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> FitResult:
@@ -992,11 +1013,39 @@ def requests_from_columns(id: typing.Annotated[numpy.typing.ArrayLike, numpy.int
     ...
 def scaler_names() -> list[str]:
     ...
+def select_slice_tasks(tpots: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], utilities: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], latency: BatchLatencyCurve, max_cycle: typing.SupportsFloat | typing.SupportsIndex = 1.0, spread: bool = False) -> list[int]:
+    """
+    SLICE Alg. 2: positions of the selected tasks in utility-rate order
+    """
 def simulate(requests: collections.abc.Sequence[Request], config: SimConfig) -> SimResult:
     """
     Run the discrete-event simulation (see csrc/sim/simulator.h).
     """
+def slice_period_eq7(rates_desc: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], latency: BatchLatencyCurve) -> float:
+    """
+    SLICE Eq. 7
+    """
+def slice_rate(tpot: typing.SupportsFloat | typing.SupportsIndex) -> int:
+    """
+    SLICE v_i = ceil(1/TPOT_i) tokens per cycle
+    """
+def slice_utility_rate(utility: typing.SupportsFloat | typing.SupportsIndex, tpot: typing.SupportsFloat | typing.SupportsIndex) -> float:
+    """
+    SLICE Eq. 6: U_i * TPOT_i
+    """
+def slide_max_chunk(model: LatencyModel, state: RequestState, time_left: typing.SupportsFloat | typing.SupportsIndex) -> int:
+    """
+    SlideBatching GETMAXCHUNK: the largest prefill chunk whose estimated time fits time_left
+    """
 def summarize(recorder: Recorder, options: MetricsOptions = ...) -> dict:
     """
     Summary metrics of a recorder as a dict (one definition each; see metrics.h).
+    """
+def tdg_token_deadline(request: Request, i: typing.SupportsInt | typing.SupportsIndex) -> float:
+    """
+    ProServe Eq. 3: arrival + TTFT + (i-1) * TPOT
+    """
+def tdg_token_weight(request: Request, i: typing.SupportsInt | typing.SupportsIndex, w_prefill: typing.SupportsFloat | typing.SupportsIndex = 1.0, w_decode: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> float:
+    """
+    ProServe Eq. 3: w_prio * (w_p if i == 1 else w_d)
     """

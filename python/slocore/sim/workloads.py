@@ -280,5 +280,63 @@ def hfx_ramp(rate: float = 15.0, step_s: float = 20.0, end_s: float = 90.0, seed
 
 # --- SLICE mixes (SLICE Table II, Sec. V) -------------------------------------------------
 
+# SLICE 001_a2337bd0687bbcfa.txt Sec. V-A: real-time tasks decode at 20 tokens/s and must end
+# within 1.5 s; non-real-time ones are voice chat (8 tokens/s) and text Q&A (10 tokens/s).
+# Lengths are not given in the paper: short real-time commands, long non-real-time answers.
+SLICE_TASKS = {  # name -> (TPOT s, deadline s or nan, utility, prompt mean, std, output lo, hi)
+    "realtime": (0.05, 1.5, 10.0, 64, 16, 8, 24),
+    "voice_chat": (0.125, math.nan, 1.0, 128, 32, 60, 200),
+    "text_qa": (0.1, math.nan, 1.0, 128, 32, 60, 200),
+}
+
+
+@workload
+def slice_table2(n_a: int = 3, n_b: int = 4, n_c: int = 2, prompt_len: int = 64, output_len: int = 200,
+                 seed: int = 0, ttft: float = math.inf) -> Workload:
+    """SLICE Table II: 3/4/2 tasks of types A/B/C with TPOT 100/120/250 ms, all present at
+    t = 0 (1 ms apart). Table II judges TPOT only, so TTFT has no target by default."""
+    rng = np.random.default_rng(seed)
+    tp = [0.1] * n_a + [0.12] * n_b + [0.25] * n_c
+    typ = [0] * n_a + [1] * n_b + [2] * n_c
+    n = len(tp)
+    order = rng.permutation(n)
+    tp, typ = np.array(tp)[order], np.array(typ)[order]
+    return _build([dict(arrival=np.arange(n) * 1e-3, prompt_len=np.full(n, prompt_len),
+                        output_len=np.full(n, output_len), ttft=np.full(n, ttft), tpot=tp,
+                        deadline=np.full(n, np.nan), priority=np.zeros(n), priority_weight=np.ones(n),
+                        utility=np.ones(n), task=typ)], ("A", "B", "C"), "slice_table2", seed,
+                  dict(n_a=n_a, n_b=n_b, n_c=n_c, prompt_len=prompt_len, output_len=output_len))
+
+
+@workload
+def slice_mix(rate: float = 1.0, realtime_share: float = 0.7, n: int = 200, seed: int = 0, ttft: float = 3.0,
+              rt_utility: float = 10.0) -> Workload:
+    """SLICE dynamic runs (Sec. V-C/D/E): Poisson arrivals at `rate` tasks/s, a share of
+    real-time tasks (TPOT 50 ms, end-to-end deadline 1.5 s, utility `rt_utility`), the rest
+    voice chat / text Q&A half and half (TTFT `ttft`, utility 1)."""
+    if not 0.0 <= realtime_share <= 1.0:
+        raise ValueError(f"realtime_share: must be in [0, 1], got {realtime_share}")
+    rng = np.random.default_rng(seed)
+    arr = arrivals(n, rate, rng)
+    rt = rng.random(n) < realtime_share
+    kind = np.where(rt, 0, np.where(rng.random(n) < 0.5, 1, 2))
+    names = ("realtime", "voice_chat", "text_qa")
+    cols = {c: np.zeros(n) for c in ("prompt_len", "output_len", "ttft", "tpot", "deadline", "utility")}
+    for k, t in enumerate(names):
+        tpot, dl, util, pm, ps, lo, hi = SLICE_TASKS[t]
+        m = kind == k
+        c = int(m.sum())
+        cols["prompt_len"][m] = lengths(c, pm, ps, rng)
+        cols["output_len"][m] = rng.integers(lo, hi + 1, c)
+        cols["tpot"][m] = tpot
+        cols["deadline"][m] = dl
+        cols["ttft"][m] = dl if k == 0 else ttft
+        cols["utility"][m] = rt_utility if k == 0 else util
+    return _build([dict(arrival=arr, prompt_len=cols["prompt_len"], output_len=cols["output_len"], ttft=cols["ttft"],
+                        tpot=cols["tpot"], deadline=cols["deadline"], priority=(kind > 0).astype(np.int64),
+                        priority_weight=np.ones(n), utility=cols["utility"], task=kind)], names, "slice_mix", seed,
+                  dict(rate=rate, realtime_share=realtime_share, n=n, ttft=ttft, rt_utility=rt_utility))
+
+
 
 # --- SIBYL datasets (SIBYL Sec. 5) ---------------------------------------------------------

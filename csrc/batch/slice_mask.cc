@@ -1,0 +1,79 @@
+// SLICE decode mask, cycle estimate and task selection (see slice/decode_mask.h).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "slocore/core/errors.h"
+#include "slocore/slice/decode_mask.h"
+
+namespace slocore::slice {
+
+int rate_of(double tpot) {
+  require(tpot > 0, "tpot", "must be > 0");
+  if (!std::isfinite(tpot)) return 1;
+  return std::max(1, int(std::ceil(1.0 / tpot - 1e-9)));
+}
+
+DecodeMask::DecodeMask(const std::vector<int>& rates, bool spread) : spread_(spread) {
+  for (int r : rates) require(r >= 1, "rates", "must be >= 1");
+  order_.resize(rates.size());
+  std::iota(order_.begin(), order_.end(), 0);
+  std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) { return rates[a] > rates[b]; });
+  for (size_t i : order_) rates_.push_back(rates[i]);
+  cols_ = rates_.empty() ? 0 : rates_[0];
+  columns_.assign(size_t(cols_), {});
+  for (size_t r = 0; r < order_.size(); ++r)
+    for (int c = 0; c < cols_; ++c)
+      if (at(r, c)) columns_[size_t(c)].push_back(order_[r]);
+}
+
+bool DecodeMask::at(size_t row, int col) const {
+  const int v = rates_[row];
+  if (!spread_) return col < v;  // Alg. 3 lines 8-9: the first v_k columns
+  // Evenly spread: a one where floor((c+1) v / V) steps up, so the gaps differ by <= 1 column.
+  const long a = long(col) * v / cols_, b = long(col + 1) * v / cols_;
+  return b > a;
+}
+
+double DecodeMask::period(const BatchLatencyCurve& l) const {
+  double t = 0.0;
+  for (const auto& c : columns_) t += l(double(c.size()));
+  return t;
+}
+
+double period_eq7(const std::vector<int>& v, const BatchLatencyCurve& l) {
+  if (v.empty()) return 0.0;
+  const size_t b = v.size() - 1;
+  double t = double(v[b]) * l(double(b + 1));
+  for (size_t j = 0; j < b; ++j) t += double(v[j] - v[j + 1]) * l(double(j + 1));
+  return t;
+}
+
+std::vector<size_t> select_slice_tasks(const std::vector<SliceTask>& tasks, const BatchLatencyCurve& l,
+                                       double max_cycle, bool spread, size_t max_tasks) {
+  require(max_cycle > 0, "max_cycle", "must be > 0");
+  std::vector<size_t> by_rate(tasks.size());
+  std::iota(by_rate.begin(), by_rate.end(), 0);
+  std::vector<double> ur(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    require(tasks[i].tpot > 0, "tpot", "must be > 0");
+    require(std::isfinite(tasks[i].utility) && tasks[i].utility >= 0, "utility", "must be finite and >= 0");
+    ur[i] = utility_rate(tasks[i].utility, std::isfinite(tasks[i].tpot) ? tasks[i].tpot : 1.0);
+  }
+  std::stable_sort(by_rate.begin(), by_rate.end(), [&](size_t a, size_t b) { return ur[a] > ur[b]; });  // line 7
+  std::vector<size_t> chosen;
+  std::vector<int> rates;  // of the chosen, sorted descending (line 11)
+  for (size_t i : by_rate) {
+    if (chosen.size() >= max_tasks) break;
+    const int v = rate_of(tasks[i].tpot);
+    std::vector<int> trial = rates;
+    trial.insert(std::upper_bound(trial.begin(), trial.end(), v, std::greater<int>()), v);
+    const double period = spread ? DecodeMask(trial, true).period(l) : period_eq7(trial, l);  // line 12
+    if (period >= max_cycle) break;  // lines 13-16
+    rates = std::move(trial);
+    chosen.push_back(i);
+  }
+  return chosen;
+}
+
+}  // namespace slocore::slice

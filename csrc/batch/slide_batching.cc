@@ -1,0 +1,120 @@
+// ProServe SlideBatching, Alg. 1 of 003_2674c12c132a39ef.txt (see slide_batching.h).
+#include "slocore/proserve/slide_batching.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "slocore/core/errors.h"
+
+namespace slocore::proserve {
+
+void SlideParams::validate() const {
+  require(std::isfinite(gamma) && gamma >= 0, "slide_batching.gamma", "must be finite and >= 0");
+  require(std::isfinite(eta) && eta > 0, "slide_batching.eta", "must be finite and > 0");
+  require(std::isfinite(weights.w_prefill) && weights.w_prefill >= 0, "slide_batching.w_prefill", "must be >= 0");
+  require(std::isfinite(weights.w_decode) && weights.w_decode >= 0, "slide_batching.w_decode", "must be >= 0");
+  require(order == "slide" || order == "deadline" || order == "density", "slide_batching.order",
+          "must be slide, deadline or density, got '" + order + "'");
+  require(token_budget >= 1, "slide_batching.token_budget", "must be >= 1");
+}
+
+ParamMap SlideBatchingScheduler::params() const {
+  const char* phi = p_.phi == Phi::Aggressive ? "a" : p_.phi == Phi::Conservative ? "c" : "p";
+  return {{"phi", std::string(phi)}, {"gamma", p_.gamma}, {"eta", p_.eta}, {"w_prefill", p_.weights.w_prefill},
+          {"w_decode", p_.weights.w_decode}, {"order", p_.order}, {"latency_aware", double(p_.latency_aware)},
+          {"token_budget", double(p_.token_budget)}};
+}
+
+Tokens max_chunk(const LatencyModel& m, const RequestState& s, double time_left) {
+  const Tokens n = s.to_compute();
+  if (time_left <= 0 || n <= 0) return 0;
+  if (m.prefill_cost(n, s.computed) <= time_left) return n;
+  const LatencyCoeffs& c = m.coeffs();
+  const double A = m.correction() * c.a_p, B = m.correction() * (c.b_p * double(s.computed) + c.c_p);
+  double k = A > 0 ? (-B + std::sqrt(B * B + 4 * A * time_left)) / (2 * A) : (B > 0 ? time_left / B : double(n));
+  Tokens q = std::clamp<Tokens>(Tokens(std::floor(k)), 0, n);
+  while (q > 0 && m.prefill_cost(q, s.computed) > time_left) --q;  // float guard
+  while (q < n && m.prefill_cost(q + 1, s.computed) <= time_left) ++q;
+  return q;
+}
+
+std::vector<SlideCandidate> slide_order(const InstanceView& v, Time now, const SlideParams& p, double* t_budget) {
+  const LatencyModel& m = v.model;
+  std::vector<SlideCandidate> q;
+  q.reserve(v.num_requests());
+  double t_min = kNever, sum_exec = 0.0;
+  auto add = [&](const RequestState& s, bool running, size_t i) {  // lines 2-6
+    SlideCandidate c{&s, running, i};
+    c.exec = std::max(s.in_prefill() ? m.prefill_cost(s.to_compute(), s.computed) : m.decode_cost(s.computed), 1e-12);
+    const Tokens next = next_token(s);
+    c.remain = token_deadline(s.request, next) - now;
+    c.density = token_weight(s.request, next, p.weights) / c.exec;
+    // A token already late cannot be saved by a smaller batch; letting it set the budget
+    // would pin t_budget at eta for as long as any request is late (decided in DESIGN.md).
+    if (c.remain > 0) t_min = std::min(t_min, c.remain);
+    sum_exec += c.exec;
+    q.push_back(c);
+  };
+  for (size_t i = 0; i < v.running.size(); ++i) add(v.running[i], true, i);
+  for (size_t i = 0; i < v.waiting.size(); ++i) add(v.waiting[i], false, i);
+  const double budget = std::max(t_min, p.eta);  // line 7
+  if (t_budget) *t_budget = budget;
+  const double tc = m.overhead();
+  const double steps = budget > tc ? budget / (budget - tc) : kNever;  // batches per unit of exec
+  std::vector<double> phi(q.size(), 0.0);
+  if (p.phi == Phi::Aggressive) {
+    std::fill(phi.begin(), phi.end(), steps * sum_exec);  // Eq. 8
+  } else if (p.phi == Phi::Prefill) {
+    std::fill(phi.begin(), phi.end(), sum_exec + double(q.size()) * tc);  // phi_p
+  } else {  // Eq. 9: prefix sums in ascending remaining time
+    std::vector<size_t> idx(q.size());
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return q[a].remain < q[b].remain; });
+    double acc = 0.0;
+    for (size_t i : idx) phi[i] = steps * (acc += q[i].exec);
+  }
+  for (size_t i = 0; i < q.size(); ++i)  // lines 8-12
+    q[i].urgent = p.order == "density" || (p.order == "slide" && q[i].remain < p.gamma * phi[i]);
+  std::stable_sort(q.begin(), q.end(), [](const SlideCandidate& a, const SlideCandidate& b) {  // line 13
+    if (a.urgent != b.urgent) return a.urgent;
+    return a.urgent ? a.density > b.density : a.remain < b.remain;
+  });
+  return q;
+}
+
+BatchPlan SlideBatchingScheduler::schedule(const InstanceView& v, Time now) {
+  double budget = 0.0;
+  const std::vector<SlideCandidate> q = slide_order(v, now, p_, &budget);
+  urgent_ = size_t(std::count_if(q.begin(), q.end(), [](const SlideCandidate& c) { return c.urgent; }));
+  normal_ = q.size() - urgent_;
+  const LatencyModel& m = v.model;
+  const double limit = p_.latency_aware ? budget : kNever;
+  PlanBuilder b(v, p_.latency_aware ? v.max_batch_tokens : p_.token_budget);
+  // Victims for KV shortage: running requests, the back (least preferred) evicted first.
+  std::vector<size_t> victims;
+  for (const SlideCandidate& c : q)
+    if (c.running) victims.push_back(c.index);
+  double t_batch = m.overhead();  // line 14
+  for (const SlideCandidate& c : q) {  // lines 15-18
+    if ((b.planned_count() > 0 && t_batch >= limit) || b.seq_full() || b.budget_left() <= 0) break;
+    const RequestState& s = *c.s;
+    if (b.planned(s.request.id)) continue;
+    if (!s.in_prefill()) {  // a decode step is atomic: GETMAXCHUNK is its exec
+      const size_t before = b.planned_count();
+      if (c.running) run_with_preemption(b, {c.index}, victims);
+      else b.add(s, false, 1, false);
+      if (b.planned_count() > before && b.planned(s.request.id)) t_batch += c.exec;
+      continue;
+    }
+    Tokens k = max_chunk(m, s, limit - t_batch);
+    if (k == 0 && b.planned_count() == 0) k = std::max<Tokens>(max_chunk(m, s, p_.eta), 1);  // progress
+    if (k == 0) continue;
+    const Tokens got = b.add(s, c.running, k, true);
+    if (got > 0) t_batch += m.prefill_cost(got, s.computed);
+  }
+  ensure_progress(b);
+  return b.take();
+}
+
+}  // namespace slocore::proserve

@@ -1,0 +1,63 @@
+// ProServe SlideBatching (003_2674c12c132a39ef.txt, Alg. 1, section 4.2): a latency budget
+// t_budget = max(min_r remain_r, eta) (lines 6-7); requests whose remaining time is below
+// gamma * phi (load judgment, Eq. 8 phi_a / Eq. 9 phi_c / phi_p for P/D prefill) are URGENT
+// and go first by gain density w_r(i)/exec (line 13); NORMAL ones follow by remaining time.
+// The batch is filled until the estimated time (Eq. 7, with the online-corrected model of
+// the view) reaches the budget, prefills chunked by GETMAXCHUNK (lines 14-18).
+// Ablations of Fig. 15: order = "deadline" (all NORMAL), "density" (all URGENT);
+// latency_aware = false replaces the latency budget with a token budget.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "slocore/batch/plan_builder.h"
+#include "slocore/proserve/tdg.h"
+
+namespace slocore::proserve {
+
+enum class Phi { Aggressive, Conservative, Prefill };  // phi_a (Eq. 8), phi_c (Eq. 9), phi_p
+
+struct SlideParams {
+  Phi phi = Phi::Aggressive;     // the paper reports phi_a (section 4.4)
+  double gamma = 1.0;            // aggressiveness coefficient (line 9)
+  double eta = 0.05;             // lower bound of t_budget, s (line 7); keep it above t_c
+  TdgWeights weights{};          // w_p, w_d of Eq. 3
+  std::string order = "slide";   // slide | deadline | density (Fig. 15 ablations)
+  bool latency_aware = true;     // false: token budget instead of latency budget
+  Tokens token_budget = 512;     // used when !latency_aware
+  void validate() const;
+};
+
+// One candidate of Alg. 1 lines 2-5.
+struct SlideCandidate {
+  const RequestState* s = nullptr;
+  bool running = false;
+  size_t index = 0;     // into view.running or view.waiting
+  double exec = 0.0;    // T~_pd(r): the whole remaining prefill, or one decode (Eq. 5/6)
+  double remain = 0.0;  // deadline of its next token - now
+  double density = 0.0; // w_r(next) / exec
+  bool urgent = false;
+};
+
+// Alg. 1 lines 1-13: metrics, budget, urgency and the order (returned sorted).
+std::vector<SlideCandidate> slide_order(const InstanceView& v, Time now, const SlideParams& p, double* t_budget);
+
+// Largest prefill chunk of s whose estimated time fits `time_left` (GETMAXCHUNK), 0 if none.
+Tokens max_chunk(const LatencyModel& m, const RequestState& s, double time_left);
+
+class SlideBatchingScheduler : public BatchScheduler {
+ public:
+  explicit SlideBatchingScheduler(SlideParams p) : p_(std::move(p)) { p_.validate(); }
+  std::string name() const override { return "slide_batching"; }
+  ParamMap params() const override;
+  BatchPlan schedule(const InstanceView& v, Time now) override;
+  // Urgent / normal counts of the last call (Fig. 17 timelines).
+  size_t last_urgent() const { return urgent_; }
+  size_t last_normal() const { return normal_; }
+
+ private:
+  SlideParams p_;
+  size_t urgent_ = 0, normal_ = 0;
+};
+
+}  // namespace slocore::proserve

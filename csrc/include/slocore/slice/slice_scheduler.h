@@ -1,0 +1,54 @@
+// SLICE online scheduler (001_a2337bd0687bbcfa.txt, Alg. 4): on every arrival or departure
+// (the engine's task set changes) it re-runs TASKSELECTION (Alg. 2) over all tasks with the
+// utility adaptor applied (Alg. 4 line 17; "sjf" lowers the utility of tasks that already
+// generated many tokens, SJF-like preemption), rebuilds the decode mask and restarts the
+// column scan (Alg. 3). Each iteration decodes the tasks of the current column; selected
+// tasks that still need their prefill run it in the same iteration (DESIGN.md: a task is
+// prefilled before it joins the mask). Unselected tasks wait (running ones keep their KV
+// and are the first evicted on a KV shortage). l(b) comes from the engine's latency model
+// at the tasks' mean context: t_c + b * (a_d * ctx + b_d).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "slocore/batch/plan_builder.h"
+#include "slocore/slice/decode_mask.h"
+
+namespace slocore::slice {
+
+struct SliceParams {
+  double max_cycle = 1.0;        // s; a cycle must stay below it (Alg. 2 line 13)
+  bool spread = false;           // spread each row's ones evenly over the cycle
+  std::string adaptor = "none";  // none | sjf
+  double sjf_tokens = 64.0;      // sjf: U' = U / (1 + generated / sjf_tokens)
+  // Demote (x 1e-3, never drop) a real-time task that can no longer meet its end-to-end
+  // deadline even at its full rate: now + tokens left * TPOT > arrival + deadline.
+  bool demote_late = false;
+  void validate() const;
+};
+
+// The utility the selection uses for s (the pluggable adaptor of Alg. 4 line 17).
+double adapted_utility(const RequestState& s, const SliceParams& p, Time now);
+
+class SliceScheduler : public BatchScheduler {
+ public:
+  explicit SliceScheduler(SliceParams p) : p_(std::move(p)) { p_.validate(); }
+  std::string name() const override { return "slice"; }
+  ParamMap params() const override;
+  BatchPlan schedule(const InstanceView& v, Time now) override;
+
+  const std::vector<Id>& selected() const { return selected_; }
+  int64_t reschedules() const { return reschedules_; }
+
+ private:
+  void reschedule(const InstanceView& v, Time now);
+
+  SliceParams p_;
+  std::vector<Id> known_;     // sorted ids of the task set at the last selection
+  std::vector<Id> selected_;  // selection order
+  DecodeMask mask_;           // rows over selected_ positions
+  int col_ = 0;
+  int64_t reschedules_ = 0;
+};
+
+}  // namespace slocore::slice
