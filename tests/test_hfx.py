@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import slocore as s
 from slocore import _core
 from slocore.reference import hfx as ref
-from simkit import PyFcfs, config, profile, requests
+from simkit import config, requests
 from test_sim_invariants import check_conserved
 
 COEF = dict(t_c=0.024, a_p=1.6e-9, b_p=3.2e-9, c_p=1.2e-4, a_d=6e-8, b_d=2.4e-5)

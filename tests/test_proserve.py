@@ -1,6 +1,5 @@
 """ProServe: SlideBatching (Alg. 1) C++ == reference on random views, feasible plans, the
 urgent/normal partition by hand, GoRouting (Alg. 2) choices, and runs that finish."""
-import math
 
 import pytest
 from hypothesis import given, settings

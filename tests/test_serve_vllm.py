@@ -6,7 +6,6 @@ separate venv made by scripts/install_vllm_cpu.sh). Skipped with the reason othe
     SLOCORE_VLLM_PYTHON=/tmp/vllm-venv/bin/python python -m pytest -m vllm tests/test_serve_vllm.py
 """
 import asyncio
-import importlib.util
 import json
 import os
 import signal
@@ -21,24 +20,13 @@ import pytest
 pytestmark = pytest.mark.vllm
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 
-import slocore  # noqa: E402
+from slocore.integrations.vllm.pythonpath import slocore_only_path  # noqa: E402
+from vllmkit import vllm_python  # noqa: E402
 
 HERE = Path(__file__).parent
 
 
-def _vllm_python():
-    env = os.environ.get("SLOCORE_VLLM_PYTHON")
-    if env:
-        if not Path(env).exists():
-            return None, f"SLOCORE_VLLM_PYTHON={env} does not exist"
-        return env, None
-    if importlib.util.find_spec("vllm") is not None:
-        return sys.executable, None
-    return None, ("vLLM is not installed here: run scripts/install_vllm_cpu.sh and set "
-                  "SLOCORE_VLLM_PYTHON=/tmp/vllm-venv/bin/python (see docs/serving.md)")
-
-
-VLLM_PY, WHY = _vllm_python()
+VLLM_PY, WHY = vllm_python("docs/serving.md")
 if VLLM_PY is None:
     pytest.skip(WHY, allow_module_level=True)
 
@@ -47,10 +35,7 @@ if VLLM_PY is None:
 def vllm_env(tmp_path_factory):
     """Environment for vLLM subprocesses: slocore importable (this build) without the rest
     of this interpreter's site-packages."""
-    d = tmp_path_factory.mktemp("pypath")
-    pkg = Path(slocore.__file__).parent
-    (d / "slocore").symlink_to(pkg, target_is_directory=True)
-    env = dict(os.environ, PYTHONPATH=str(d), HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1",
+    env = dict(os.environ, PYTHONPATH=slocore_only_path(), HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1",
                VLLM_CPU_KVCACHE_SPACE="1", TOKENIZERS_PARALLELISM="false")
     ver = subprocess.run([VLLM_PY, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True,
                          text=True).stdout.strip()

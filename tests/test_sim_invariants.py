@@ -1,7 +1,6 @@
 """Simulator invariants: no request lost or duplicated, tokens add up, KV never over
 capacity (preemption instead), same seed -> identical run, hand-checked timings, P/D
 handoff, scaling and stall reporting."""
-import math
 
 import pytest
 

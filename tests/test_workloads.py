@@ -1,6 +1,5 @@
 """Workloads and traces: deterministic, HFX Table 1 statistics, arrival processes,
 validation naming the column and row, trace formats with malformed rows."""
-import math
 
 import numpy as np
 import pytest

@@ -10,6 +10,7 @@ from slocore._core import (
     BatchLatencyCurve,
     BatchPlan,
     BatchScheduler,
+    DecodeMask,
     FitResult,
     GlobalPolicy,
     HardwareProfile,
@@ -18,6 +19,7 @@ from slocore._core import (
     LatencyModel,
     MetricsOptions,
     Outcome,
+    PriorityMapper,
     Recorder,
     Request,
     RequestMetrics,
@@ -42,6 +44,7 @@ from slocore._core import (
     request_metrics,
     requests_from_columns,
     scaler_names,
+    select_slice_tasks,
     summarize,
 )
 

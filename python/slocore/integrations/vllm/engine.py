@@ -6,17 +6,16 @@ from a running instance (peer transfer via ``collective_rpc``) or from disk.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
+from slocore.integrations.vllm.pythonpath import child_env
 from slocore.scaling.launcher import EngineSpec, Instance, InstanceState, _free_port
 
 EXTENSION = "slocore.integrations.vllm.weight_sync.SlocoreWeightSync"
-_PYDIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def collective_rpc(url: str, method: str, args: Sequence = (), timeout: float = 300.0):
@@ -82,7 +81,7 @@ class VllmEngine:
     def spec(self, **kw) -> EngineSpec:
         env = {"VLLM_SERVER_DEV_MODE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
                "VLLM_CPU_KVCACHE_SPACE": "1",
-               "PYTHONPATH": _PYDIR + os.pathsep + os.environ.get("PYTHONPATH", ""), **self.env}
+               "PYTHONPATH": child_env()["PYTHONPATH"], **self.env}
         base = dict(command=self.command, env=env, load_weights=self.load_weights, cold_loads_weights=False,
                     switch_role=lambda inst, role: True,  # colocated vLLM: the router's role only
                     log_dir=self.log_dir)
