@@ -1,6 +1,8 @@
 // SIBYL GlobalPolicy entries (004_eab493ab577bb381.txt): the decode policy with its
 // ablations (Sec. 5.3, Fig. 8) as typed parameters.
 #include "families.h"
+#include "slocore/policy/registry.h"
+#include "slocore/sibyl/early_assign.h"
 #include "slocore/sibyl/policy.h"
 
 namespace slocore {
@@ -41,6 +43,18 @@ std::vector<RegistryEntry<GlobalPolicy>> sibyl_global_policies() {
        "SIBYL decode policy: least projected load at handoff (Alg. 1; params bucket, alpha, prob, type1/2/3, "
        "reqlevel, handoff=queue|prefill)",
        [](const ParamMap& p) { return make_sibyl("sibyl", p, {}); }},
+      {"early_assign",
+       "any push policy deciding at prefill start (the paper's RR/ILS baselines, Alg. 2 lines 15-18); "
+       "param policy=<name>",
+       [](const ParamMap& p) -> std::shared_ptr<GlobalPolicy> {
+         ParamReader rd("early_assign", p);
+         std::string inner = "least_outstanding";
+         rd.get("policy", inner);
+         rd.finish();
+         require(inner != "early_assign" && inner != "sibyl", "early_assign.policy",
+                 "must name a push policy, got '" + inner + "'");
+         return std::make_shared<sibyl::EarlyAssign>(make_global_policy(inner, {}));
+       }},
   };
 }
 
