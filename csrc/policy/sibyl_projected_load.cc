@@ -67,7 +67,6 @@ void ProjectedLoad::unobserve(const Tracked& k) {
   if (!k.active) return;
   tok_sum_ -= double(k.generated - k.g0);
   time_sum_ -= k.t_last - k.t0;
-  if (time_sum_ < 1e-9 || tok_sum_ < 0.5) tok_sum_ = time_sum_ = 0;  // no active rate left
 }
 
 void ProjectedLoad::forget(Id request) {
