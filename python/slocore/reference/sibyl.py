@@ -96,11 +96,11 @@ class ProjectedLoad:
         return (k.generated - k.g0) / dt if (k.active and dt > 1e-9 and k.generated > k.g0) else vs
 
     def terms(self, instance, now, tau):
-        vs = self.v_sys()
+        return self._terms([k for k in self.table.values() if k.instance == instance], now, tau, self.v_sys())
+
+    def _terms(self, tracked, now, tau, vs):
         t1 = t2 = t3 = 0.0
-        for k in self.table.values():
-            if k.instance != instance:
-                continue
+        for k in tracked:
             if k.active:  # Type 1, Eq. 6 (Alg. 1 lines 6-9)
                 if not self.types[0]:
                     continue
@@ -125,7 +125,13 @@ class ProjectedLoad:
         return sum(self.terms(instance, now, tau))
 
     def argmin(self, instances, now, tau):
-        """Alg. 1 line 20: index of the least projected load (ties: lowest index), and the loads."""
-        loads = [self.load(i, now, tau) for i in instances]
+        """Alg. 1 line 20: index of the least projected load (ties: lowest index), and the loads.
+        One pass over the table (O(|D| + N_total), Sec. 4.4), grouped by instance."""
+        per = {i: [] for i in instances}
+        for k in self.table.values():
+            if k.instance in per:
+                per[k.instance].append(k)
+        vs = self.v_sys()
+        loads = [sum(self._terms(per[i], now, tau, vs)) for i in instances]
         best = min(range(len(loads)), key=lambda i: (loads[i], i)) if loads else -1
         return best, loads
