@@ -48,6 +48,7 @@ void SurvivalEstimator::observe(Tokens final_len) {
   const int k = int(std::min<Tokens>(final_len / bucket_, nb_));  // buckets with L >= b*D
   add_prefix(k, (1.0 - alpha_) / decay_);                      // + (1 - alpha) * indicator
   ++n_;
+  dirty_ = true;
   if (decay_ < 1e-100) renormalise();
 }
 
@@ -59,8 +60,13 @@ double SurvivalEstimator::bucket_value(int b) const {
 
 double SurvivalEstimator::survival(double len) const {
   if (!(len >= double(bucket_))) return 1.0;  // also NaN -> 1
+  if (dirty_) {
+    cache_.resize(size_t(nb_) + 1);
+    for (int b = 0; b <= nb_; ++b) cache_[size_t(b)] = bucket_value(b);
+    dirty_ = false;
+  }
   const double b = std::floor(len / double(bucket_));
-  return bucket_value(b >= double(nb_) ? nb_ : int(b));
+  return cache_[b >= double(nb_) ? size_t(nb_) : size_t(b)];
 }
 
 double SurvivalEstimator::conditional(double l_from, double l_to) const {

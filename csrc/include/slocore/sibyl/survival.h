@@ -43,6 +43,10 @@ class SurvivalEstimator {
   double decay_ = 1.0;
   int64_t n_ = 0;
   std::vector<double> fen_;  // Fenwick tree over the difference array of T, 1-based
+  // S_0..S_B materialised for lookups (a decision reads S twice per tracked request);
+  // rebuilt in O(B) on the first lookup after an update.
+  mutable std::vector<double> cache_;
+  mutable bool dirty_ = true;
 };
 
 }  // namespace slocore::sibyl
