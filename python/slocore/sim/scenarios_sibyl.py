@@ -128,3 +128,15 @@ register(Scenario(
     variants=_combine_variants(),
     headline="(ours) the queue-aware handoff time should place at least as well as the paper's prefill-only one",
 ))
+
+register(Scenario(
+    name="sibyl_discrepancy",
+    description="4P16D Zeta (outputs /8), prefill saturated: seconds between assignment and handoff (Fig. 1)",
+    source=f"{PAPER} Fig. 1, Fig. 3(b), Sec. 2.3 (ILS herding), Fig. 8 (ablations)",
+    workload=_wl("sibyl_zeta", 94, 16, 8.0),
+    loads=(20.0, 25.0), load_unit="req/s",
+    cluster=cluster(4, 16, True),
+    variants={**BASE_VARIANTS, **{k: v for k, v in ABLATIONS.items() if k != "sibyl"},
+              "sibyl(paper tau)": dict(decode_policy=("sibyl", {"handoff": "prefill"}))},
+    headline="ILS at prefill start herds onto the seemingly idle instance; SIBYL's shadow terms prevent it",
+))
