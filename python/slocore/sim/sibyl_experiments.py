@@ -22,8 +22,8 @@ OUT = pathlib.Path(__file__).resolve().parents[3] / "docs" / "sibyl"
 PLAN = {
     "e2e": [("sibyl_e2e_random", (0.9, 1.1)), ("sibyl_e2e_sharegpt", (0.6, 0.75)), ("sibyl_e2e_zeta", (0.6, 0.75))],
     "scale": [("sibyl_scale_sharegpt_64", (16.0,)), ("sibyl_scale_zeta_64", (16.0,)),
-              ("sibyl_scale_sharegpt_128", (4.0,)), ("sibyl_scale_zeta_128", (4.0,)),
-              ("sibyl_scale_sharegpt_256", (8.0,)), ("sibyl_scale_zeta_256", (8.0,))],
+              ("sibyl_scale_sharegpt_128", (256.0,)), ("sibyl_scale_zeta_128", (256.0,)),
+              ("sibyl_scale_sharegpt_256", (512.0,)), ("sibyl_scale_zeta_256", (512.0,))],
     "ablation": [("sibyl_ablation", (16.0,))],
     "combine": [("sibyl_combine", (1.6, 2.0))],
     "discrepancy": [("sibyl_discrepancy", (20.0, 25.0))],
