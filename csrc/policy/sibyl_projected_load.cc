@@ -113,18 +113,17 @@ LoadTerms ProjectedLoad::terms(Id instance, Time now, Time tau) const {
   if (it == by_instance_.end()) return t;
   const double vs = v_sys();
   for (const Tracked& k : it->second) {
-    const double lin = opt_.reqlevel ? 0.0 : double(k.prompt_len);
-    const double unit = opt_.reqlevel ? 0.0 : 1.0;  // REQLEVEL: M = 1
+    const double lin = double(k.prompt_len);  // REQLEVEL replaces M by 1 below
     if (k.active) {
       if (!opt_.type1) continue;
       const double l_now = double(k.generated);  // Alg. 1 line 7
       const double l_tau = l_now + rate(k) * std::max(0.0, tau - now);
-      const double m = opt_.reqlevel ? 1.0 : lin + unit * l_tau;
+      const double m = opt_.reqlevel ? 1.0 : lin + l_tau;  // Alg. 1 line 8
       t.type1 += m * (opt_.prob ? est_.conditional(l_now, l_tau) : 1.0);  // Eq. 6
     } else if (k.tau <= tau) {
       if (!opt_.type2) continue;
       const double g = vs * (tau - k.tau);  // Alg. 1 line 12
-      const double m = opt_.reqlevel ? 1.0 : lin + g;
+      const double m = opt_.reqlevel ? 1.0 : lin + g;  // Alg. 1 line 14
       t.type2 += m * (opt_.prob ? est_.survival(g) : 1.0);  // Eq. 7
     } else {
       if (!opt_.type3) continue;
