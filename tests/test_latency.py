@@ -81,7 +81,10 @@ def test_sibyl_throughput_curve():
     tps = s.ThroughputCurve(-0.423, 44.766, -7.753)
     assert tps.total(16) == pytest.approx(ref.tps_total(-0.423, 44.766, -7.753, 16))
     assert tps.per_request(16) == pytest.approx(tps.total(16) / 16)
-    assert tps.total(200) == 1.0  # the fitted parabola's negative tail is floored
+    peak = ref.tps_total(-0.423, 44.766, -7.753, 44.766 / (2 * 0.423))
+    assert tps.total(200) == pytest.approx(peak)  # flat past the vertex (the paper's plateau)
+    assert tps.total(200) == pytest.approx(ref.tps_total(-0.423, 44.766, -7.753, 200))
+    assert s.ThroughputCurve(0.0, -1.0, 5.0).total(100) == 1.0  # a falling fit is still floored
     assert tps.total(0) == 0.0
 
 

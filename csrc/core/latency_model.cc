@@ -112,6 +112,10 @@ ThroughputCurve::ThroughputCurve(double a, double b, double c, double floor_tps)
 
 double ThroughputCurve::total(double n) const {
   if (n <= 0) return 0.0;
+  // Past the vertex of a concave fit the curve plateaus (SIBYL appendix I: throughput "scales
+  // linearly with batch size before plateauing due to memory bandwidth saturation"); the
+  // fitted quadratic's decline beyond its profiled range is not extrapolated.
+  if (a_ < 0) n = std::min(n, -b_ / (2 * a_));
   return std::max(a_ * n * n + b_ * n + c_, floor_);
 }
 

@@ -81,5 +81,10 @@ class BatchLatencyCurve:
 
 
 def tps_total(a: float, b: float, c: float, n: float, floor: float = 1.0) -> float:
-    """SIBYL appendix I: TPS(N) = aN^2 + bN + c, never below `floor`."""
-    return 0.0 if n <= 0 else max(a * n * n + b * n + c, floor)
+    """SIBYL appendix I: TPS(N) = aN^2 + bN + c, flat past the vertex of a concave fit
+    (the paper's "plateauing"), never below `floor`."""
+    if n <= 0:
+        return 0.0
+    if a < 0:
+        n = min(n, -b / (2 * a))
+    return max(a * n * n + b * n + c, floor)

@@ -85,8 +85,9 @@ class BatchLatencyCurve {
 };
 
 // SIBYL processor-sharing throughput: TPS(N) = a*N^2 + b*N + c tokens/s for N running
-// requests, each decoding at TPS(N)/N (appendix I, Alg. 3 lines 4-5). Clamped below at a
-// small positive floor so an instance never stalls on a fitted curve's negative tail.
+// requests, each decoding at TPS(N)/N (appendix I, Alg. 3 lines 4-5). A concave fit is held
+// flat past its vertex (the paper's "plateau"; the parabola's decline lies outside the profiled
+// range) and every curve is clamped below at a small positive floor so an instance never stalls.
 class ThroughputCurve {
  public:
   ThroughputCurve() = default;

@@ -1,0 +1,52 @@
+"""SIBYL decision latency (004_eab493ab577bb381.txt Table 5: 5.07 ms per decision in the
+paper's Python proxy): one Alg. 1 decision over 256 decode instances and 16,384 tracked
+requests (3/4 decoding, 1/4 in prefill), C++ vs the pure-Python reference in the same run."""
+import numpy as np
+import pytest
+
+from slocore import _core
+from slocore.reference import sibyl as ref
+
+N_INST, N_REQ = 256, 16_384
+GROUP = "sibyl decision 256 inst x 16k req"
+
+
+def populate(table):
+    rng = np.random.default_rng(0)
+    for L in rng.integers(1, 8192, 500):  # a trained estimator
+        table.est.observe(int(L)) if isinstance(table, ref.ProjectedLoad) else table.estimator.observe(int(L))
+    inst = rng.integers(0, N_INST, N_REQ)
+    prompt = rng.integers(1, 2048, N_REQ)
+    for i in range(N_REQ):
+        table.assign(i, int(inst[i]), int(prompt[i]), float(rng.uniform(0, 20)))
+        if i % 4:  # active: two decode tokens give it a rate
+            g = int(rng.integers(1, 6000))
+            table.token(i, 1, 0.0)
+            table.token(i, g, g / 25.0)
+    return table
+
+
+TABLES = {}
+
+
+@pytest.mark.benchmark(group=GROUP)
+@pytest.mark.parametrize("impl", ["cpp", "python"])
+def test_sibyl_decision(benchmark, record_ratio, impl):
+    if impl not in TABLES:
+        TABLES[impl] = populate(_core.SibylProjectedLoad() if impl == "cpp" else ref.ProjectedLoad())
+    t = TABLES[impl]
+    insts = list(range(N_INST))
+    if impl == "cpp":
+        i, loads = benchmark(t.argmin, insts, 10.0, 10.5)
+    else:
+        i, loads = benchmark.pedantic(t.argmin, args=(insts, 10.0, 10.5), rounds=5, iterations=1)
+    assert 0 <= i < N_INST and len(loads) == N_INST
+    record_ratio(GROUP, impl)
+
+
+def test_same_decision():
+    c = TABLES.get("cpp") or populate(_core.SibylProjectedLoad())
+    p = TABLES.get("python") or populate(ref.ProjectedLoad())
+    ci, cl = c.argmin(list(range(N_INST)), 10.0, 10.5)
+    pi, pl = p.argmin(list(range(N_INST)), 10.0, 10.5)
+    assert ci == pi and np.allclose(cl, pl, rtol=1e-9)

@@ -1,0 +1,49 @@
+// SIBYL decode-instance policy (004_eab493ab577bb381.txt Alg. 1): early assignment at
+// prefill start to the decode instance with the least projected load at the handoff time.
+// tau is `expected_handoff` from the caller (the prefill instance's queue wait plus the
+// prefill, DESIGN.md) when handoff = "queue", or now + the request's own prefill estimate
+// (Alg. 1 line 2, the paper's version) when handoff = "prefill". Requests submitted after
+// their prefill (a target drained meanwhile) are placed with tau = now.
+#pragma once
+#include <deque>
+#include <string>
+#include <utility>
+
+#include "slocore/policy/global_policy.h"
+#include "slocore/sibyl/projected_load.h"
+
+namespace slocore::sibyl {
+
+class SibylPolicy : public GlobalPolicy {
+ public:
+  enum class Handoff { Queue, Prefill };
+  SibylPolicy(const Options& o, Handoff h) : core_(o), handoff_(h) {}
+
+  std::string name() const override { return "sibyl"; }
+  ParamMap params() const override;
+  void submit(const Request& r, Time now, Time expected_handoff) override;
+  std::vector<Assignment> poll(Time now, const std::vector<InstanceView>& views) override;
+  Time next_wakeup() const override { return queue_.empty() ? kNever : 0.0; }
+  bool early_assignment() const override { return true; }
+  size_t pending() const override { return queue_.size(); }
+
+  void on_prefill_done(Id request, Id instance, Time now) override;
+  void on_token(Id request, Id instance, Tokens generated, Time now) override;
+  void on_finished(Id request, Id instance, Time now) override;
+  void on_instance_removed(Id instance, Time now) override { core_.drop_instance(instance); }
+
+  const ProjectedLoad& core() const { return core_; }
+
+ private:
+  struct Item {
+    Request r;
+    Time submitted;
+    Time tau;  // NaN: estimate from the views' model at poll
+  };
+  ProjectedLoad core_;
+  Handoff handoff_;
+  std::deque<Item> queue_;
+  std::vector<Id> ids_;  // scratch
+};
+
+}  // namespace slocore::sibyl

@@ -1,0 +1,52 @@
+// SIBYL online survival estimator (004_eab493ab577bb381.txt Sec. 4.2, Eq. 3-4).
+// S(l) = P(L > l) is kept at bucket boundaries l in {D, 2D, ..., B*D}; S(l) for l between
+// boundaries is the value at the boundary at or below l (step function), S(l < D) = S(0) = 1.
+// Each completion with final length L updates EVERY bucket (Eq. 4):
+//   S_b <- alpha * S_b + (1 - alpha) * [L >= b*D]
+// (DESIGN.md: otherwise the estimate never falls.) Stored as S_b = decay * T_b: the global
+// factor takes the alpha part in O(1) and a Fenwick range-add of (1-alpha)/decay over the
+// prefix b <= L/D takes the indicator part, so an update and a lookup are O(log B).
+// `decay` is renormalised (an O(B) rebuild) before it underflows; amortised O(1).
+// Before any completion the estimator returns 1 everywhere.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "slocore/core/types.h"
+
+namespace slocore::sibyl {
+
+class SurvivalEstimator {
+ public:
+  explicit SurvivalEstimator(Tokens bucket = 64, double alpha = 0.99, Tokens max_len = 32768);
+
+  void observe(Tokens final_len);          // Eq. 4, one completion
+  double survival(double len) const;       // S^(len), in [0, 1]
+  // Eq. 3: P(L > l_to | L > l_from) = S(l_to) / max(S(l_from), 1e-9), capped at 1.
+  double conditional(double l_from, double l_to) const;
+  double bucket_value(int b) const;        // S_b, b in [0, buckets]; b = 0 is S(0) = 1
+  std::vector<double> values() const;      // S_0..S_B
+
+  Tokens bucket() const { return bucket_; }
+  double alpha() const { return alpha_; }
+  int buckets() const { return nb_; }
+  int64_t observations() const { return n_; }
+
+ private:
+  void add_prefix(int k, double v);  // T_b += v for b in [1, k]
+  double point(int b) const;         // T_b
+  void renormalise();
+
+  Tokens bucket_;
+  double alpha_;
+  int nb_;
+  double decay_ = 1.0;
+  int64_t n_ = 0;
+  std::vector<double> fen_;  // Fenwick tree over the difference array of T, 1-based
+  // S_0..S_B materialised for lookups (a decision reads S twice per tracked request);
+  // rebuilt in O(B) on the first lookup after an update.
+  mutable std::vector<double> cache_;
+  mutable bool dirty_ = true;
+};
+
+}  // namespace slocore::sibyl

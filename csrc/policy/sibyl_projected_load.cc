@@ -1,0 +1,149 @@
+#include "slocore/sibyl/projected_load.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "slocore/core/errors.h"
+
+namespace slocore::sibyl {
+
+void Options::validate() const {
+  require_positive(v_sys_init, "v_sys_init");
+  require_finite(v_sys_init, "v_sys_init");
+  require(type1 || type2 || type3, "type1/type2/type3", "at least one load type must stay on");
+}
+
+ProjectedLoad::ProjectedLoad(const Options& o) : opt_(o), est_(o.bucket, o.alpha, o.max_len) { opt_.validate(); }
+
+std::vector<Tracked>& ProjectedLoad::list(Id instance) { return by_instance_[instance]; }
+
+Tracked& ProjectedLoad::get(Id request) {
+  auto it = where_.find(request);
+  if (it == where_.end()) throw UnknownId("request: sibyl does not track id " + std::to_string(request));
+  return by_instance_.at(it->second.first)[it->second.second];
+}
+
+Id ProjectedLoad::instance_of(Id request) const {
+  auto it = where_.find(request);
+  if (it == where_.end()) throw UnknownId("request: sibyl does not track id " + std::to_string(request));
+  return it->second.first;
+}
+
+void ProjectedLoad::assign(Id request, Id instance, Tokens prompt_len, Time tau) {
+  require(prompt_len >= 0, "prompt_len", "must be >= 0");
+  require_finite(tau, "tau");
+  require(!tracks(request), "request", "id " + std::to_string(request) + " already tracked");
+  auto& v = list(instance);
+  Tracked k;
+  k.id = request;
+  k.prompt_len = prompt_len;
+  k.tau = tau;
+  where_[request] = {instance, v.size()};
+  v.push_back(k);
+}
+
+void ProjectedLoad::set_handoff(Id request, Time tau) {
+  require_finite(tau, "tau");
+  Tracked& k = get(request);
+  if (!k.active) k.tau = tau;
+}
+
+void ProjectedLoad::token(Id request, Tokens generated, Time now) {
+  require_finite(now, "now");
+  require(generated >= 0, "generated", "must be >= 0");
+  Tracked& k = get(request);
+  if (!k.active) {  // first decode token: Type 2/3 -> Type 1
+    k.active = true;
+    k.g0 = k.generated = generated;
+    k.t0 = k.t_last = now;
+    return;
+  }
+  if (now > k.t_last) time_sum_ += now - k.t_last, k.t_last = now;
+  if (generated > k.generated) tok_sum_ += double(generated - k.generated), k.generated = generated;
+}
+
+void ProjectedLoad::unobserve(const Tracked& k) {
+  if (!k.active) return;
+  tok_sum_ -= double(k.generated - k.g0);
+  time_sum_ -= k.t_last - k.t0;
+}
+
+void ProjectedLoad::forget(Id request) {
+  auto it = where_.find(request);
+  if (it == where_.end()) throw UnknownId("request: sibyl does not track id " + std::to_string(request));
+  auto& v = by_instance_.at(it->second.first);
+  const size_t slot = it->second.second;
+  unobserve(v[slot]);
+  if (slot + 1 != v.size()) {  // swap-remove, fix the moved entry's slot
+    v[slot] = v.back();
+    where_[v[slot].id].second = slot;
+  }
+  v.pop_back();
+  where_.erase(request);
+}
+
+Tokens ProjectedLoad::finish(Id request) {
+  const Tracked& k = get(request);
+  const Tokens len = std::max<Tokens>(k.generated, 1);
+  forget(request);
+  est_.observe(len);
+  return len;
+}
+
+void ProjectedLoad::drop_instance(Id instance) {
+  auto it = by_instance_.find(instance);
+  if (it == by_instance_.end()) return;
+  std::vector<Id> ids;
+  for (const Tracked& k : it->second) ids.push_back(k.id);
+  for (Id id : ids) forget(id);
+  by_instance_.erase(instance);
+}
+
+double ProjectedLoad::v_sys() const { return time_sum_ > 1e-9 ? tok_sum_ / time_sum_ : opt_.v_sys_init; }
+
+double ProjectedLoad::rate(const Tracked& k) const {
+  const double dt = k.t_last - k.t0;
+  return (k.active && dt > 1e-9 && k.generated > k.g0) ? double(k.generated - k.g0) / dt : v_sys();
+}
+
+LoadTerms ProjectedLoad::terms(Id instance, Time now, Time tau) const {
+  LoadTerms t;
+  auto it = by_instance_.find(instance);
+  if (it == by_instance_.end()) return t;
+  const double vs = v_sys();
+  for (const Tracked& k : it->second) {
+    const double lin = double(k.prompt_len);  // REQLEVEL replaces M by 1 below
+    if (k.active) {
+      if (!opt_.type1) continue;
+      const double l_now = double(k.generated);  // Alg. 1 line 7
+      const double l_tau = l_now + rate(k) * std::max(0.0, tau - now);
+      const double m = opt_.reqlevel ? 1.0 : lin + l_tau;  // Alg. 1 line 8
+      t.type1 += m * (opt_.prob ? est_.conditional(l_now, l_tau) : 1.0);  // Eq. 6
+    } else if (k.tau <= tau) {
+      if (!opt_.type2) continue;
+      const double g = vs * (tau - k.tau);  // Alg. 1 line 12
+      const double m = opt_.reqlevel ? 1.0 : lin + g;  // Alg. 1 line 14
+      t.type2 += m * (opt_.prob ? est_.survival(g) : 1.0);  // Eq. 7
+    } else {
+      if (!opt_.type3) continue;
+      const double pen = std::max(0.0, double(k.prompt_len) - vs * (k.tau - tau));  // Eq. 8
+      t.type3 += opt_.reqlevel ? (pen > 0 ? 1.0 : 0.0) : pen;
+    }
+  }
+  return t;
+}
+
+int ProjectedLoad::argmin(const std::vector<Id>& instances, Time now, Time tau, std::vector<double>* loads) const {
+  int best = -1;
+  double best_l = std::numeric_limits<double>::infinity();
+  if (loads) loads->assign(instances.size(), 0.0);
+  for (size_t i = 0; i < instances.size(); ++i) {
+    const double l = load(instances[i], now, tau);
+    if (loads) (*loads)[i] = l;
+    if (l < best_l) best = int(i), best_l = l;  // Alg. 1 line 20
+  }
+  return best;
+}
+
+}  // namespace slocore::sibyl
