@@ -6,8 +6,6 @@ import os
 import signal
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
-
 from slocore.scaling.transfer import TLManager  # noqa: E402
 from slocore.scaling.weights import WeightManager  # noqa: E402
 

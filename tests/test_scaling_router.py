@@ -2,13 +2,11 @@
 scaled-out engine (slocore engine, a subprocess) becomes a router backend only once healthy,
 takes traffic, and leaves the router before it is stopped."""
 import json
-import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -18,9 +16,9 @@ pytest.importorskip("prometheus_client", reason="the serve extra (prometheus-cli
 
 from slocore.scaling.launcher import CommandTemplate, EngineSpec, InstanceState, LocalLauncher, http_get  # noqa: E402
 from slocore.scaling.router_link import RouterAdminRegistry  # noqa: E402
+from slocore.childenv import child_env  # noqa: E402
 
-PYDIR = str(Path(__file__).resolve().parent.parent / "python")
-ENV = dict(os.environ, PYTHONPATH=PYDIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+ENV = child_env()
 
 
 def free_port():

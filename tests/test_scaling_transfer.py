@@ -12,6 +12,7 @@ pytest.importorskip("safetensors", reason="the scaling tests need safetensors (p
 if not torch.distributed.is_available():
     pytest.skip("torch.distributed is not available in this torch build", allow_module_level=True)
 
+from slocore.childenv import child_env  # noqa: E402
 from slocore.scaling import disk  # noqa: E402
 from slocore.scaling.transfer import TLManager, TransferError, free_port  # noqa: E402
 from slocore.scaling.weights import (WeightManager, checksum, manifest_mismatch,  # noqa: E402
@@ -43,7 +44,7 @@ def ckpt(tmp_path):
 
 def start_source(ckpt, port, *extra):
     return subprocess.Popen([sys.executable, os.path.join(HERE, "scaling_source.py"), "--checkpoint", ckpt,
-                             "--port", str(port), *extra], stderr=subprocess.PIPE)
+                             "--port", str(port), *extra], stderr=subprocess.PIPE, env=child_env())
 
 
 def test_weight_manager_manifest_and_checksums(ckpt):

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 from slocore.integrations.vllm.engine import VllmEngine, collective_rpc  # noqa: E402
 from slocore.scaling.launcher import LocalLauncher  # noqa: E402
-from slocore.integrations.vllm.pythonpath import child_env  # noqa: E402
+from slocore.childenv import child_env  # noqa: E402
 from vllmkit import vllm_python  # noqa: E402
 
 

@@ -1,21 +1,18 @@
 """`slocore engine` and `slocore bench serve` as a user runs them (subprocesses)."""
 import json
-import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 
-import slocore  # noqa: E402
+from slocore.childenv import child_env  # noqa: E402
 
-ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(Path(slocore.__file__).parents[1]),
-                                                               os.environ.get("PYTHONPATH")])))
+ENV = child_env()
 
 
 def free_port():

@@ -20,7 +20,7 @@ import pytest
 pytestmark = pytest.mark.vllm
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 
-from slocore.integrations.vllm.pythonpath import slocore_only_path  # noqa: E402
+from slocore.childenv import slocore_only_path  # noqa: E402
 from vllmkit import vllm_python  # noqa: E402
 
 HERE = Path(__file__).parent

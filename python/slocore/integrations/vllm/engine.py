@@ -12,7 +12,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from slocore.integrations.vllm.pythonpath import child_env
+from slocore.childenv import child_env
 from slocore.scaling.launcher import EngineSpec, Instance, InstanceState, _free_port
 
 EXTENSION = "slocore.integrations.vllm.weight_sync.SlocoreWeightSync"

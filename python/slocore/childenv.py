@@ -1,7 +1,8 @@
-"""vLLM usually lives in its own venv (scripts/install_vllm_cpu.sh). Its processes need this
-slocore build importable, and nothing else from this interpreter's site-packages (numpy or
-torch of another version would shadow the venv's). ``slocore_only_path()`` is a folder that
-holds just a ``slocore`` link to the imported package: put it on the child's PYTHONPATH.
+"""Child processes (engines, launchers' instances, vLLM in its own venv) must import this
+very slocore build, wherever it is: an in-tree dev build or an installed wheel. They must
+not see anything else from this interpreter's site-packages, since a vLLM venv's numpy or
+torch would be shadowed. ``slocore_only_path()`` is a folder that holds just a ``slocore``
+link to the imported package; put it first on the child's PYTHONPATH.
 """
 from __future__ import annotations
 
