@@ -114,8 +114,8 @@ def _combine_variants() -> dict:
     from the prefill queue (DESIGN.md) or from the prefill alone (the paper's Alg. 1 line 2)."""
     names = set(_core.global_policy_names())
     prefill = {"lo": "least_outstanding", "rr": "round_robin"}
-    if "hfx" in names:
-        prefill["hfx_prefill"] = "hfx"
+    if "hfx_prefill" in names:
+        prefill["hfx"] = "hfx_prefill"
     if "goroute" in names:
         prefill["goroute"] = ("goroute", {"mode": "pd"})
     out = {}
