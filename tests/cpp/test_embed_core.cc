@@ -12,16 +12,10 @@
 #include "slocore/policy/registry.h"
 #include "slocore/sim/simulator.h"
 
+#include "check.h"
+
 using namespace slocore;
 
-static int failures = 0;
-#define CHECK(cond)                                                  \
-  do {                                                               \
-    if (!(cond)) {                                                   \
-      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                    \
-    }                                                                \
-  } while (0)
 
 // Decode-first FCFS with whole prefills, enough to drive the simulator.
 struct Fcfs : BatchScheduler {
@@ -99,6 +93,5 @@ int main() {
   sim::SimResult again = sim::simulate(reqs, cfg);
   CHECK(again.recorder.records().back().token_times == res.recorder.records().back().token_times);
 
-  if (failures == 0) std::printf("test_embed_core: all checks passed\n");
-  return failures == 0 ? 0 : 1;
+  return check_summary("test_embed_core");
 }

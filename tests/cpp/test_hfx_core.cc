@@ -17,16 +17,10 @@
 #include "slocore/scale/registry.h"
 #include "slocore/sim/simulator.h"
 
+#include "check.h"
+
 using namespace slocore;
 
-static int failures = 0;
-#define CHECK(cond)                                                                 \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                                   \
-    }                                                                               \
-  } while (0)
 
 static bool near(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
 
@@ -148,6 +142,5 @@ int main() {
   sim::SimResult r2 = sim::simulate(reqs, pd);
   CHECK(summarize(r2.recorder).finished == 300 && r2.stats.stalled == 0);
 
-  if (failures == 0) std::printf("test_hfx_core: all checks passed\n");
-  return failures == 0 ? 0 : 1;
+  return check_summary("test_hfx_core");
 }

@@ -8,17 +8,11 @@
 #include "slocore/core/errors.h"
 #include "slocore/sibyl/projected_load.h"
 
+#include "check.h"
+
 using namespace slocore;
 using namespace slocore::sibyl;
 
-static int failures = 0;
-#define CHECK(cond)                                                                  \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                                    \
-    }                                                                                \
-  } while (0)
 
 int main() {
   SurvivalEstimator est(64, 0.99, 8192);
@@ -52,6 +46,5 @@ int main() {
     threw = true;
   }
   CHECK(threw);
-  if (failures == 0) std::printf("test_sibyl_core: ok\n");
-  return failures == 0 ? 0 : 1;
+  return check_summary("test_sibyl_core");
 }

@@ -8,16 +8,10 @@
 #include "slocore/proserve/slide_batching.h"
 #include "slocore/slice/decode_mask.h"
 
+#include "check.h"
+
 using namespace slocore;
 
-static int failures = 0;
-#define CHECK(cond)                                                                   \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
-      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                                     \
-    }                                                                                 \
-  } while (0)
 
 int main() {
   // Fig. 4: rates 6/4/2/1 -> 4 x 6 front-loaded mask; column 2 holds the two fastest tasks.
@@ -54,6 +48,5 @@ int main() {
   g->submit(c.request, 0.0);
   auto out = g->poll(0.0, views);
   CHECK(out.size() == 2 && out[0].instance != out[1].instance);
-  if (failures == 0) std::printf("test_slice_proserve: ok\n");
-  return failures == 0 ? 0 : 1;
+  return check_summary("test_slice_proserve");
 }
