@@ -16,7 +16,6 @@
 
 using namespace slocore;
 
-
 // Decode-first FCFS with whole prefills, enough to drive the simulator.
 struct Fcfs : BatchScheduler {
   std::string name() const override { return "test_fcfs"; }

@@ -21,7 +21,6 @@
 
 using namespace slocore;
 
-
 static bool near(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
 
 int main() {

@@ -13,7 +13,6 @@
 using namespace slocore;
 using namespace slocore::sibyl;
 
-
 int main() {
   SurvivalEstimator est(64, 0.99, 8192);
   std::vector<double> naive(size_t(est.buckets()) + 1, 1.0);

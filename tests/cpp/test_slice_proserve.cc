@@ -12,7 +12,6 @@
 
 using namespace slocore;
 
-
 int main() {
   // Fig. 4: rates 6/4/2/1 -> 4 x 6 front-loaded mask; column 2 holds the two fastest tasks.
   slice::DecodeMask m({6, 4, 2, 1}, false);
