@@ -349,7 +349,7 @@ def test_client_disconnect_mid_stream_frees_the_request():
     run(go())
 
 
-@pytest.mark.skipif(__import__("slocore.serve.router").serve.router.priority_mapper_class() is None,
+@pytest.mark.skipif(__import__("slocore.serve.dispatch").serve.dispatch.priority_mapper_class() is None,
                     reason="this build has no PriorityMapper (HFX)")
 def test_priority_to_slo_mapper():
     async def go():
