@@ -1,4 +1,4 @@
-// Bindings for csrc/core: Request, InstanceView, latency models, recorder, metrics, fit.
+// Bindings for csrc/slocore/core: Request, InstanceView, latency models, recorder, metrics, fit.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 

@@ -1,4 +1,4 @@
-// Bindings for csrc/sim: the simulator config, run (GIL released), and result.
+// Bindings for csrc/slocore/sim: the simulator config, run (GIL released), and result.
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
@@ -125,5 +125,5 @@ void init_sim(py::module_& m) {
         py::gil_scoped_release release;  // Python policies re-acquire it per call
         return simulate(requests, cfg);
       },
-      py::arg("requests"), py::arg("config"), "Run the discrete-event simulation (see csrc/sim/simulator.h).");
+      py::arg("requests"), py::arg("config"), "Run the discrete-event simulation (see csrc/slocore/sim/simulator.h).");
 }

@@ -1076,7 +1076,7 @@ def select_slice_tasks(tpots: collections.abc.Sequence[typing.SupportsFloat | ty
     """
 def simulate(requests: collections.abc.Sequence[Request], config: SimConfig) -> SimResult:
     """
-    Run the discrete-event simulation (see csrc/sim/simulator.h).
+    Run the discrete-event simulation (see csrc/slocore/sim/simulator.h).
     """
 def slice_period_eq7(rates_desc: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], latency: BatchLatencyCurve) -> float:
     """

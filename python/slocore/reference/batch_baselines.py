@@ -1,4 +1,4 @@
-"""Reference for csrc/include/slocore/batch/{plan_builder,baselines,fair_baselines}.h (sarathi_fcfs,
+"""Reference for csrc/slocore/batch/plan_builder.h and csrc/slocore/baselines/{schedulers,fair_schedulers}.h (sarathi_fcfs,
 edf, weighted_vtc, mlfq).
 
 A view here is the C++ InstanceView (read-only), so the reference and the C++ see the same

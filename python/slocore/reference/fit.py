@@ -1,4 +1,4 @@
-"""Reference for csrc/include/slocore/core/fit.h: least squares on relative error
+"""Reference for csrc/slocore/core/fit.h: least squares on relative error
 (HFX appendix A) by the normal equations of the row-scaled problem, in plain Python."""
 from __future__ import annotations
 

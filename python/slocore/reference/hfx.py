@@ -1,4 +1,4 @@
-"""Pure-Python reference for the HFX hot paths (csrc/include/slocore/hfx/): the Alg. 1
+"""Pure-Python reference for the HFX hot paths (csrc/slocore/hfx/): the Alg. 1
 dispatcher in its three stages (colocated, P-stage dispatcher, D-stage migrator), the Eq. 5
 token budget, calculate_p, the maturity update, and the Alg. 2 / Eq. 6 priority mapper.
 Test oracle and the baseline the benchmark measures the C++ against. Same decisions, same

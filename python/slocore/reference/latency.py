@@ -1,4 +1,4 @@
-"""Reference for csrc/include/slocore/core/latency_model.h.
+"""Reference for csrc/slocore/core/latency_model.h.
 
 ProServe (003) Eq. 4-7 per-request batch latency with momentum correction; HFX (000)
 Eq. 1-2 as the same coefficients; SLICE l(b) curve; SIBYL TPS(N).

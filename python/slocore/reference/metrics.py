@@ -1,4 +1,4 @@
-"""Reference for csrc/include/slocore/core/metrics.h: the one definition of each metric.
+"""Reference for csrc/slocore/core/metrics.h: the one definition of each metric.
 
 A record is (request, token_times, outcome) with request a dict holding arrival, ttft,
 tpot, deadline (None or seconds), priority, priority_weight, task, output_len (or None)

@@ -1,4 +1,4 @@
-"""Reference for csrc/include/slocore/proserve/{tdg,slide_batching,goroute}.h.
+"""Reference for csrc/slocore/proserve/{tdg,slide_batching,goroute}.h.
 
 ProServe (003_2674c12c132a39ef.txt): TDG token deadlines and weights (Eq. 3), SlideBatching
 (Alg. 1 with phi_a Eq. 8, phi_c Eq. 9, phi_p) and GoRouting's instance choice (Alg. 2).

@@ -1,4 +1,4 @@
-"""Reference for csrc/include/slocore/slice/{decode_mask,slice_scheduler}.h.
+"""Reference for csrc/slocore/slice/{decode_mask,slice_scheduler}.h.
 
 SLICE (001_a2337bd0687bbcfa.txt): rate v_i = ceil(1/TPOT_i), utility rate (Eq. 6), the
 decode mask (Alg. 3, front-loaded or spread), the cycle estimate (Eq. 7) and greedy task

@@ -1,4 +1,4 @@
-"""Launchers: apply the scaler's decisions (csrc/include/slocore/scale/scaler.h,
+"""Launchers: apply the scaler's decisions (csrc/slocore/scale/scaler.h,
 ``ScaleDecision``) to real engine processes.
 
 - ``LocalLauncher`` starts engines as subprocesses on this machine; ``RayLauncher``

@@ -1,4 +1,4 @@
-#include "slocore/batch/fair_baselines.h"
+#include "slocore/baselines/fair_schedulers.h"
 
 #include <algorithm>
 #include <cmath>

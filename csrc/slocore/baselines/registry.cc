@@ -1,12 +1,41 @@
-// The registry table: baselines here, each paper's entries in its own *_registry.cc (families.h).
-#include "slocore/batch/registry.h"
-
-#include "slocore/batch/baselines.h"
-#include "slocore/batch/fair_baselines.h"
-#include "slocore/core/registry_table.h"
-#include "families.h"
+// Baseline entries of the three registries: simple routers, engine schedulers (docs/baselines.md).
+#include "slocore/core/families.h"
+#include "slocore/baselines/schedulers.h"
+#include "slocore/baselines/fair_schedulers.h"
+#include "slocore/baselines/routers.h"
 
 namespace slocore {
+
+std::vector<RegistryEntry<GlobalPolicy>> baseline_global_policies() {
+  return {
+      {"round_robin", "next instance in id order (RR baseline of HFX, SIBYL)",
+       [](const ParamMap& p) {
+         ParamReader("round_robin", p).finish();
+         return std::make_shared<RoundRobinPolicy>();
+       }},
+      {"random", "uniform random instance, seeded",
+       [](const ParamMap& p) {
+         ParamReader rd("random", p);
+         double seed = 0;
+         rd.get("seed", seed);
+         rd.finish();
+         return std::make_shared<RandomPolicy>(uint64_t(seed));
+       }},
+      {"least_outstanding", "fewest running+waiting requests (SIBYL ILS, ProServe Min-Load)",
+       [](const ParamMap& p) {
+         ParamReader("least_outstanding", p).finish();
+         return std::make_shared<LeastOutstandingPolicy>();
+       }},
+      {"least_tokens", "least outstanding prefill+decode tokens",
+       [](const ParamMap& p) {
+         ParamReader rd("least_tokens", p);
+         double d = 128;
+         rd.get("default_output", d);
+         rd.finish();
+         return std::make_shared<LeastTokensPolicy>(d);
+       }},
+  };
+}
 
 namespace {
 
@@ -21,6 +50,8 @@ FcfsParams budget_params(const char* name, const ParamMap& p) {
   fp.token_budget = Tokens(budget);
   return fp;
 }
+
+}  // namespace
 
 std::vector<RegistryEntry<BatchScheduler>> baseline_batch_schedulers() {
   return {
@@ -78,18 +109,9 @@ std::vector<RegistryEntry<BatchScheduler>> baseline_batch_schedulers() {
   };
 }
 
-// Baselines first, then each paper's family (registered in its own file, see families.h).
-const std::vector<RegistryEntry<BatchScheduler>>& table() {
-  static const auto t = joined<BatchScheduler>({baseline_batch_schedulers(), hfx_batch_schedulers(), proserve_batch_schedulers(), slice_batch_schedulers(), sibyl_batch_schedulers()});
-  return t;
+std::vector<RegistryEntry<Scaler>> baseline_scalers() {
+  return {
+  };
 }
-
-}  // namespace
-
-std::shared_ptr<BatchScheduler> make_batch_scheduler(const std::string& name, const ParamMap& params) {
-  return make_from(table(), "batch scheduler", name, params);
-}
-
-std::vector<std::string> batch_scheduler_names() { return names_of(table()); }
 
 }  // namespace slocore

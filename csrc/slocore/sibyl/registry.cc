@@ -1,6 +1,6 @@
 // SIBYL GlobalPolicy entries (004_eab493ab577bb381.txt): the decode policy with its
 // ablations (Sec. 5.3, Fig. 8) as typed parameters.
-#include "families.h"
+#include "slocore/core/families.h"
 #include "slocore/policy/registry.h"
 #include "slocore/sibyl/early_assign.h"
 #include "slocore/sibyl/policy.h"

@@ -1,8 +1,10 @@
 // HFX GlobalPolicy entries: the Alg. 1 dispatcher (colocated), its P-stage and D-stage
 // instances (Sec. 3.3.1 of 002_408d77c14f04127d.txt), HFX-PM and the SCORPIO-style baseline.
-#include "families.h"
+// HFX Scaler entries: the Alg. 3 threshold scaler with the three indicators of Sec. 3.3.3.
+#include "slocore/core/families.h"
 #include "slocore/hfx/dispatcher.h"
 #include "slocore/hfx/pm_dispatcher.h"
+#include "slocore/hfx/scaler.h"
 #include "slocore/hfx/scorpio.h"
 
 namespace slocore {
@@ -52,6 +54,37 @@ std::vector<RegistryEntry<GlobalPolicy>> hfx_global_policies() {
        [](const ParamMap& p) {
          ParamReader("scorpio", p).finish();
          return std::make_shared<hfx::ScorpioPolicy>();
+       }},
+  };
+}
+
+}  // namespace slocore
+
+namespace slocore {
+
+std::vector<RegistryEntry<Scaler>> hfx_scalers() {
+  return {
+      {"hfx", "HFX Alg. 3 scaler: rate ratio over 10 s, SLO-normalised wait, KV load; P/D role switching",
+       [](const ParamMap& params) {
+         ParamReader rd("hfx", params);
+         hfx::ScalerParams p;
+         rd.get("interval", p.interval);
+         rd.get("window", p.window);
+         rd.get("min_samples", p.min_samples);
+         rd.get("lag_alpha", p.lag_alpha);
+         rd.get("warmup", p.warmup);
+         rd.get("out_rate", p.out_rate);
+         rd.get("in_rate", p.in_rate);
+         rd.get("out_wait", p.out_wait);
+         rd.get("kv_high", p.kv_high);
+         rd.get("in_patience", p.in_patience);
+         rd.get("out_patience", p.out_patience);
+         rd.get("rate_wait", p.rate_wait);
+         rd.get("cooldown", p.cooldown);
+         rd.get("role_switch", p.role_switch);
+         rd.get("forget_s", p.forget_s);
+         rd.finish();
+         return std::make_shared<hfx::HfxScaler>(p);
        }},
   };
 }

@@ -1,5 +1,5 @@
 // SLICE BatchScheduler entries: slice (Alg. 2-4 of 001_a2337bd0687bbcfa.txt).
-#include "families.h"
+#include "slocore/core/families.h"
 #include "slocore/slice/slice_scheduler.h"
 
 namespace slocore {

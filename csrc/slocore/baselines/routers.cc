@@ -1,4 +1,4 @@
-#include "slocore/policy/baselines.h"
+#include "slocore/baselines/routers.h"
 
 #include <limits>
 

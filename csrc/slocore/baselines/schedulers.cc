@@ -1,4 +1,4 @@
-#include "slocore/batch/baselines.h"
+#include "slocore/baselines/schedulers.h"
 
 #include <algorithm>
 #include <numeric>

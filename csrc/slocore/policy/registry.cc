@@ -1,0 +1,24 @@
+// The global policy registry: every family's entries (baselines/registry.cc, <paper>/registry.cc)
+// joined into one table. A new family adds one name here and one declaration in core/families.h.
+#include "slocore/policy/registry.h"
+
+#include "slocore/core/families.h"
+
+namespace slocore {
+
+namespace {
+
+const std::vector<RegistryEntry<GlobalPolicy>>& table() {
+  static const auto t = joined<GlobalPolicy>({baseline_global_policies(), hfx_global_policies(), proserve_global_policies(), sibyl_global_policies()});
+  return t;
+}
+
+}  // namespace
+
+std::shared_ptr<GlobalPolicy> make_global_policy(const std::string& name, const ParamMap& params) {
+  return make_from(table(), "global policy", name, params);
+}
+
+std::vector<std::string> global_policy_names() { return names_of(table()); }
+
+}  // namespace slocore
