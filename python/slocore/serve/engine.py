@@ -60,7 +60,7 @@ class EmulatedEngine:
                  scheduler_params: dict | None = None, time_scale: float = 1.0, max_num_seqs: int = 256,
                  max_batch_tokens: int = 8192, kv_blocks: int | None = None, model: str = "slocore-emulated",
                  default_max_tokens: int = 16, fault: str | None = None, engine_id: str | None = None):
-        from slocore.sim.runner import hardware_profile
+        from slocore.profiles import hardware_profile
 
         if not (time_scale > 0):
             raise ValueError(f"time_scale: must be > 0, got {time_scale}")
@@ -352,7 +352,7 @@ def main(args) -> int:
         finally:
             await runner.cleanup()
 
-    from slocore.serve.router import new_event_loop
+    from slocore.serve.eventloop import new_event_loop
 
     loop = new_event_loop()
     try:
