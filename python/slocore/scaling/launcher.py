@@ -321,8 +321,9 @@ class LocalLauncher:
         out = []
         for d in decisions:
             action, role, iid = _decision_fields(d)
-            fn = {"scale_out": lambda: self.start(role), "scale_in": lambda: self.drain(iid),
-                  "switch_role": lambda: self.switch_role(iid, role)}[action]
+            # bound now: a background thread may run after the loop has moved on
+            fn = {"scale_out": lambda role=role: self.start(role), "scale_in": lambda iid=iid: self.drain(iid),
+                  "switch_role": lambda iid=iid, role=role: self.switch_role(iid, role)}[action]
             if background:
                 t = threading.Thread(target=fn, daemon=True)
                 t.start()

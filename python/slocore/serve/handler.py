@@ -184,7 +184,8 @@ class RequestHandler:
             except NoBackend as e:
                 return await self._give_up(ctx, 503, str(e), "service_unavailable")
             try:
-                async with r.upstream.post(backend, disp.policy, att, fwd, ctx.chat, r.cfg.timeouts.total_s) as (resp, _):
+                total_s = r.cfg.timeouts.total_s
+                async with r.upstream.post(backend, disp.policy, att, fwd, ctx.chat, total_s) as (resp, _):
                     raw = await resp.read()
                     if resp.status >= 500:
                         raise BackendError(backend, "http", f"HTTP {resp.status}")

@@ -69,7 +69,8 @@ class Upstream:
             msg = f"{what} gave no answer" if what else "no answer"
             raise BackendError(backend, "timeout", f"{msg} within {total_s:g} s", 504) from None
         except aiohttp.ClientResponseError as e:
-            raise BackendError(backend, "http", f"{what + ' failed: ' if what else ''}{type(e).__name__}: {e}") from None
+            msg = f"{type(e).__name__}: {e}"
+            raise BackendError(backend, "http", f"{what} failed: {msg}" if what else msg) from None
         except aiohttp.ClientError as e:
             msg = f"{type(e).__name__}: {e or 'connection lost'}"
             raise BackendError(backend, "connection", f"{what} failed: {msg}" if what else msg) from None
