@@ -90,7 +90,7 @@ def token_budget(ttft, tpot, e_d, a, b):
 
 
 def admission_p(arrival, ttft, prefill_s, now, util, util_exp):
-    """Alg. 1 calculate_p as DESIGN.md fixes it."""
+    """Alg. 1 calculate_p as docs/design.md fixes it (slack and utilisation)."""
     if not math.isfinite(ttft):
         return 1.0
     slack = arrival + ttft - (now + prefill_s)

@@ -21,7 +21,7 @@ from slocore.roles import COLOCATED
 PolicySpec = Union[str, tuple, "_core.GlobalPolicy", None]
 SchedulerSpec = Union[str, tuple, Callable[[], "_core.BatchScheduler"], None]
 
-# HFX 000_9803815a4e2a1dd4.txt Table 2: seconds to bring up an instance, by weight source.
+# HFX Table 2: seconds to bring up an instance, by weight source.
 # "d2d" = Fast Scaling (device-to-device from a running instance), "host" = CPU offloading,
 # "disk" = loading from disk. The simulator uses the row of the profile's model size class.
 # One definition: csrc/slocore/hfx/cold_start.h, read through the binding.
