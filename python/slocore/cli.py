@@ -1,4 +1,4 @@
-"""`slocore` command line: simulate | scenarios | fit | profiles | serve | engine | bench serve."""
+"""`slocore` command line: simulate | scenarios | fit | profiles | presets | serve | engine | bench serve|matrix."""
 from __future__ import annotations
 
 import argparse
@@ -131,6 +131,9 @@ def _add_serving(sub) -> None:
 
     add_arguments(bs)
     bs.set_defaults(func=cmd_bench_serve)
+    from slocore.sim.bench_cli import add_matrix_arguments
+
+    add_matrix_arguments(bsub.add_parser("matrix", help="presets x workloads x loads x seeds x predictor error (simulator)"))
 
 
 def main(argv=None) -> int:
@@ -161,6 +164,9 @@ def main(argv=None) -> int:
     pr = sub.add_parser("profiles", help="list hardware profiles, or show one")
     pr.add_argument("name", nargs="?")
     pr.set_defaults(func=cmd_profiles)
+    from slocore.sim.bench_cli import add_presets_parser
+
+    add_presets_parser(sub)
     _add_serving(sub)
     a = p.parse_args(argv)
     if not a.cmd:

@@ -26,6 +26,7 @@ SchedulerSpec = Union[str, tuple, Callable[[], "_core.BatchScheduler"], None]
 # "disk" = loading from disk. The simulator uses the row of the profile's model size class.
 # One definition: csrc/slocore/hfx/cold_start.h, read through the binding.
 COLD_START_S = _core.hfx_cold_start_table()
+COEFF_NAMES = ("t_c", "a_p", "b_p", "c_p", "a_d", "b_d")
 
 
 def cold_start_seconds(profile: dict, source: str | float) -> float:
@@ -132,6 +133,8 @@ def simulate(
     decode_model: str = "iteration",
     noise_sigma: float = 0.0,
     belief_scale: float = 1.0,
+    belief_noise: float = 0.0,
+    belief_profile: str | dict | None = None,
     correction_window: int = 32,
     tdg_weights_: tuple[float, float] | None = None,
     max_time: float = math.inf,
@@ -163,6 +166,12 @@ def simulate(
     cfg.max_batch_tokens, cfg.max_num_seqs = max_batch_tokens, max_num_seqs
     cfg.processor_sharing = decode_model == "processor_sharing"
     cfg.noise_sigma, cfg.belief_scale, cfg.correction_window = noise_sigma, belief_scale, correction_window
+    if not (isinstance(belief_noise, (int, float)) and 0 <= belief_noise < 1):
+        raise ValueError(f"belief_noise: must be a number in [0, 1), got {belief_noise!r}")
+    cfg.belief_noise = float(belief_noise)  # per instance, uniform in [1 - x, 1 + x] (sim/belief_noise.h)
+    if belief_profile is not None:  # a wrong-shape predictor: another profile's coefficients x belief_scale
+        coeffs = hardware_profile(belief_profile)[0].coeffs
+        cfg.belief = _core.LatencyCoeffs(**{k: belief_scale * getattr(coeffs, k) for k in COEFF_NAMES})
     cfg.max_time, cfg.seed = max_time, seed
     cfg.validate()
 
@@ -173,7 +182,8 @@ def simulate(
     config = {
         "profile": hw.name, "mode": mode, "instances": instances, "prefill_instances": prefill_instances,
         "decode_instances": decode_instances, "max_instances": max_instances, "cold_start_s": cfg.cold_start_s,
-        "decode_model": decode_model, "noise_sigma": noise_sigma, "belief_scale": belief_scale, "seed": seed,
+        "decode_model": decode_model, "noise_sigma": noise_sigma, "belief_scale": belief_scale, "belief_noise": belief_noise,
+        "belief_profile": belief_profile if isinstance(belief_profile, (str, type(None))) else "custom", "seed": seed,
         "tdg_weights": (w_p, w_d), "max_batch_tokens": max_batch_tokens, "max_num_seqs": max_num_seqs,
         **{k: describe(v) for k, v in policies.items()},
         "batch_scheduler": batch_scheduler if isinstance(batch_scheduler, (str, tuple)) else repr(batch_scheduler),
