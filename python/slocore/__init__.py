@@ -41,6 +41,7 @@ from slocore._core import (
     make_batch_scheduler,
     make_global_policy,
     make_scaler,
+    policy_info,
     request_metrics,
     requests_from_columns,
     scaler_names,

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'DecodeMask', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PriorityMapper', 'Recorder', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SibylProjectedLoad', 'SimConfig', 'SimResult', 'Slo', 'SurvivalEstimator', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight']
+__all__: list[str] = ['Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'DecodeMask', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PriorityMapper', 'Recorder', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SibylProjectedLoad', 'SimConfig', 'SimResult', 'Slo', 'SurvivalEstimator', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'policy_info', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight']
 class Role:
     """
     Members:
@@ -1026,7 +1026,7 @@ def global_policy_names() -> list[str]:
     ...
 def hfx_admission_p(arrival: typing.SupportsFloat | typing.SupportsIndex, ttft: typing.SupportsFloat | typing.SupportsIndex, prefill_s: typing.SupportsFloat | typing.SupportsIndex, now: typing.SupportsFloat | typing.SupportsIndex, util: typing.SupportsFloat | typing.SupportsIndex = 0.0, util_exp: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> float:
     """
-    HFX Alg. 1 calculate_p (DESIGN.md form).
+    HFX Alg. 1 calculate_p: clamp(slack / TTFT, 0, 1) * (1 - util)^util_exp.
     """
 def hfx_assigned_slos(policy: GlobalPolicy) -> list[tuple[int, float, float]]:
     """
@@ -1056,7 +1056,7 @@ def hfx_maturity_time(now: typing.SupportsFloat | typing.SupportsIndex, e_p: typ
     """
 def hfx_scaler_indicators(scaler: Scaler, stage: typing.SupportsInt | typing.SupportsIndex, now: typing.SupportsFloat | typing.SupportsIndex, views: collections.abc.Sequence[InstanceView]) -> dict:
     """
-    The three HFX scaling indicators of one pool (Sec. 3.3.3 of 002).
+    The three HFX scaling indicators of one pool (HFX-v2 Sec. 3.3.3).
     """
 def hfx_token_budget(ttft: typing.SupportsFloat | typing.SupportsIndex, tpot: typing.SupportsFloat | typing.SupportsIndex, e_d: typing.SupportsFloat | typing.SupportsIndex, a: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex) -> float:
     """
@@ -1070,6 +1070,10 @@ def make_global_policy(name: str, params: collections.abc.Mapping[str, typing.Su
     """
 def make_scaler(name: str, params: collections.abc.Mapping[str, typing.SupportsFloat | typing.SupportsIndex | str] = {}) -> Scaler:
     ...
+def policy_info(kind: str, name: str) -> dict:
+    """
+    The registry entry `name` of `kind` (global_policy | batch_scheduler | scaler): {name, summary, params: [{name, type, default, help, range}]}, the one parameter table its factory and params() use.
+    """
 def request_metrics(record: RequestRecord, options: MetricsOptions = ...) -> RequestMetrics:
     ...
 def requests_from_columns(id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], arrival: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], prompt_len: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], output_len: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], ttft: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], tpot: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], deadline: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], priority: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], priority_weight: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], utility: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], task: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], task_names: collections.abc.Sequence[str]) -> list[Request]:

@@ -1,4 +1,4 @@
-// Local batch scheduler contract (DESIGN.md "Contracts"): which requests run in the next
+// Local batch scheduler contract (docs/design.md "Contracts"): which requests run in the next
 // engine iteration, with how many tokens each, given the engine's queue (its view), its
 // latency model and `now`. A prefill item's tokens are a prompt chunk; a decode item's are 1.
 #pragma once

@@ -1,4 +1,4 @@
-// What a router can know about one engine (DESIGN.md "Contracts"): role, running and
+// What a router can know about one engine (docs/design.md "Contracts"): role, running and
 // waiting requests with their progress, KV blocks, limits, and the engine's latency model.
 // The simulator keeps one view per instance as the engine's own state, so policies read
 // it by const reference without copies; the live router fills it from engine metrics.

@@ -35,8 +35,7 @@ RequestMetrics request_metrics(const RequestRecord& rec, const MetricsOptions& o
   // TDG, ProServe Eq. 3: token i (1-based) is due at arrival + TTFT + (i-1)*TPOT.
   const double w1 = opt.w_prefill * r.priority_weight, wd = opt.w_decode * r.priority_weight;
   for (size_t i = 0; i < t.size(); ++i) {
-    const double due = r.arrival + r.slo.ttft + double(i) * r.slo.tpot;
-    if (t[i] < due) m.tdg += i == 0 ? w1 : wd;
+    if (t[i] < token_deadline(r, Tokens(i + 1))) m.tdg += i == 0 ? w1 : wd;
   }
   const Tokens n = std::max<Tokens>(r.output_len_or(m.tokens), std::max<Tokens>(m.tokens, 1));
   m.tdg_ideal = w1 + wd * double(n - 1);

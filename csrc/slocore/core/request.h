@@ -1,4 +1,4 @@
-// The request: what a caller knows on arrival (DESIGN.md "Contracts"). Progress (tokens
+// The request: what a caller knows on arrival (docs/design.md "Contracts"). Progress (tokens
 // prefilled/generated, token times) is state the engine or simulator reports back; see
 // RequestState in instance_view.h and Recorder in recorder.h.
 #pragma once

@@ -7,21 +7,7 @@
 
 namespace slocore::hfx {
 
-void DispatcherParams::validate() const {
-  (void)parsed_stage();
-  require(std::isfinite(theta) && theta >= 0.0 && theta <= 1.0, "hfx.theta", "must be in [0, 1]");
-  require_nonneg(util_exp, "hfx.util_exp");
-  require_positive(monitor_interval, "hfx.monitor_interval");
-  require_nonneg(tight_window, "hfx.tight_window");
-  require_nonneg(dispatch_cap, "hfx.dispatch_cap");
-}
-
-Stage DispatcherParams::parsed_stage() const {
-  if (stage == "colocated") return Stage::Colocated;
-  if (stage == "prefill") return Stage::Prefill;
-  if (stage == "decode") return Stage::Decode;
-  throw InvalidArgument("hfx.stage: must be colocated, prefill or decode, got '" + stage + "'");
-}
+void DispatcherParams::validate() const { check_params(*this, "hfx"); }
 
 double token_budget(double ttft, double tpot, double e_d, double a, double b) {
   if (!std::isfinite(ttft) || !std::isfinite(tpot) || b <= 0.0) return kNever;
@@ -72,17 +58,13 @@ InstanceLoad instance_load(const InstanceView& v) {
 
 Dispatcher::Dispatcher(DispatcherParams p, std::string name) : p_(std::move(p)), name_(std::move(name)) {
   p_.validate();
-  stage_ = p_.parsed_stage();
+  stage_ = p_.role;
 }
 
-ParamMap Dispatcher::params() const {
-  return {{"stage", p_.stage}, {"theta", p_.theta}, {"util_exp", p_.util_exp},
-          {"monitor_interval", p_.monitor_interval}, {"best_effort", p_.best_effort ? 1.0 : 0.0},
-          {"tight_window", p_.tight_window}, {"dispatch_cap", p_.dispatch_cap}};
-}
+ParamMap Dispatcher::params() const { return write_params(p_); }
 
 Dispatcher::Key Dispatcher::key_of(const Request& r) const {
-  return {stage_ == Stage::Prefill ? r.slo.ttft : r.slo.tpot, r.arrival, r.id, r.prompt_len, &r};
+  return {stage_ == Role::Prefill ? r.slo.ttft : r.slo.tpot, r.arrival, r.id, r.prompt_len, &r};
 }
 
 void Dispatcher::submit(const Request& r, Time now, Time) {
@@ -166,7 +148,7 @@ std::vector<Assignment> Dispatcher::poll(Time now, const std::vector<InstanceVie
 std::vector<Id> Dispatcher::dispatch_one(Time now, const InstanceView& v) {
   const InstanceLoad L = instance_load(v);
   const std::vector<size_t> idx =
-      stage_ == Stage::Decode ? dispatch_decode(now, v, L) : dispatch_prefill_like(now, v, L);
+      stage_ == Role::Decode ? dispatch_decode(now, v, L) : dispatch_prefill_like(now, v, L);
   std::vector<Id> taken;
   for (size_t i : idx) {
     taken.push_back(queue_[i].id);
@@ -183,7 +165,7 @@ std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceVi
   const double a = m.overhead(), b = m.correction() * m.coeffs().c_p;
   const Request& head = *queue_.front().req;
   double budget;
-  if (stage_ == Stage::Colocated) {
+  if (stage_ == Role::Colocated) {
     // Eq. 5 with the tightest TTFT/TPOT of the instance's requests and the queue head; E_d is
     // the ongoing decode batch (Eq. 2). Prefill work already on the instance uses it first.
     const double e_d = L.decode_batch > 0 ? m.stage_decode(L.decode_ctx, L.decode_batch) : 0.0;
@@ -242,7 +224,7 @@ std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceVi
   }
   // Next maturity (Alg. 1 lines 15-19 for colocated; end of the prefill batch for P stage).
   const double e_p = m.stage_prefill(sum, sq);
-  if (stage_ == Stage::Prefill) {
+  if (stage_ == Role::Prefill) {
     workers_.set(v.id, std::max(now, v.busy_until) + e_p);
   } else {
     double ctx = L.all_ctx, batch = L.all_batch, tpot = L.min_tpot;

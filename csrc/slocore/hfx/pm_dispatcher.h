@@ -13,9 +13,20 @@
 
 namespace slocore::hfx {
 
+// The colocated dispatcher's parameters and the mapper's, in one table.
+struct PmParams {
+  DispatcherParams dispatcher;
+  MapperParams mapper;
+  template <class V>
+  void visit(V& v) {
+    dispatcher.visit(v);
+    mapper.visit(v);
+  }
+};
+
 class PmDispatcher : public GlobalPolicy {
  public:
-  PmDispatcher(DispatcherParams dp, MapperParams mp);
+  explicit PmDispatcher(const PmParams& p);
   std::string name() const override { return "hfx_pm"; }
   ParamMap params() const override;
   void submit(const Request& r, Time now, Time expected_handoff) override;

@@ -1,4 +1,4 @@
-// SCORPIO-style baseline as HFX evaluates it (000_9803815a4e2a1dd4.txt Sec. 7.4: "SCORPIO
+// SCORPIO-style baseline as HFX evaluates it (HFX Sec. 7.4: "SCORPIO
 // [40] ... we added Round Robin logic to it to support multi-instance scheduling").
 // SCORPIO's two guards, reduced to what a router can do:
 //  * TTFT guard: least-deadline-first queue (deadline = arrival + TTFT) and rejection of

@@ -1,4 +1,4 @@
-// Global policy contract (DESIGN.md "Contracts"): which instance gets a request, and when.
+// Global policy contract (docs/design.md "Contracts"): which instance gets a request, and when.
 // Push policies (RR, least-load, GoRouting, SIBYL) decide at submit and hand the decision
 // out at the next poll; pull policies (HFX dispatcher, migrator) keep a queue and release
 // batches when an instance matures, telling the caller when to poll via next_wakeup().

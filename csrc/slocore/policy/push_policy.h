@@ -1,4 +1,4 @@
-// Base for push policies (DESIGN.md "Contracts"): each submitted request is placed by
+// Base for push policies (docs/design.md "Contracts"): each submitted request is placed by
 // choose() at the next poll, in arrival order. Requests placed in the same poll are
 // counted against their instance (`placed_`) so one poll does not pile onto one instance
 // before the views catch up.

@@ -21,4 +21,6 @@ std::shared_ptr<GlobalPolicy> make_global_policy(const std::string& name, const 
 
 std::vector<std::string> global_policy_names() { return names_of(table()); }
 
+RegistryInfo global_policy_info(const std::string& name) { return info_from(table(), "global policy", name); }
+
 }  // namespace slocore

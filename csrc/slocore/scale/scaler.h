@@ -1,4 +1,4 @@
-// Scaler contract (DESIGN.md "Contracts"): reads indicators, answers scale-out, scale-in
+// Scaler contract (docs/design.md "Contracts"): reads indicators, answers scale-out, scale-in
 // and role-switch decisions. The caller applies them (the simulator with cold starts, the
 // live launcher with real processes) and calls decide() every interval().
 #pragma once

@@ -6,13 +6,7 @@
 
 namespace slocore::sibyl {
 
-ParamMap SibylPolicy::params() const {
-  const Options& o = core_.options();
-  return {{"bucket", double(o.bucket)}, {"alpha", o.alpha}, {"max_len", double(o.max_len)},
-          {"v_sys_init", o.v_sys_init}, {"prob", double(o.prob)}, {"type1", double(o.type1)},
-          {"type2", double(o.type2)}, {"type3", double(o.type3)}, {"reqlevel", double(o.reqlevel)},
-          {"handoff", std::string(handoff_ == Handoff::Queue ? "queue" : "prefill")}};
-}
+ParamMap SibylPolicy::params() const { return write_params(SibylParams{core_.options(), handoff_}); }
 
 void SibylPolicy::submit(const Request& r, Time now, Time expected_handoff) {
   validate(r);

@@ -1,4 +1,4 @@
-// One simulated engine (DESIGN.md "The simulator"): its InstanceView is its state; a local
+// One simulated engine (docs/design.md "The simulator"): its InstanceView is its state; a local
 // BatchScheduler picks each iteration; the iteration lasts the *truth* time of the batch
 // (hardware profile, optional log-normal noise) while the view's model is the policies'
 // *belief*. Continuous batching with chunked prefill on colocated instances; prefill-only

@@ -1,4 +1,4 @@
-// The discrete-event cluster simulator (DESIGN.md "The simulator"): deterministic for a
+// The discrete-event cluster simulator (docs/design.md "The simulator"): deterministic for a
 // seed, no Python in the loop. Requests arrive from a sorted trace; global policies place
 // them on instances (colocated) or on prefill then decode instances (P/D, with KV transfer);
 // each engine runs its local batch scheduler; a scaler may add instances (after a cold

@@ -81,6 +81,13 @@ def describe(obj) -> dict:
         return {"name": type(obj).__name__, "params": {}}
 
 
+def describe_scheduler(spec: SchedulerSpec):
+    """A registry spec as {name, params} with every effective parameter (fed back, it builds the same scheduler)."""
+    if isinstance(spec, (str, tuple, list)):
+        return describe(_core.make_batch_scheduler(*_split(spec, "batch_scheduler")))
+    return repr(spec)
+
+
 def requests_of(workload) -> list:
     """C++ Requests from a Workload (numpy columns) or a list of slocore.Request."""
     if isinstance(workload, (list, tuple)):
@@ -186,7 +193,8 @@ def simulate(
         "belief_profile": belief_profile if isinstance(belief_profile, (str, type(None))) else "custom", "seed": seed,
         "tdg_weights": (w_p, w_d), "max_batch_tokens": max_batch_tokens, "max_num_seqs": max_num_seqs,
         **{k: describe(v) for k, v in policies.items()},
-        "batch_scheduler": batch_scheduler if isinstance(batch_scheduler, (str, tuple)) else repr(batch_scheduler),
+        "batch_scheduler": describe_scheduler(batch_scheduler),
+        "decode_batch_scheduler": None if decode_batch_scheduler is None else describe_scheduler(decode_batch_scheduler),
         "scaler": describe(cfg.scaler) if cfg.scaler is not None else None,
     }
     return SimResult(summary=summary, recorder=raw.recorder, stats=raw.stats, timeline=raw.timeline, config=config)
