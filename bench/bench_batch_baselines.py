@@ -6,6 +6,7 @@ import pytest
 import slocore as s
 from slocore import _core
 from slocore.reference import batch_baselines as ref
+from slocore.reference import vllm_priority as ref_vp
 
 
 def make_view(n_running=256, n_waiting=1024, seed=0):
@@ -35,6 +36,7 @@ IMPLS = {
     "edf": lambda: (lambda v, now: ref.edf(v, 512)),
     "weighted_vtc": lambda: (lambda o: lambda v, now: o.schedule(v))(ref.WeightedVtc(512)),
     "mlfq": lambda: ref.Mlfq().schedule,
+    "vllm_priority": lambda: (lambda v, now: ref_vp.vllm_priority(v)),
 }
 
 

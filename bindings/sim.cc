@@ -76,6 +76,7 @@ void init_sim(py::module_& m) {
       .def_readwrite("profile", &SimConfig::profile)
       .def_readwrite("belief", &SimConfig::belief)
       .def_readwrite("belief_scale", &SimConfig::belief_scale)
+      .def_readwrite("belief_noise", &SimConfig::belief_noise)
       .def_readwrite("noise_sigma", &SimConfig::noise_sigma)
       .def_readwrite("disaggregated", &SimConfig::disaggregated)
       .def_readwrite("instances", &SimConfig::instances)

@@ -3,6 +3,8 @@
 #include "slocore/baselines/schedulers.h"
 #include "slocore/baselines/fair_schedulers.h"
 #include "slocore/baselines/routers.h"
+#include "slocore/baselines/power_of_two.h"
+#include "slocore/baselines/vllm_priority.h"
 
 namespace slocore {
 
@@ -33,6 +35,15 @@ std::vector<RegistryEntry<GlobalPolicy>> baseline_global_policies() {
          rd.get("default_output", d);
          rd.finish();
          return std::make_shared<LeastTokensPolicy>(d);
+       }},
+      {"power_of_two", "power of two choices: fewer outstanding of two random instances (Mitzenmacher TPDS'01)",
+       [](const ParamMap& p) {
+         ParamReader rd("power_of_two", p);
+         double seed = 0;
+         rd.get("seed", seed);
+         rd.finish();
+         require(seed >= 0, "power_of_two.seed", "must be >= 0");
+         return std::make_shared<PowerOfTwoPolicy>(uint64_t(seed));
        }},
   };
 }
@@ -105,6 +116,15 @@ std::vector<RegistryEntry<BatchScheduler>> baseline_batch_schedulers() {
          require(mp.promote_after_s > 0, "mlfq.promote_after_s", "must be > 0");
          mp.levels = int(levels);
          return std::make_shared<MlfqScheduler>(mp);
+       }},
+      {"vllm_priority", "vLLM V1 --scheduling-policy priority: running first, waiting by (priority, arrival)",
+       [](const ParamMap& p) {
+         ParamReader rd("vllm_priority", p);
+         double budget = 0;  // 0: the engine's max_batch_tokens (vLLM's max_num_batched_tokens)
+         rd.get("token_budget", budget);
+         rd.finish();
+         require(budget >= 0, "vllm_priority.token_budget", "must be >= 0");
+         return std::make_shared<VllmPriorityScheduler>(Tokens(budget));
        }},
   };
 }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "slocore/core/errors.h"
+#include "slocore/sim/belief_noise.h"
 
 namespace slocore::sim {
 
@@ -140,7 +141,7 @@ Engine& Simulation::add_engine(Role role, Time now, bool ready) {
   v.block_size = cfg_.profile.block_size;
   v.max_batch_tokens = cfg_.max_batch_tokens;
   v.max_num_seqs = cfg_.max_num_seqs;
-  v.model = LatencyModel(belief_);
+  v.model = LatencyModel(perturbed_belief(belief_, cfg_.belief_noise, cfg_.seed, v.id));
   v.busy_until = now;
   const Id id = v.id;
   auto sched = factory_for(role)();

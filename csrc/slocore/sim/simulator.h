@@ -22,6 +22,7 @@ struct SimConfig {
   HardwareProfile profile;               // truth of every engine
   std::optional<LatencyCoeffs> belief;   // the policies' model; default: truth * belief_scale
   double belief_scale = 1.0;
+  double belief_noise = 0.0;             // per-instance belief factor in [1-x, 1+x] (sim/belief_noise.h)
   double noise_sigma = 0.0;              // log-normal noise on iteration times
   bool disaggregated = false;
   int instances = 2;                     // colocated pool

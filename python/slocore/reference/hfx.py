@@ -12,6 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from slocore.reference.latency import Coeffs, LatencyModel
+from slocore.roles import ROLES
 
 INF = math.inf
 
@@ -151,7 +152,7 @@ class Dispatcher:
 
     def __init__(self, stage="colocated", theta=0.0, util_exp=0.0, monitor_interval=1.0, best_effort=True,
                  tight_window=0.0, dispatch_cap=1.0):
-        if stage not in ("colocated", "prefill", "decode"):
+        if stage not in ROLES:
             raise ValueError(f"hfx.stage: must be colocated, prefill or decode, got {stage!r}")
         self.stage, self.theta, self.util_exp = stage, theta, util_exp
         self.monitor_interval, self.best_effort, self.tight_window = monitor_interval, best_effort, tight_window

@@ -15,6 +15,8 @@ from typing import Any, Callable, Union
 import numpy as np
 
 from slocore import _core
+from slocore.profiles import hardware_profile
+from slocore.roles import COLOCATED
 
 PolicySpec = Union[str, tuple, "_core.GlobalPolicy", None]
 SchedulerSpec = Union[str, tuple, Callable[[], "_core.BatchScheduler"], None]
@@ -24,6 +26,7 @@ SchedulerSpec = Union[str, tuple, Callable[[], "_core.BatchScheduler"], None]
 # "disk" = loading from disk. The simulator uses the row of the profile's model size class.
 # One definition: csrc/slocore/hfx/cold_start.h, read through the binding.
 COLD_START_S = _core.hfx_cold_start_table()
+COEFF_NAMES = ("t_c", "a_p", "b_p", "c_p", "a_d", "b_d")
 
 
 def cold_start_seconds(profile: dict, source: str | float) -> float:
@@ -37,33 +40,6 @@ def cold_start_seconds(profile: dict, source: str | float) -> float:
     if source not in COLD_START_S[row]:
         raise ValueError(f"cold_start: unknown source {source!r} (known: {', '.join(COLD_START_S[row])})")
     return COLD_START_S[row][source]
-
-
-def hardware_profile(profile: str | dict | _core.HardwareProfile) -> tuple[_core.HardwareProfile, dict]:
-    """A C++ HardwareProfile (and its JSON dict) from a bundled name, a dict, or itself."""
-    if isinstance(profile, _core.HardwareProfile):
-        return profile, {"name": profile.name}
-    if isinstance(profile, str):
-        from slocore.profiles import load_profile
-
-        data = load_profile(profile)
-    elif isinstance(profile, dict):
-        data = profile
-    else:
-        raise ValueError(f"profile: expected a name, dict or HardwareProfile, got {type(profile).__name__}")
-    p = _core.HardwareProfile()
-    p.name = data["name"]
-    p.coeffs = _core.LatencyCoeffs(**{k: float(v) for k, v in data["per_request"].items()})
-    p.kv_blocks = int(data["kv"]["num_blocks"])
-    p.block_size = int(data["kv"]["block_size"])
-    p.kv_bytes_per_token = float(data["kv"]["bytes_per_token"])
-    p.kv_bandwidth_bytes_per_s = float(data["kv_transfer"]["bandwidth_bytes_per_s"])
-    p.kv_fixed_s = float(data["kv_transfer"]["fixed_s"])
-    if data.get("tps_quadratic"):
-        q = data["tps_quadratic"]
-        p.tps = _core.TpsQuadratic(float(q["a"]), float(q["b"]), float(q["c"]))
-    p.validate()
-    return p, data
 
 
 def _split(spec, what: str) -> tuple[str, dict]:
@@ -157,13 +133,15 @@ def simulate(
     decode_model: str = "iteration",
     noise_sigma: float = 0.0,
     belief_scale: float = 1.0,
+    belief_noise: float = 0.0,
+    belief_profile: str | dict | None = None,
     correction_window: int = 32,
     tdg_weights_: tuple[float, float] | None = None,
     max_time: float = math.inf,
     seed: int = 0,
 ) -> SimResult:
     """Simulate `workload` on a cluster and return its summary (see module docstring)."""
-    if mode not in ("colocated", "pd"):
+    if mode not in (COLOCATED, "pd"):
         raise ValueError(f"mode: must be 'colocated' or 'pd', got {mode!r}")
     if decode_model not in ("iteration", "processor_sharing"):
         raise ValueError(f"decode_model: must be 'iteration' or 'processor_sharing', got {decode_model!r}")
@@ -188,6 +166,12 @@ def simulate(
     cfg.max_batch_tokens, cfg.max_num_seqs = max_batch_tokens, max_num_seqs
     cfg.processor_sharing = decode_model == "processor_sharing"
     cfg.noise_sigma, cfg.belief_scale, cfg.correction_window = noise_sigma, belief_scale, correction_window
+    if not (isinstance(belief_noise, (int, float)) and 0 <= belief_noise < 1):
+        raise ValueError(f"belief_noise: must be a number in [0, 1), got {belief_noise!r}")
+    cfg.belief_noise = float(belief_noise)  # per instance, uniform in [1 - x, 1 + x] (sim/belief_noise.h)
+    if belief_profile is not None:  # a wrong-shape predictor: another profile's coefficients x belief_scale
+        coeffs = hardware_profile(belief_profile)[0].coeffs
+        cfg.belief = _core.LatencyCoeffs(**{k: belief_scale * getattr(coeffs, k) for k in COEFF_NAMES})
     cfg.max_time, cfg.seed = max_time, seed
     cfg.validate()
 
@@ -198,7 +182,8 @@ def simulate(
     config = {
         "profile": hw.name, "mode": mode, "instances": instances, "prefill_instances": prefill_instances,
         "decode_instances": decode_instances, "max_instances": max_instances, "cold_start_s": cfg.cold_start_s,
-        "decode_model": decode_model, "noise_sigma": noise_sigma, "belief_scale": belief_scale, "seed": seed,
+        "decode_model": decode_model, "noise_sigma": noise_sigma, "belief_scale": belief_scale, "belief_noise": belief_noise,
+        "belief_profile": belief_profile if isinstance(belief_profile, (str, type(None))) else "custom", "seed": seed,
         "tdg_weights": (w_p, w_d), "max_batch_tokens": max_batch_tokens, "max_num_seqs": max_num_seqs,
         **{k: describe(v) for k, v in policies.items()},
         "batch_scheduler": batch_scheduler if isinstance(batch_scheduler, (str, tuple)) else repr(batch_scheduler),

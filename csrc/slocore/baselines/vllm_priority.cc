@@ -1,0 +1,46 @@
+#include "slocore/baselines/vllm_priority.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace slocore {
+
+BatchPlan VllmPriorityScheduler::schedule(const InstanceView& v, Time) {
+  PlanBuilder b(v, token_budget_ > 0 ? token_budget_ : v.max_batch_tokens);
+  const auto& run = v.running;
+  auto key = [](const RequestState& s) { return std::make_pair(s.request.priority, s.request.arrival); };
+  std::vector<size_t> victims(run.size());  // the back is the lowest priority, then the newest
+  std::iota(victims.begin(), victims.end(), 0);
+  std::stable_sort(victims.begin(), victims.end(), [&](size_t x, size_t y) { return key(run[x]) < key(run[y]); });
+  bool preempted = false, stop = false;
+  for (size_t i = 0; i < run.size() && !stop; ++i) {
+    if (b.planned(run[i].request.id)) continue;  // preempted earlier in this pass
+    if (b.budget_left() <= 0 || b.seq_full()) break;
+    while (b.add_next(run[i], true, true) == 0) {
+      while (!victims.empty() && b.planned(run[victims.back()].request.id)) victims.pop_back();
+      if (victims.empty()) {
+        stop = true;
+        break;
+      }
+      const size_t victim = victims.back();
+      victims.pop_back();
+      b.preempt(run[victim]);
+      preempted = true;
+      if (victim == i) {  // it was the lowest priority itself: no more to preempt
+        stop = true;
+        break;
+      }
+    }
+  }
+  if (!preempted) {
+    std::vector<const RequestState*> waiting;
+    for (const RequestState& s : v.waiting) waiting.push_back(&s);
+    std::stable_sort(waiting.begin(), waiting.end(), [&](auto* a, auto* c) { return key(*a) < key(*c); });
+    for (const RequestState* s : waiting)
+      if (b.budget_left() <= 0 || b.seq_full() || b.add_next(*s, false, true) == 0) break;
+  }
+  ensure_progress(b);
+  return b.take();
+}
+
+}  // namespace slocore

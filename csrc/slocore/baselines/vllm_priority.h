@@ -1,0 +1,29 @@
+// vllm_priority: vLLM V1's scheduler with `--scheduling-policy priority`
+// (vllm/v1/core/sched/scheduler.py, Scheduler.schedule; docs/baselines.md). One iteration:
+//  1. running requests, in running order, each get their next step (a decode token or the
+//     next prefill chunk) into the token budget (vLLM's max_num_batched_tokens);
+//  2. when KV blocks run out, the running request with the largest (priority, arrival) is
+//     preempted (recompute); when that is the request being scheduled, the running pass stops;
+//  3. only when nothing was preempted, waiting requests are admitted in (priority, arrival)
+//     order (vLLM's priority heap), chunked into the budget, stopping at the first that
+//     does not fit.
+// Deviation: vLLM may also un-schedule a victim planned earlier in the same pass; here the
+// victim is the lowest-priority running request not yet planned (PlanBuilder plans are
+// append-only).
+#pragma once
+#include "slocore/batch/plan_builder.h"
+
+namespace slocore {
+
+class VllmPriorityScheduler : public BatchScheduler {
+ public:
+  explicit VllmPriorityScheduler(Tokens token_budget = 0) : token_budget_(token_budget) {}
+  std::string name() const override { return "vllm_priority"; }
+  ParamMap params() const override { return {{"token_budget", double(token_budget_)}}; }
+  BatchPlan schedule(const InstanceView& v, Time now) override;
+
+ private:
+  Tokens token_budget_;  // 0: the engine's max_batch_tokens
+};
+
+}  // namespace slocore

@@ -1,0 +1,43 @@
+"""Reference for csrc/slocore/baselines/vllm_priority.h: vLLM V1's scheduler with
+`--scheduling-policy priority` (running pass with lowest-priority preemption, then waiting
+by (priority, arrival) when nothing was preempted)."""
+from __future__ import annotations
+
+from slocore.reference.batch_baselines import PlanBuilder, ensure_progress
+
+
+def vllm_priority(v, token_budget: int = 0):
+    b = PlanBuilder(v, token_budget if token_budget > 0 else v.max_batch_tokens)
+    run = v.running
+
+    def key(s):
+        return (s.request.priority, s.request.arrival)
+
+    victims = sorted(range(len(run)), key=lambda i: key(run[i]))
+    preempted = False
+    for i, s in enumerate(run):
+        if s.request.id in b.ids:
+            continue
+        if b.budget <= 0 or b.seq_full():
+            break
+        stop = False
+        while b.add_next(s, True, True) == 0:
+            while victims and run[victims[-1]].request.id in b.ids:
+                victims.pop()
+            if not victims:
+                stop = True
+                break
+            victim = victims.pop()
+            b.preempt(run[victim])
+            preempted = True
+            if victim == i:
+                stop = True
+                break
+        if stop:
+            break
+    if not preempted:
+        for s in sorted(v.waiting, key=key):
+            if b.budget <= 0 or b.seq_full() or b.add_next(s, False, True) == 0:
+                break
+    ensure_progress(b)
+    return b.items, b.preempted

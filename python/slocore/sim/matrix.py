@@ -1,0 +1,428 @@
+"""The benchmark matrix (`slocore bench matrix`): presets x workloads x loads x seeds x
+predictor error, every stack against the strongest baseline of each cell.
+
+Definitions (docs/benchmark.md):
+- capacity of a workload on its cluster: the completion rate of `CAPACITY_PRESET` when the
+  whole probe workload (seed 0, `probe_n` requests) arrives at once, measured between the
+  10th and 70th percentile of finish times (the saturated rate, without the fill at the
+  start or the long-output tail at the end). Loads are fractions of it (arrival rate =
+  load x capacity); a run spans about `duration_s` seconds of arrivals.
+- predictor error: "exact" (the policies' latency model is the truth), "pm20" (one factor
+  per instance, uniform in [0.8, 1.2], sim/belief_noise.h), "shape" (the coefficients of
+  another hardware profile: a wrong shape and scale). Online correction stays on (default).
+- per cell: attainment mean and 95% CI over seeds (Student t), TTFT/TPOT p99 and cost
+  (instance-seconds), means over seeds; per (workload, error, preset): goodput, the highest
+  load with mean attainment >= 90%; summary: each preset minus the strongest baseline (the
+  baseline preset with the highest mean attainment) of the same cell.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+from slocore.sim import stacks, workloads
+
+LOADS = (0.5, 0.8, 1.0, 1.2)
+SEEDS = (0, 1, 2)
+ERRORS = ("exact", "pm20", "shape")
+GOODPUT_ATTAINMENT = 0.9
+CAPACITY_WINDOW = (0.1, 0.7)  # share of finished requests between which the probe's rate is measured
+CAPACITY_PRESET = {"colocated": "least_outstanding+sarathi_fcfs", "pd": "least_outstanding+sarathi_fcfs"}
+DEFAULT_PRESETS = ("rr+sarathi_fcfs", "rr+edf", "least_outstanding+edf", "least_outstanding+sarathi_priority",
+                   "p2c+edf", "vllm_priority", "llmd_scorer+sarathi_fcfs", "kv_router+sarathi_fcfs",
+                   "hfx", "hfx_pm", "goroute+slide_batching", "slice", "sibyl", "slocore")
+# Student t quantile t_{0.975, df} for df = 1..30 (two-sided 95%); 1.96 beyond.
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+@dataclass(frozen=True)
+class MatrixWorkload:
+    name: str
+    description: str
+    make: Callable  # (rate, seed, n) -> Workload
+    probe_n: int  # requests of the capacity probe (all at once)
+    cluster: dict  # simulate() kwargs: profile, mode, pool sizes
+    wrong_profile: str  # the belief of the "shape" error
+    full_only: bool = False
+
+    @property
+    def mode(self) -> str:
+        return self.cluster.get("mode", "colocated")
+
+
+def _hfx4(rate, seed, n):
+    return workloads.hfx_4task(rate=rate, n_per_task=max(1, n // 4), seed=seed)
+
+
+def _sharegpt_prio(rate, seed, n):
+    return workloads.with_priorities(workloads.sharegpt_like(rate=rate, n=n, seed=seed, ttft=1.5, tpot=0.1), seed=seed)
+
+
+def _slice_mix(rate, seed, n):
+    return workloads.slice_mix(rate=rate, realtime_share=0.7, n=n, seed=seed)
+
+
+def _sibyl_zeta(rate, seed, n):
+    return workloads.sibyl_zeta(rate=rate, n=n, seed=seed, scale=8.0)
+
+
+ASCEND, H100, RTX = "ascend910b-qwen7b", "h100-llama2-7b", "rtx4060ti-chatglm2-6b-int4"
+WORKLOADS: dict[str, MatrixWorkload] = {}
+
+
+def register(w: MatrixWorkload) -> MatrixWorkload:
+    if w.name in WORKLOADS:
+        raise ValueError(f"matrix workload {w.name!r} registered twice")
+    WORKLOADS[w.name] = w
+    return w
+
+
+register(MatrixWorkload("hfx_4task", "HFX Table 1 4-task multi-SLO mix, 2 colocated Ascend 910B Qwen-7B",
+                        _hfx4, 2000, dict(profile=ASCEND, instances=2), H100))
+register(MatrixWorkload("sharegpt_prio", "ShareGPT-like, 2 priorities (ProServe 5.1), TTFT 1.5 s TPOT 100 ms, 4 instances",
+                        _sharegpt_prio, 2000, dict(profile=ASCEND, instances=4), H100))
+register(MatrixWorkload("hfx_4task_pd", "HFX 4-task mix on 2 prefill + 2 decode instances (P/D)",
+                        _hfx4, 2000, dict(profile=ASCEND, mode="pd", prefill_instances=2, decode_instances=2), H100))
+register(MatrixWorkload("slice_mix", "SLICE 7:3 real-time mix on 2 RTX 4060 Ti instances",
+                        _slice_mix, 1000, dict(profile=RTX, instances=2), H100, full_only=True))
+register(MatrixWorkload("sibyl_zeta_pd", "SIBYL Zeta-like (outputs /8) on 2P4D H100",
+                        _sibyl_zeta, 2000, dict(profile=H100, mode="pd", prefill_instances=2, decode_instances=4),
+                        ASCEND, full_only=True))
+
+
+def error_kwargs(error: str, wl: MatrixWorkload) -> dict:
+    if error == "exact":
+        return {}
+    if error == "pm20":
+        return {"belief_noise": 0.2}
+    if error == "shape":
+        return {"belief_profile": wl.wrong_profile}
+    raise ValueError(f"error: unknown {error!r} (known: {', '.join(ERRORS)})")
+
+
+def _instances(wl: MatrixWorkload) -> int:
+    c = wl.cluster
+    return c.get("instances", 2) if wl.mode == "colocated" else c.get("prefill_instances", 1) + c.get("decode_instances", 1)
+
+
+def stack_kwargs(preset: str, wl: MatrixWorkload) -> dict:
+    return stacks.scaling_kwargs(stacks.preset(preset, wl.mode), _instances(wl))
+
+
+def capacity(wl_name: str, probe_n: int | None = None) -> dict:
+    """Saturated throughput (req/s) of CAPACITY_PRESET on the workload's cluster."""
+    from slocore.sim.runner import simulate
+
+    wl = WORKLOADS[wl_name]
+    burst = wl.make(1e6, 0, probe_n or wl.probe_n)
+    res = simulate(burst, seed=0, **{**wl.cluster, **stack_kwargs(CAPACITY_PRESET[wl.mode], wl)})
+    done = sorted(rec.token_times[-1] for rec in res.recorder.records() if len(rec.token_times))
+    lo, hi = int(CAPACITY_WINDOW[0] * len(done)), int(CAPACITY_WINDOW[1] * len(done))
+    if hi - lo < 2 or not done[hi - 1] > done[lo]:
+        raise RuntimeError(f"capacity probe of {wl_name}: too few requests finished ({len(done)})")
+    # Completions per second between the 10th and 70th percentile of finish times: the
+    # saturated rate, without the fill at the start or the long-output tail at the end.
+    return {"req_s": (hi - 1 - lo) / (done[hi - 1] - done[lo]), "probe_requests": len(burst),
+            "burst_req_s": res.summary["finished"] / res.summary["duration_s"], "stack": CAPACITY_PRESET[wl.mode]}
+
+
+@dataclass(frozen=True)
+class Job:
+    preset: str
+    workload: str
+    load: float
+    seed: int
+    error: str
+    rate: float
+    n: int
+
+
+def run_job(job: Job) -> tuple[Job, dict]:
+    from slocore.sim.runner import simulate
+
+    wl = WORKLOADS[job.workload]
+    t = time.perf_counter()
+    kw = {**wl.cluster, **stack_kwargs(job.preset, wl), **error_kwargs(job.error, wl)}
+    res = simulate(wl.make(job.rate, job.seed, job.n), seed=job.seed, **kw)
+    s = res.summary
+    return job, {"attainment": s["attainment"], "ttft_p99": s["ttft"]["p99"], "tpot_p99": s["tpot"]["p99"],
+                 "cost": s["instance_seconds"], "finished": s["finished"], "requests": s["requests"],
+                 "wall_s": time.perf_counter() - t}
+
+
+def ci95(xs: list[float]) -> float:
+    """Half-width of the 95% confidence interval of the mean (Student t); 0 for one value."""
+    if len(xs) < 2:
+        return 0.0
+    df = len(xs) - 1
+    t = T975[df - 1] if df <= len(T975) else 1.96
+    return t * statistics.stdev(xs) / math.sqrt(len(xs))
+
+
+@dataclass
+class MatrixConfig:
+    presets: tuple = ()
+    workloads: tuple = ()
+    loads: tuple = LOADS
+    seeds: tuple = SEEDS
+    errors: tuple = ERRORS
+    duration_s: float = 30.0  # arrivals span about this long: requests per run = rate x duration
+    probe_n: int | None = None  # capacity probe size (default: each workload's probe_n)
+    processes: int = 2
+    full: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def resolve(self) -> MatrixConfig:
+        """Defaults filled in and every name checked (KeyError/ValueError naming it)."""
+        avail = stacks.presets()
+        wls = tuple(self.workloads) or tuple(n for n, w in WORKLOADS.items() if self.full or not w.full_only)
+        for w in wls:
+            if w not in WORKLOADS:
+                raise KeyError(f"workload {w!r} unknown (known: {', '.join(WORKLOADS)})")
+        if self.presets:
+            for p in self.presets:
+                if p not in avail:
+                    raise KeyError(f"preset {p!r} unknown or not in this build (known: {', '.join(avail)})")
+            ps = tuple(self.presets)
+        else:
+            ps = tuple(avail) if self.full else tuple(p for p in DEFAULT_PRESETS if p in avail)
+        for e in self.errors:
+            if e not in ERRORS:
+                raise ValueError(f"error {e!r} unknown (known: {', '.join(ERRORS)})")
+        if len(self.seeds) < 1 or not self.loads:
+            raise ValueError("seeds and loads: need at least one each")
+        if any(not (l > 0 and math.isfinite(l)) for l in self.loads):
+            raise ValueError(f"loads: must be finite fractions > 0, got {self.loads}")
+        if not (self.duration_s > 0 and math.isfinite(self.duration_s)):
+            raise ValueError(f"duration_s: must be finite and > 0, got {self.duration_s}")
+        if self.processes < 1:
+            raise ValueError(f"processes: must be >= 1, got {self.processes}")
+        return MatrixConfig(ps, wls, tuple(self.loads), tuple(self.seeds), tuple(self.errors), self.duration_s,
+                            self.probe_n, self.processes, self.full, dict(self.extra))
+
+
+def _map(fn, items, processes: int, progress: bool, desc: str):
+    bar = None
+    if progress:
+        try:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(items), desc=desc, file=sys.stderr, unit="run")
+        except ImportError:
+            bar = None
+    out = []
+    if processes == 1 or len(items) <= 1:
+        for x in items:
+            out.append(fn(x))
+            if bar:
+                bar.update()
+    else:
+        import multiprocessing as mp
+
+        with mp.get_context("fork" if sys.platform != "win32" else "spawn").Pool(processes) as pool:
+            for r in pool.imap_unordered(fn, items, chunksize=1):
+                out.append(r)
+                if bar:
+                    bar.update()
+    if bar:
+        bar.close()
+    return out
+
+
+def _capacity_job(args):
+    return args[0], capacity(*args)
+
+
+def run_matrix(cfg: MatrixConfig, progress: bool = True) -> dict:
+    cfg = cfg.resolve()
+    t0 = time.perf_counter()
+    caps = dict(_map(_capacity_job, [(w, cfg.probe_n) for w in cfg.workloads], cfg.processes, progress, "capacity"))
+    sizes = {(w, l): max(10, int(round(l * caps[w]["req_s"] * cfg.duration_s))) for w in cfg.workloads for l in cfg.loads}
+    jobs = []
+    for w in cfg.workloads:
+        wl = WORKLOADS[w]
+        for p in cfg.presets:
+            if stacks.presets()[p].kwargs_for(wl.mode) is None:
+                continue
+            for load in cfg.loads:
+                for e in cfg.errors:
+                    for s in cfg.seeds:
+                        jobs.append(Job(p, w, load, s, e, load * caps[w]["req_s"], sizes[(w, load)]))
+    results = _map(run_job, jobs, cfg.processes, progress, "matrix")
+    out = summarize(cfg, caps, sizes, results)
+    out["wall_s"] = time.perf_counter() - t0
+    out["runs"] = len(jobs)
+    return out
+
+
+def summarize(cfg: MatrixConfig, caps: dict, sizes: dict, results: list) -> dict:
+    groups: dict[tuple, list] = {}
+    for job, r in results:
+        groups.setdefault((job.workload, job.error, job.load, job.preset), []).append((job.seed, r))
+    cells = []
+    for (w, e, load, p), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3])):
+        rs.sort()
+        att = [r["attainment"] for _, r in rs]
+        cells.append({
+            "workload": w, "error": e, "load": load, "preset": p, "kind": stacks.presets()[p].kind,
+            "rate": load * caps[w]["req_s"], "seeds": [s for s, _ in rs], "attainment": att,
+            "attainment_mean": statistics.fmean(att), "attainment_ci95": ci95(att),
+            "ttft_p99": statistics.fmean(r["ttft_p99"] for _, r in rs),
+            "tpot_p99": statistics.fmean(r["tpot_p99"] for _, r in rs),
+            "cost": statistics.fmean(r["cost"] for _, r in rs),
+            "finished": [r["finished"] for _, r in rs], "requests": [r["requests"] for _, r in rs],
+        })
+    # Strongest baseline of each (workload, error, load) cell and every preset's difference.
+    by_cell: dict[tuple, list] = {}
+    for c in cells:
+        by_cell.setdefault((c["workload"], c["error"], c["load"]), []).append(c)
+    strongest = {}
+    for key, cs in by_cell.items():
+        base = [c for c in cs if c["kind"] == "baseline"]
+        best = max(base, key=lambda c: (c["attainment_mean"], -c["cost"])) if base else None
+        strongest[key] = best["preset"] if best else None
+        for c in cs:
+            c["strongest_baseline"] = strongest[key]
+            c["vs_strongest"] = c["attainment_mean"] - best["attainment_mean"] if best else None
+    goodput = []
+    for w in cfg.workloads:
+        for e in cfg.errors:
+            for p in cfg.presets:
+                ok = [c["load"] for c in cells if (c["workload"], c["error"], c["preset"]) == (w, e, p)
+                      and c["attainment_mean"] >= GOODPUT_ATTAINMENT]
+                ran = any((c["workload"], c["error"], c["preset"]) == (w, e, p) for c in cells)
+                if ran:
+                    best = max(ok) if ok else None
+                    goodput.append({"workload": w, "error": e, "preset": p, "load": best,
+                                    "req_s": best * caps[w]["req_s"] if best is not None else 0.0})
+    summary = []
+    for p in cfg.presets:
+        ds = [c["vs_strongest"] for c in cells if c["preset"] == p and c["vs_strongest"] is not None]
+        if not ds:
+            continue
+        summary.append({"preset": p, "kind": stacks.presets()[p].kind, "cells": len(ds),
+                        "mean_vs_strongest": statistics.fmean(ds), "min_vs_strongest": min(ds),
+                        "max_vs_strongest": max(ds), "won": sum(d > 0.01 for d in ds),
+                        "lost": sum(d < -0.01 for d in ds)})
+    requests = {w: {str(l): n for (ww, l), n in sizes.items() if ww == w} for w in cfg.workloads}
+    return {"config": {**asdict(cfg), "requests": requests, "goodput_attainment": GOODPUT_ATTAINMENT},
+            "capacity": caps, "cells": cells, "goodput": goodput, "summary": summary,
+            "strongest_baseline": [{"workload": k[0], "error": k[1], "load": k[2], "preset": v}
+                                   for k, v in sorted(strongest.items())],
+            "presets": {p: stacks.describe(p) for p in cfg.presets}}
+
+
+def _pct(x):
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def markdown(m: dict, command: str = "") -> str:
+    cfg = m["config"]
+    out = ["# Benchmark matrix", ""]
+    if command:
+        out += [f"Command: `{command}`", ""]
+    out.append(f"Seeds {cfg['seeds']}; loads {cfg['loads']} x capacity, arrivals over ~{cfg['duration_s']:g} s; "
+               f"predictor errors {cfg['errors']}; "
+               f"{m.get('runs', '?')} runs in {m.get('wall_s', 0):.0f} s on {cfg['processes']} processes.")
+    out += ["", "## Capacity (saturated throughput of the reference stack, whole workload at once)", "",
+            "| workload | cluster | probe requests | capacity req/s | requests per run by load | stack |",
+            "|---|---|---|---|---|---|"]
+    for w, c in m["capacity"].items():
+        wl = WORKLOADS[w]
+        cl = ", ".join(f"{k}={v}" for k, v in wl.cluster.items())
+        per = ", ".join(f"{l}x: {n}" for l, n in cfg["requests"][w].items())
+        out.append(f"| {w} | {cl} | {c['probe_requests']} | {c['req_s']:.2f} | {per} | {c['stack']} |")
+    out += ["", "## Summary: preset minus the strongest baseline of each cell (attainment, percentage points)", "",
+            "| preset | kind | cells | mean | min | max | won (>+1 pp) | lost (<-1 pp) |", "|---|---|---|---|---|---|---|---|"]
+    for s in sorted(m["summary"], key=lambda s: -s["mean_vs_strongest"]):
+        out.append(f"| {s['preset']} | {s['kind']} | {s['cells']} | {100 * s['mean_vs_strongest']:+.1f} | "
+                   f"{100 * s['min_vs_strongest']:+.1f} | {100 * s['max_vs_strongest']:+.1f} | {s['won']} | {s['lost']} |")
+    cells = m["cells"]
+    loads = cfg["loads"]
+    for w in cfg["workloads"]:
+        for e in cfg["errors"]:
+            cs = [c for c in cells if c["workload"] == w and c["error"] == e]
+            if not cs:
+                continue
+            out += ["", f"## {w}, predictor error {e}: attainment % (mean ± 95% CI over seeds)", "",
+                    "| preset | " + " | ".join(f"{l:g}x ({l * m['capacity'][w]['req_s']:.1f} req/s)" for l in loads)
+                    + " | goodput |", "|---|" + "---|" * (len(loads) + 1)]
+            gp = {g["preset"]: g for g in m["goodput"] if g["workload"] == w and g["error"] == e}
+            for p in dict.fromkeys(c["preset"] for c in cs):
+                row = []
+                for l in loads:
+                    c = next((c for c in cs if c["preset"] == p and c["load"] == l), None)
+                    row.append("-" if c is None else f"{100 * c['attainment_mean']:.1f} ± {100 * c['attainment_ci95']:.1f}")
+                g = gp.get(p)
+                row.append("none" if g is None or g["load"] is None else f"{g['load']:g}x")
+                out.append(f"| {p} | " + " | ".join(row) + " |")
+            sb = [next((c["strongest_baseline"] for c in cs if c["load"] == l), "-") for l in loads]
+            out.append("| *strongest baseline* | " + " | ".join(str(x) for x in sb) + " | |")
+    out += ["", "## Latency and cost per cell (means over seeds)", "",
+            "| workload | error | load | preset | TTFT p99 s | TPOT p99 ms | cost inst-s | vs strongest pp |",
+            "|---|---|---|---|---|---|---|---|"]
+    for c in cells:
+        out.append(f"| {c['workload']} | {c['error']} | {c['load']:g} | {c['preset']} | {c['ttft_p99']:.3g} | "
+                   f"{1e3 * c['tpot_p99']:.3g} | {c['cost']:.3g} | "
+                   f"{'-' if c['vs_strongest'] is None else format(100 * c['vs_strongest'], '+.1f')} |")
+    out += ["", "## Presets", ""] + [f"- `{p}`: {d}" for p, d in m["presets"].items()]
+    return "\n".join(out) + "\n"
+
+
+def heatmap(m: dict, path: str) -> None:
+    """Preset minus strongest baseline (pp), one panel per predictor error."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise SystemExit("the heatmap needs matplotlib: pip install 'slocore[plot]'") from e
+    cfg, cells = m["config"], m["cells"]
+    presets = list(dict.fromkeys(c["preset"] for c in cells))
+    cols = [(w, l) for w in cfg["workloads"] for l in cfg["loads"]]
+    errors = cfg["errors"]
+    fig, axes = plt.subplots(len(errors), 1, figsize=(max(6, 0.55 * len(cols) + 3), 0.35 * len(presets) * len(errors) + 1.5),
+                             squeeze=False)
+    for ax, e in zip(axes[:, 0], errors):
+        grid = [[math.nan] * len(cols) for _ in presets]
+        for c in cells:
+            if c["error"] == e and c["vs_strongest"] is not None:
+                grid[presets.index(c["preset"])][cols.index((c["workload"], c["load"]))] = 100 * c["vs_strongest"]
+        im = ax.imshow(grid, cmap="RdBu", vmin=-50, vmax=50, aspect="auto")
+        for i, row in enumerate(grid):
+            for j, v in enumerate(row):
+                if not math.isnan(v):
+                    ax.text(j, i, f"{v:+.0f}", ha="center", va="center", fontsize=6)
+        ax.set_yticks(range(len(presets)), presets, fontsize=7)
+        ax.set_xticks(range(len(cols)), [f"{w}\n{l:g}x" for w, l in cols], fontsize=6)
+        ax.set_title(f"attainment minus strongest baseline (pp), predictor error: {e}", fontsize=8)
+        fig.colorbar(im, ax=ax, fraction=0.02)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def write(m: dict, out_dir: str, command: str = "", plot: bool = True) -> dict:
+    import os
+
+    os.makedirs(out_dir, exist_ok=True)
+    paths = {"json": os.path.join(out_dir, "matrix.json"), "md": os.path.join(out_dir, "matrix.md")}
+    with open(paths["json"], "w") as f:
+        json.dump({**m, "command": command}, f, indent=1)
+    with open(paths["md"], "w") as f:
+        f.write(markdown(m, command))
+    if plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print("matplotlib not installed: no heatmap (pip install 'slocore[plot]')", file=sys.stderr)
+        else:
+            paths["png"] = os.path.join(out_dir, "matrix.png")
+            heatmap(m, paths["png"])
+    return paths

@@ -1,0 +1,122 @@
+"""The benchmark matrix in a tiny configuration: every cell filled, the summary computed
+against the strongest baseline, the outputs written; presets resolve and are validated.
+No timing is asserted."""
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from slocore import cli
+from slocore.sim import matrix, preset, presets, stacks
+
+TINY = dict(presets=("rr+sarathi_fcfs", "rr+edf", "hfx", "sibyl"), workloads=("hfx_4task", "hfx_4task_pd"),
+            loads=(0.5, 1.2), seeds=(0, 1, 2), errors=matrix.ERRORS, duration_s=1.5, probe_n=200)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return matrix.run_matrix(matrix.MatrixConfig(**TINY, processes=2), progress=False)
+
+
+def test_every_cell_is_filled(tiny):
+    want = set()
+    for w in TINY["workloads"]:
+        mode = matrix.WORKLOADS[w].mode
+        for p in TINY["presets"]:
+            if presets()[p].kwargs_for(mode) is None:
+                continue
+            want |= {(w, e, l, p) for e in TINY["errors"] for l in TINY["loads"]}
+    got = {(c["workload"], c["error"], c["load"], c["preset"]) for c in tiny["cells"]}
+    assert got == want and len(tiny["cells"]) == len(want)
+    assert ("hfx_4task", "exact", 0.5, "sibyl") not in got  # sibyl is P/D only
+    for c in tiny["cells"]:
+        assert c["seeds"] == [0, 1, 2] and len(c["attainment"]) == 3
+        assert all(0 <= a <= 1 for a in c["attainment"])
+        assert c["attainment_mean"] == pytest.approx(sum(c["attainment"]) / 3)
+        assert c["attainment_ci95"] >= 0 and all(math.isfinite(c[k]) for k in ("ttft_p99", "tpot_p99", "cost"))
+        assert c["finished"] == c["requests"]  # every request of every run finished
+        assert c["rate"] == pytest.approx(c["load"] * tiny["capacity"][c["workload"]]["req_s"])
+    assert tiny["runs"] == 3 * len(want)
+
+
+def test_summary_against_the_strongest_baseline(tiny):
+    by_cell = {}
+    for c in tiny["cells"]:
+        by_cell.setdefault((c["workload"], c["error"], c["load"]), []).append(c)
+    for cs in by_cell.values():
+        base = [c for c in cs if c["kind"] == "baseline"]
+        best = max(c["attainment_mean"] for c in base)
+        for c in cs:
+            assert presets()[c["strongest_baseline"]].kind == "baseline"
+            assert c["vs_strongest"] == pytest.approx(c["attainment_mean"] - best)
+            if c["kind"] == "baseline":
+                assert c["vs_strongest"] <= 1e-12
+    assert {s["preset"] for s in tiny["summary"]} == set(TINY["presets"])
+    for s in tiny["summary"]:
+        ds = [c["vs_strongest"] for c in tiny["cells"] if c["preset"] == s["preset"]]
+        assert s["cells"] == len(ds) and s["mean_vs_strongest"] == pytest.approx(sum(ds) / len(ds))
+    assert len(tiny["goodput"]) == len({(c["workload"], c["error"], c["preset"]) for c in tiny["cells"]})
+    for g in tiny["goodput"]:
+        ok = [c["load"] for c in tiny["cells"] if (c["workload"], c["error"], c["preset"]) == (g["workload"], g["error"], g["preset"])
+              and c["attainment_mean"] >= matrix.GOODPUT_ATTAINMENT]
+        assert g["load"] == (max(ok) if ok else None)
+
+
+def test_outputs_written(tiny, tmp_path):
+    paths = matrix.write(tiny, str(tmp_path), command="slocore bench matrix (test)", plot=False)
+    data = json.loads(Path(paths["json"]).read_text())
+    assert len(data["cells"]) == len(tiny["cells"]) and data["command"]
+    md = Path(paths["md"]).read_text()
+    for p in TINY["presets"]:
+        assert f"| {p} |" in md
+    assert "strongest baseline" in md
+
+
+def test_ci95_uses_student_t():
+    assert matrix.ci95([1.0]) == 0.0
+    assert matrix.ci95([0.0, 1.0, 2.0]) == pytest.approx(4.303 * 1.0 / math.sqrt(3))
+
+
+def test_cli_matrix_and_presets(tmp_path, capsys):
+    rc = cli.main(["bench", "matrix", "--presets", "rr+sarathi_fcfs,rr+edf", "--workloads", "hfx_4task", "--loads", "1",
+                   "--seeds", "0,1,2", "--errors", "exact", "--duration", "1", "--probe-requests", "100",
+                   "--processes", "1", "--quiet", "--no-plot", "--out", str(tmp_path)])
+    assert rc == 0 and (tmp_path / "matrix.json").exists() and (tmp_path / "matrix.md").exists()
+    assert "vs strongest baseline" in capsys.readouterr().out
+    assert cli.main(["presets"]) == 0
+    out = capsys.readouterr().out
+    for name in ("least_outstanding+edf", "least_outstanding+sarathi_priority", "p2c+edf", "vllm_priority", "hfx", "sibyl"):
+        assert name in out
+    assert cli.main(["bench", "matrix", "--presets", "nope", "--quiet", "--out", str(tmp_path)]) == 2
+    assert cli.main(["bench", "matrix", "--errors", "wrong", "--quiet", "--out", str(tmp_path)]) == 2
+
+
+def test_presets_resolve_and_validate():
+    assert preset("least_outstanding+edf") == {"global_policy": "least_outstanding", "batch_scheduler": "edf"}
+    assert preset("hfx", "pd")["mode"] == "pd" and preset("hfx", "pd")["decode_policy"] == "hfx_migrator"
+    kw = preset("rr+edf")
+    kw["batch_scheduler"] = "x"
+    assert preset("rr+edf")["batch_scheduler"] == "edf"  # a fresh copy each time
+    with pytest.raises(KeyError, match="unknown preset"):
+        preset("nope")
+    with pytest.raises(ValueError, match="no pd stack"):
+        preset("hfx_pm", "pd")
+    with pytest.raises(ValueError, match="mode"):
+        preset("hfx", "both")
+    for name, p in presets().items():  # every listed preset builds and names registered policies
+        for m in p.modes():
+            assert preset(name, m)
+    assert {"baseline", "paper"} <= {p.kind for p in presets().values()}
+    assert "slocore.sim.presets_slocore" in stacks.PRESET_MODULES  # the hook for the `slocore` stack
+
+
+def test_preset_as_scenario_variant():
+    from slocore.sim import experiment, scenarios
+
+    sc = scenarios.get("hfx_fig4_pd")
+    rows = experiment.run_scenario(sc, loads=[20.0], variants=["rr_pd", "least_outstanding+edf"], progress=False)
+    assert [r.variant for r in rows] == ["rr_pd", "least_outstanding+edf"]
+    assert rows[1].config["decode_policy"]["name"] == "least_outstanding" and rows[1].config["mode"] == "pd"
+    with pytest.raises(ValueError, match="not a preset"):
+        experiment.run_scenario(sc, loads=[20.0], variants=["nope"], progress=False)
