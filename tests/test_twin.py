@@ -99,6 +99,7 @@ def emulated():
     yield url
     proc.terminate()
     proc.wait(10)
+    proc.stderr.close()
 
 
 @pytest.fixture(scope="module")
@@ -193,6 +194,7 @@ def test_not_an_engine_and_too_slow_fail_clearly(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+        proc.stderr.close()
     from slocore import cli
 
     assert cli.main(["profile", "--url", f"http://127.0.0.1:{_free_port()}", "-o", str(tmp_path / "x.json"),

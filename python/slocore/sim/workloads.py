@@ -311,7 +311,7 @@ def slice_table2(n_a: int = 3, n_b: int = 4, n_c: int = 2, prompt_len: int = 64,
 @workload
 def slice_mix(rate: float = 1.0, realtime_share: float = 0.7, n: int = 200, seed: int = 0, ttft: float = 3.0,
               rt_utility: float = 10.0) -> Workload:
-    """SLICE dynamic runs (Sec. V-C/D/E): Poisson arrivals at `rate` tasks/s, a share of
+    """SLICE dynamic runs (Sec. VI-C/D/E): Poisson arrivals at `rate` tasks/s, a share of
     real-time tasks (TPOT 50 ms, end-to-end deadline 1.5 s, utility `rt_utility`), the rest
     voice chat / text Q&A half and half (TTFT `ttft`, utility 1)."""
     if not 0.0 <= realtime_share <= 1.0:
