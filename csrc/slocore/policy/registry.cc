@@ -3,13 +3,34 @@
 #include "slocore/policy/registry.h"
 
 #include "slocore/core/families.h"
+#include "slocore/policy/recording.h"
 
 namespace slocore {
 
 namespace {
 
+// Tools over any policy: the event recorder of the conformance test.
+std::vector<RegistryEntry<GlobalPolicy>> tool_global_policies() {
+  return {
+      {"recording",
+       "records every call (the event contract) and forwards it to an inner policy; param policy=<name>, "
+       "the others go to the inner policy",
+       [](const ParamMap& p) -> std::shared_ptr<GlobalPolicy> {
+         ParamMap rest = p;
+         std::string inner = "least_outstanding";
+         if (auto it = rest.find("policy"); it != rest.end()) {
+           require(std::holds_alternative<std::string>(it->second), "recording.policy", "must be a policy name");
+           inner = std::get<std::string>(it->second);
+           rest.erase(it);
+         }
+         require(inner != "recording", "recording.policy", "must name another policy");
+         return std::make_shared<RecordingPolicy>(make_global_policy(inner, rest));
+       }},
+  };
+}
+
 const std::vector<RegistryEntry<GlobalPolicy>>& table() {
-  static const auto t = joined<GlobalPolicy>({baseline_global_policies(), hfx_global_policies(), proserve_global_policies(), sibyl_global_policies()});
+  static const auto t = joined<GlobalPolicy>({baseline_global_policies(), hfx_global_policies(), proserve_global_policies(), sibyl_global_policies(), tool_global_policies()});
   return t;
 }
 
