@@ -1,4 +1,4 @@
-// The three policy contracts (DESIGN.md "Contracts") with pybind11 trampolines, so a Python
+// The three policy contracts (the event contract in each header) with pybind11 trampolines, so a Python
 // class can implement a policy for research and run inside the C++ simulator.
 #include <pybind11/stl.h>
 
