@@ -111,6 +111,7 @@ def per_request(logs):
             rank[rid] = len(rank)
     out: dict = {}
     added = []
+    placed = [{} for _ in logs]  # request -> instance, per policy
     for k, log in enumerate(logs):
         added.append(sum(1 for e in log if e[0] == "instance_added"))
         for kind, rid, inst, gen, now, eh in log:
@@ -118,6 +119,12 @@ def per_request(logs):
                 continue
             assert rid in rank, f"policy {k} saw request {rid}, which policy 0 never got (ids differ)"
             out.setdefault(rank[rid], []).append((k, kind, gen, math.isfinite(eh)))
+            if kind == "assign":
+                placed[k][rid] = inst
+            elif kind in ("token", "finished"):  # on the instance the policy placed it on
+                assert placed[k].get(rid) == inst, (k, kind, rid, inst, placed[k].get(rid))
+            elif kind == "prefill_done":  # names the prefill instance, for both policies
+                assert placed[0].get(rid) == inst, (k, kind, rid, inst, placed[0].get(rid))
     return out, added
 
 
@@ -174,3 +181,70 @@ def test_python_policy_import_errors_name_the_field():
          "decode_policy": {"name": PY_RECORDING, "params": {"bogus": 1}}}
     with pytest.raises(ValueError, match="decode_policy.params: "):
         Router(cfgmod.from_dict(d))
+
+
+def live_events(d, bodies):
+    """Serve `d`, send `bodies` one after the other; (statuses, each dispatcher's events)."""
+    async def go():
+        async with serving(d) as (router, url, s):
+            statuses = []
+            for body in bodies:
+                async with s.post(url + "/v1/completions", json=body) as r:
+                    await r.read()
+                    statuses.append(r.status)
+            return statuses, [disp.policy.events() for disp in router.dispatchers]
+
+    return asyncio.run(asyncio.wait_for(go(), 60))
+
+
+def test_retry_keeps_the_id_finishes_the_failed_attempt_and_starts_over():
+    backends = [{"name": "e0", "emulated": dict(EMU, fault="die_after:2")}, {"name": "e1", "emulated": dict(EMU)}]
+    d = {"backends": backends, "policy": {"name": "recording", "params": {"policy": "round_robin"}}, "retries": 1}
+    statuses, (log,) = live_events(d, [{"prompt": "z", "max_tokens": 6}])  # not streamed: retried
+    assert statuses == [200]
+    ev = [(k, r, i, g) for k, r, i, g, *_ in log if not k.startswith("instance_")]
+    assert len({r for _, r, _, _ in ev}) == 1  # one id for both attempts
+    kinds = [(k, g) for k, _, _, g in ev]
+    assert kinds == [("submit", 0), ("assign", 0), ("token", 1), ("token", 2), ("finished", 0),
+                     ("submit", 0), ("assign", 0)] + [("token", k) for k in range(1, 7)] + [("finished", 0)]
+    first, second = ev[1][2], ev[6][2]
+    assert ev[4][2] == first != second and ev[-1][2] == second  # on_finished names the failed engine
+
+
+class Hold(slocore.GlobalPolicy):
+    """A pull policy that never releases a request (to see on_cancelled live)."""
+
+    def __init__(self):
+        super().__init__()
+        self.queue, self.cancelled = set(), []
+
+    def name(self):
+        return "hold"
+
+    def submit(self, request, now, expected_handoff=math.nan):
+        self.queue.add(request.id)
+
+    def poll(self, now, views):
+        return []
+
+    def pending(self):
+        return len(self.queue)
+
+    def on_cancelled(self, request, now):
+        self.queue.discard(request)
+        self.cancelled.append(request)
+
+
+def test_request_leaving_while_queued_is_cancelled():
+    d = {"backends": [{"name": "e0", "emulated": dict(EMU)}], "policy": {"name": "test_conformance:Hold"},
+         "timeouts": {"first_token_s": 0.3}}
+
+    async def go():
+        async with serving(d) as (router, url, s):
+            async with s.post(url + "/v1/completions", json={"prompt": "z", "max_tokens": 2}) as r:
+                assert r.status == 503 and "assigned no instance" in (await r.json())["error"]["message"]
+            pol = router.dispatchers[0].policy
+            return pol.cancelled, pol.pending(), router.recorder.get(1).reason
+
+    cancelled, pending, reason = asyncio.run(asyncio.wait_for(go(), 30))
+    assert cancelled == [1] and pending == 0 and "assigned no instance" in reason

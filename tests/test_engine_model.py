@@ -108,3 +108,23 @@ def test_engine_model_steps_and_cancels():
         tokens, finished, _ = m.finish(dt + t)
         dt += t
     assert finished == [0] and m.view.kv_blocks_free == 50 and m.iterations == 3
+
+
+def test_emulated_engine_refuses_a_request_that_can_never_fit():
+    import aiohttp
+
+    from slocore.serve import engine as _engine
+
+    async def go():
+        eng = EmulatedEngine(PROFILE, kv_blocks=4, time_scale=0.1)  # 64 tokens of KV
+        runner, url = await _engine.start(eng)
+        try:
+            async with aiohttp.ClientSession() as s:
+                async with s.post(url + "/v1/completions", json={"prompt": list(range(60)), "max_tokens": 8}) as r:
+                    assert r.status == 400 and "KV cache" in (await r.json())["error"]["message"]
+                async with s.post(url + "/v1/completions", json={"prompt": list(range(40)), "max_tokens": 8}) as r:
+                    assert r.status == 200 and (await r.json())["usage"]["completion_tokens"] == 8
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(asyncio.wait_for(go(), 30))

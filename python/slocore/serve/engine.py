@@ -236,6 +236,9 @@ class EmulatedEngine:
         except BadRequest as e:
             return web.json_response(error_body(str(e), e.status), status=e.status)
         max_tokens = f["max_tokens"] or self.default_max_tokens
+        if -(-(plen + max_tokens) // self.block_size) > self.kv_total:  # could never run: refuse, don't stall
+            msg = f"prompt_tokens + max_tokens = {plen + max_tokens} exceed the KV cache ({self.kv_total} blocks)"
+            return web.json_response(error_body(msg, 400), status=400)
         kvp = body.get("kv_transfer_params") or {}
         if not isinstance(kvp, dict):
             return web.json_response(error_body("kv_transfer_params: must be an object", 400), status=400)
