@@ -251,7 +251,8 @@ class EmulatedEngine:
         tpot = xargs.get("slo_tpot_ms") if isinstance(xargs, dict) else None
         rid, q = self.submit(plen, max_tokens, prefill_only, prefilled,
                              priority=int(xargs.get("priority", 0)) if isinstance(xargs, dict) else 0,
-                             ttft=ttft / 1e3 if ttft else None, tpot=tpot / 1e3 if tpot else None)
+                             ttft=ttft / 1e3 / self.time_scale if ttft else None,  # real s -> the engine's clock
+                             tpot=tpot / 1e3 / self.time_scale if tpot else None)
         oid = new_id(chat)
         kv_out = None
         if prefill_only:

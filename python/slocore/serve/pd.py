@@ -15,7 +15,7 @@ import math
 
 import slocore as _s
 from slocore.roles import DECODE, PREFILL
-from slocore.serve.dispatch import Dispatcher
+from slocore.serve.dispatch import Dispatcher, NoBackend
 from slocore.serve.upstream import BackendError, Upstream, check_status
 
 PREFILL_KV_PARAMS = {"do_remote_decode": True, "do_remote_prefill": False, "remote_engine_id": None,
@@ -50,7 +50,11 @@ class PDFlow:
         early = None
         if self.decode.policy.early_assignment():  # SIBYL: the decode instance at prefill start
             tau = _s.expected_handoff(backend.view(), att, self.now())
-            early = self.decode.submit(att, tau)
+            try:
+                early = self.decode.submit(att, tau)
+            except NoBackend:  # no decode instance: the prefill placement ends unused
+                self.prefill.policy.on_finished(att.id, backend.id, self.now())
+                raise
             self.decode.poll_now()
         ctx.handoff = (backend.id, early)
         self.on_dispatched(ctx)
