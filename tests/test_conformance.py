@@ -248,3 +248,32 @@ def test_request_leaving_while_queued_is_cancelled():
 
     cancelled, pending, reason = asyncio.run(asyncio.wait_for(go(), 30))
     assert cancelled == [1] and pending == 0 and "assigned no instance" in reason
+
+
+class HoldEarly(Hold):
+    """An early-assignment decode policy that never places (the simulator's cancel path)."""
+
+    def early_assignment(self):
+        return True
+
+
+def test_simulated_one_token_pd_request_releases_the_early_decode_submit():
+    """A P/D request that ends at prefill: the decode policy's early placement ends with
+    on_finished, an early submit not yet placed with on_cancelled."""
+    def run(decode):
+        cfg = slocore.SimConfig()
+        cfg.profile = hardware_profile(PROFILE)[0]
+        cfg.batch_scheduler = lambda: slocore.make_batch_scheduler("sarathi_fcfs")
+        cfg.disaggregated = True
+        pre = slocore.make_global_policy("recording", {"policy": "round_robin"})
+        cfg.prefill_policy, cfg.decode_policy = pre, decode
+        res = slocore._core.simulate([slocore.Request(0, 0.0, 50, output_len=1)], cfg)
+        assert res.recorder.get(0).outcome == slocore.Outcome.FINISHED
+        return [e[0] for e in pre.events() if e[1] == 0]
+
+    dec = slocore.make_global_policy("recording", {"policy": "early_assign"})
+    assert run(dec) == ["submit", "assign", "token", "prefill_done", "finished"]
+    assert [e[0] for e in dec.events() if e[1] == 0] == ["submit", "assign", "finished"]
+    hold = HoldEarly()
+    run(hold)
+    assert hold.cancelled == [0] and hold.pending() == 0
