@@ -51,6 +51,38 @@ std::vector<Request> requests_from_columns(Col<int64_t> id, Col<double> arrival,
   return out;
 }
 
+// One simulator engine driven from Python (the emulated engine of `slocore serve` steps it
+// in real time): it owns its view; start() plans an iteration, finish() applies it.
+struct SteppableEngine {
+  std::unique_ptr<InstanceView> view;
+  std::unique_ptr<Engine> engine;
+};
+
+std::unique_ptr<SteppableEngine> make_engine(const HardwareProfile& profile, std::shared_ptr<BatchScheduler> sched,
+                                             Tokens max_batch_tokens, int max_num_seqs, int64_t kv_blocks,
+                                             std::optional<LatencyCoeffs> belief, int correction_window,
+                                             double noise_sigma, uint64_t seed, Role role, bool processor_sharing) {
+  profile.validate();
+  require(max_batch_tokens >= 1, "max_batch_tokens", "must be >= 1");
+  require(max_num_seqs >= 1, "max_num_seqs", "must be >= 1");
+  require(correction_window >= 0, "correction_window", "must be >= 0");
+  require_nonneg(noise_sigma, "noise_sigma");
+  if (belief) belief->validate();
+  auto out = std::make_unique<SteppableEngine>();
+  out->view = std::make_unique<InstanceView>();  // set up as the simulator's add_engine does
+  InstanceView& v = *out->view;
+  v.role = role;
+  v.kv_blocks_total = v.kv_blocks_free = kv_blocks > 0 ? kv_blocks : profile.kv_blocks;
+  v.block_size = profile.block_size;
+  v.max_batch_tokens = max_batch_tokens;
+  v.max_num_seqs = max_num_seqs;
+  v.model = LatencyModel(belief.value_or(profile.coeffs));
+  out->engine = std::make_unique<Engine>(&v, profile, std::move(sched), processor_sharing, noise_sigma, seed,
+                                         correction_window);
+  out->engine->state = EngineState::Active;
+  return out;
+}
+
 py::dict stats_dict(const SimStats& s) {
   py::dict d;
   d["events"] = s.events;
@@ -116,6 +148,40 @@ void init_sim(py::module_& m) {
       .def_readonly("recorder", &SimResult::recorder)
       .def_property_readonly("stats", [](const SimResult& r) { return stats_dict(r.stats); })
       .def_property_readonly("timeline", [](const SimResult& r) { return r.stats.timeline; });
+
+  py::class_<SteppableEngine>(m, "EngineModel",
+                              "One simulator engine (csrc/slocore/sim/engine.h) stepped by the caller: same "
+                              "planning, plan sanitising, online correction, on_batch_done and iteration times.")
+      .def(py::init(&make_engine), py::arg("profile"), py::arg("scheduler"), py::arg("max_batch_tokens") = 8192,
+           py::arg("max_num_seqs") = 256, py::arg("kv_blocks") = 0, py::arg("belief") = py::none(),
+           py::arg("correction_window") = 32, py::arg("noise_sigma") = 0.0, py::arg("seed") = 0,
+           py::arg_v("role", Role::Colocated, "Role.COLOCATED"), py::arg("processor_sharing") = false)
+      .def("add", [](SteppableEngine& e, RequestState s) { e.engine->enqueue(std::move(s)); }, py::arg("state"),
+           "Queue a request (waiting) on the engine.")
+      .def("start", [](SteppableEngine& e, Time now) { return e.engine->start(now); }, py::arg("now"),
+           "Plan the next iteration at `now`; its duration in seconds, < 0 when nothing can run.")
+      .def(
+          "finish",
+          [](SteppableEngine& e, Time now) {
+            IterationOutcome o = e.engine->finish(now);
+            std::vector<std::pair<Id, Tokens>> tokens;
+            for (const auto& t : o.tokens) tokens.emplace_back(t.request, t.generated);
+            std::vector<Id> finished, handed_off;
+            for (const RequestState& s : o.finished) finished.push_back(s.request.id);
+            for (const RequestState& s : o.handed_off) handed_off.push_back(s.request.id);
+            return py::make_tuple(tokens, finished, handed_off);
+          },
+          py::arg("now"), "End the iteration at `now`: ([(request, generated)], finished ids, handed-off ids).")
+      .def("cancel", [](SteppableEngine& e, Id r, Time now) { return e.engine->cancel(r, now); }, py::arg("request"),
+           py::arg("now"))
+      .def_property_readonly("plan", [](const SteppableEngine& e) { return e.engine->plan(); })
+      .def_property_readonly("view", [](const SteppableEngine& e) -> const InstanceView& { return *e.view; },
+                             py::return_value_policy::reference_internal)
+      .def_property_readonly("busy", [](const SteppableEngine& e) { return e.engine->busy(); })
+      .def_property_readonly("has_work", [](const SteppableEngine& e) { return e.engine->has_work(); })
+      .def_property_readonly("iterations", [](const SteppableEngine& e) { return e.engine->iterations(); })
+      .def_property_readonly("preemptions", [](const SteppableEngine& e) { return e.engine->preemptions(); })
+      .def_property_readonly("violations", [](const SteppableEngine& e) { return int64_t(e.engine->violations()); });
 
   m.def("requests_from_columns", &requests_from_columns, py::arg("id"), py::arg("arrival"), py::arg("prompt_len"),
         py::arg("output_len"), py::arg("ttft"), py::arg("tpot"), py::arg("deadline"), py::arg("priority"),

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'DecodeMask', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PriorityMapper', 'Recorder', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SibylProjectedLoad', 'SimConfig', 'SimResult', 'Slo', 'SurvivalEstimator', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'policy_info', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight']
+__all__: list[str] = ['Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'DecodeMask', 'EngineModel', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PriorityMapper', 'Recorder', 'RecordingPolicy', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SibylProjectedLoad', 'SimConfig', 'SimResult', 'Slo', 'SurvivalEstimator', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'expected_handoff', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'policy_info', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight']
 class Role:
     """
     Members:
@@ -627,6 +627,8 @@ class GlobalPolicy:
         ...
     def next_wakeup(self) -> float:
         ...
+    def on_cancelled(self, request: typing.SupportsInt | typing.SupportsIndex, now: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
     def on_finished(self, request: typing.SupportsInt | typing.SupportsIndex, instance: typing.SupportsInt | typing.SupportsIndex, now: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     def on_instance_added(self, instance: typing.SupportsInt | typing.SupportsIndex, role: Role, now: typing.SupportsFloat | typing.SupportsIndex) -> None:
@@ -645,6 +647,13 @@ class GlobalPolicy:
         ...
     def submit(self, request: Request, now: typing.SupportsFloat | typing.SupportsIndex, expected_handoff: typing.SupportsFloat | typing.SupportsIndex = ...) -> None:
         ...
+class RecordingPolicy(GlobalPolicy):
+    def clear(self) -> None:
+        ...
+    def events(self) -> list:
+        """
+        Every call received: (kind, request, instance, generated, now, expected_handoff) tuples.
+        """
 class ScheduledItem:
     def __init__(self, request: typing.SupportsInt | typing.SupportsIndex, tokens: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
         ...
@@ -916,6 +925,47 @@ class SimResult:
     @property
     def timeline(self) -> list[TimelinePoint]:
         ...
+class EngineModel:
+    """
+    One simulator engine (csrc/slocore/sim/engine.h) stepped by the caller: same planning, plan sanitising, online correction, on_batch_done and iteration times.
+    """
+    def __init__(self, profile: HardwareProfile, scheduler: BatchScheduler, max_batch_tokens: typing.SupportsInt | typing.SupportsIndex = 8192, max_num_seqs: typing.SupportsInt | typing.SupportsIndex = 256, kv_blocks: typing.SupportsInt | typing.SupportsIndex = 0, belief: LatencyCoeffs | None = None, correction_window: typing.SupportsInt | typing.SupportsIndex = 32, noise_sigma: typing.SupportsFloat | typing.SupportsIndex = 0.0, seed: typing.SupportsInt | typing.SupportsIndex = 0, role: Role = ..., processor_sharing: bool = False) -> None:
+        ...
+    def add(self, state: RequestState) -> None:
+        """
+        Queue a request (waiting) on the engine.
+        """
+    def cancel(self, request: typing.SupportsInt | typing.SupportsIndex, now: typing.SupportsFloat | typing.SupportsIndex) -> bool:
+        ...
+    def finish(self, now: typing.SupportsFloat | typing.SupportsIndex) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+        """
+        End the iteration at `now`: ([(request, generated)], finished ids, handed-off ids).
+        """
+    def start(self, now: typing.SupportsFloat | typing.SupportsIndex) -> float:
+        """
+        Plan the next iteration at `now`; its duration in seconds, < 0 when nothing can run.
+        """
+    @property
+    def busy(self) -> bool:
+        ...
+    @property
+    def has_work(self) -> bool:
+        ...
+    @property
+    def iterations(self) -> int:
+        ...
+    @property
+    def plan(self) -> BatchPlan:
+        ...
+    @property
+    def preemptions(self) -> int:
+        ...
+    @property
+    def view(self) -> InstanceView:
+        ...
+    @property
+    def violations(self) -> int:
+        ...
 class PriorityMapper:
     """
     HFX Alg. 2 / Eq. 6 priority-to-SLO mapper.
@@ -1018,6 +1068,10 @@ class SibylProjectedLoad:
         ...
 def batch_scheduler_names() -> list[str]:
     ...
+def expected_handoff(view: InstanceView, request: Request, now: typing.SupportsFloat | typing.SupportsIndex) -> float:
+    """
+    The predicted end of the request's prefill on the instance with this view (early assignment).
+    """
 def fit_relative_least_squares(X: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]], y: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> FitResult:
     """
     Least squares on relative error (HFX appendix A).

@@ -80,6 +80,13 @@ void Dispatcher::submit(const Request& r, Time now, Time) {
   }
 }
 
+void Dispatcher::on_cancelled(Id request, Time) {
+  if (!reqs_.count(request)) return;
+  for (auto* q : {&incoming_, &queue_})
+    q->erase(std::remove_if(q->begin(), q->end(), [&](const Key& k) { return k.id == request; }), q->end());
+  reqs_.erase(request);
+}
+
 double Dispatcher::recent_min(std::deque<std::pair<Time, double>>& q, Time now) const {
   while (!q.empty() && q.front().first < now - p_.tight_window) q.pop_front();
   return q.empty() ? kNever : q.front().second;

@@ -86,6 +86,7 @@ class Dispatcher : public GlobalPolicy {
   std::vector<Assignment> poll(Time now, const std::vector<InstanceView>& views) override;
   Time next_wakeup() const override;
   size_t pending() const override { return queue_.size() + incoming_.size(); }
+  void on_cancelled(Id request, Time now) override;
   void on_instance_added(Id instance, Role role, Time now) override { workers_.set(instance, now); }
   void on_instance_removed(Id instance, Time now) override { workers_.erase(instance); }
 

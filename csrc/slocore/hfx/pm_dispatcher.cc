@@ -44,6 +44,14 @@ std::vector<Assignment> PmDispatcher::poll(Time now, const std::vector<InstanceV
   return out;
 }
 
+void PmDispatcher::on_cancelled(Id request, Time now) {
+  auto it = track_.find(request);
+  if (it == track_.end()) return;
+  if (it->second.dispatched < 0) --queued_[size_t(it->second.priority)];
+  track_.erase(it);
+  inner_.on_cancelled(request, now);
+}
+
 void PmDispatcher::on_token(Id request, Id, Tokens generated, Time now) {
   auto it = track_.find(request);
   if (it == track_.end()) return;

@@ -33,6 +33,7 @@ class PmDispatcher : public GlobalPolicy {
   std::vector<Assignment> poll(Time now, const std::vector<InstanceView>& views) override;
   Time next_wakeup() const override { return inner_.next_wakeup(); }
   size_t pending() const override { return inner_.pending(); }
+  void on_cancelled(Id request, Time now) override;
   void on_token(Id request, Id instance, Tokens generated, Time now) override;
   void on_finished(Id request, Id instance, Time now) override;
   void on_instance_added(Id instance, Role role, Time now) override { inner_.on_instance_added(instance, role, now); }

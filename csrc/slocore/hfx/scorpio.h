@@ -22,6 +22,13 @@ class ScorpioPolicy : public GlobalPolicy {
   std::vector<Assignment> poll(Time now, const std::vector<InstanceView>& views) override;
   Time next_wakeup() const override { return queue_.empty() && rejected_.empty() ? kNever : now_ + 0.01; }
   size_t pending() const override { return queue_.size() + rejected_.size(); }
+  void on_cancelled(Id request, Time now) override {
+    auto r = reqs_.find(request);
+    if (r == reqs_.end()) return;
+    queue_.erase({r->second.arrival + r->second.slo.ttft, request});
+    rejected_.erase({r->second.arrival, request});
+    reqs_.erase(r);
+  }
 
  private:
   std::set<std::pair<Time, Id>> queue_;     // (TTFT deadline, id)

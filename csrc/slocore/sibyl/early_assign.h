@@ -33,6 +33,7 @@ class EarlyAssign : public GlobalPolicy {
   Time next_wakeup() const override { return inner_->next_wakeup(); }
   bool early_assignment() const override { return true; }
   size_t pending() const override { return inner_->pending(); }
+  void on_cancelled(Id r, Time now) override { inner_->on_cancelled(r, now); }
   void on_prefill_done(Id r, Id i, Time now) override { inner_->on_prefill_done(r, i, now); }
   void on_token(Id r, Id i, Tokens g, Time now) override { inner_->on_token(r, i, g, now); }
   void on_finished(Id r, Id i, Time now) override { inner_->on_finished(r, i, now); }

@@ -43,6 +43,13 @@ class SibylPolicy : public GlobalPolicy {
 
   void on_prefill_done(Id request, Id instance, Time now) override;
   void on_token(Id request, Id instance, Tokens generated, Time now) override;
+  void on_cancelled(Id request, Time now) override {
+    for (auto it = queue_.begin(); it != queue_.end(); ++it)
+      if (it->r.id == request) {
+        queue_.erase(it);
+        return;
+      }
+  }
   void on_finished(Id request, Id instance, Time now) override;
   void on_instance_removed(Id instance, Time now) override { core_.drop_instance(instance); }
 

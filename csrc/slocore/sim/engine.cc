@@ -179,4 +179,23 @@ IterationOutcome Engine::finish(Time now) {
   return out;
 }
 
+bool Engine::cancel(Id request, Time now) {
+  auto same = [&](const RequestState& s) { return s.request.id == request; };
+  auto w = std::find_if(v_->waiting.begin(), v_->waiting.end(), same);
+  if (w != v_->waiting.end()) {
+    v_->waiting.erase(w);
+  } else {
+    auto r = std::find_if(v_->running.begin(), v_->running.end(), same);
+    if (r == v_->running.end()) return false;
+    Tokens in_flight = 0;
+    if (busy_)
+      for (const ScheduledItem& it : plan_.items)
+        if (it.request == request) in_flight = it.tokens;
+    v_->kv_blocks_free += v_->blocks_for(r->computed + in_flight);
+    v_->running.erase(r);
+  }
+  sched_->on_finished(request, now);
+  return true;
+}
+
 }  // namespace slocore::sim

@@ -48,6 +48,11 @@ class Engine {
   IterationOutcome finish(Time now);
 
   void enqueue(RequestState s) { v_->waiting.push_back(std::move(s)); }
+  // The sanitised plan of the iteration in flight (or of the last one).
+  const BatchPlan& plan() const { return plan_; }
+  // Removes a request that left early (the emulated engine's client went away): frees its
+  // KV (with the tokens of the iteration in flight) and tells the scheduler on_finished.
+  bool cancel(Id request, Time now);
   size_t violations() const { return violations_; }
   int64_t iterations() const { return iterations_; }
   int64_t preemptions() const { return preemptions_; }

@@ -247,12 +247,7 @@ void Simulation::place(const Assignment& a, Role role, Time now) {
     prefill_of_[s.request.id] = a.instance;
     GlobalPolicy* d = cfg_.decode_policy.get();
     if (d->early_assignment()) {  // SIBYL: pick the decode instance at prefill start
-      const InstanceView& pv = e.view();
-      double queued = 0.0;
-      for (const RequestState& w : pv.waiting) queued += pv.model.prefill_cost(w.to_compute(), 0);
-      const Time start = std::max(now, pv.busy_until);
-      const Time tau = start + queued + pv.model.overhead() + pv.model.prefill_cost(s.request.prompt_len, 0);
-      d->submit(s.request, now, tau);
+      d->submit(s.request, now, expected_handoff(e.view(), s.request, now));
       poll(d, Role::Decode, now);
     }
   }
@@ -286,7 +281,8 @@ void Simulation::start_transfer(RequestState s, Id decode_instance, Time now) {
 
 void Simulation::handoff(RequestState s, Id from, Time now) {
   const Id id = s.request.id;
-  cfg_.prefill_policy->on_prefill_done(id, from, now);
+  cfg_.prefill_policy->on_prefill_done(id, from, now);  // event contract: done, then it leaves
+  cfg_.prefill_policy->on_finished(id, from, now);
   GlobalPolicy* d = cfg_.decode_policy.get();
   auto t = early_target_.find(id);
   if (t != early_target_.end()) {
@@ -315,15 +311,17 @@ void Simulation::on_iteration_done(Engine& e, Time now) {
   for (const RequestState& s : out.finished) {
     res_.recorder.finish(s.request.id, now);
     --in_system_;
-    p->on_finished(s.request.id, e.id(), now);
     if (cfg_.disaggregated && role == Role::Prefill) {  // one-token output: done at prefill
       cfg_.prefill_policy->on_prefill_done(s.request.id, e.id(), now);
       auto t = early_target_.find(s.request.id);
       if (t != early_target_.end()) {  // release the decode reservation it will not use
         cfg_.decode_policy->on_finished(s.request.id, t->second, now);
         early_target_.erase(t);
+      } else if (cfg_.decode_policy->early_assignment()) {  // early-submitted, not placed yet
+        cfg_.decode_policy->on_cancelled(s.request.id, now);
       }
     }
+    p->on_finished(s.request.id, e.id(), now);
     if (cfg_.scaler) cfg_.scaler->on_finished(s.request.id, now);
   }
   for (RequestState& s : out.handed_off) handoff(std::move(s), e.id(), now);
@@ -441,6 +439,7 @@ SimResult Simulation::run() {
         auto it = engines_.find(ev.b);
         if (it == engines_.end() || it->second->state == EngineState::Stopped ||
             !it->second->view().accepting) {  // target drained meanwhile: ask again
+          cfg_.decode_policy->on_finished(ev.a, ev.b, now);  // event contract: a retry
           awaiting_decode_.emplace(ev.a, std::move(s));
           cfg_.decode_policy->submit(awaiting_decode_.at(ev.a).request, now, std::nan(""));
           poll(cfg_.decode_policy.get(), Role::Decode, now);
