@@ -95,6 +95,7 @@ async def measure(url: str, *, model: str | None = None, name: str = "measured",
     co = res["coeffs"]
     if engine_timed:  # steps timed by the engine: the front end is what the client saw on top
         co["ttft_overhead_s"] = max(0.0, statistics.median(engine_timed))
+        res["dropped"].remove("ttft_overhead_s")
     resid = [(fitmodel.predict(co, p) - p.seconds) / p.seconds for p in points]
     kv = _kv(m1, max_len, int(max_num_seqs))
     profile = {
