@@ -198,3 +198,23 @@ def test_not_an_engine_and_too_slow_fail_clearly(tmp_path):
     assert cli.main(["profile", "--url", f"http://127.0.0.1:{_free_port()}", "-o", str(tmp_path / "x.json"),
                      "--quiet"]) == 2
     assert not (tmp_path / "x.json").exists()
+
+
+def test_frontend_term_shifts_ttft_and_e2e_only():
+    from slocore.profiles import load_profile
+    from slocore.sim import workloads
+
+    base = dict(load_profile("h100-llama2-7b"), engine={"max_num_seqs": 32, "max_num_batched_tokens": 2048})
+    w = workloads.sharegpt_like(rate=3, n=60, seed=4, ttft=0.5, tpot=0.05)
+    s0 = compare.simulate(w, dict(base, frontend={"ttft_overhead_s": 0.0}))
+    s1 = compare.simulate(w, dict(base, frontend={"ttft_overhead_s": 0.05}))
+    # Every arrival shifts by the same 50 ms, so the engine's schedule is the same, shifted.
+    for q in ("p50", "p90", "p99"):
+        assert s1["ttft"][q] == pytest.approx(s0["ttft"][q] + 0.05, abs=1e-9)
+        assert s1["e2e"][q] == pytest.approx(s0["e2e"][q] + 0.05, abs=1e-9)
+        assert s1["tpot"][q] == pytest.approx(s0["tpot"][q], abs=1e-12)
+    assert s1["ttft_attainment"] <= s0["ttft_attainment"]
+    assert compare.engine_kwargs(base)["batch_scheduler"] == ("sarathi_fcfs", {"token_budget": 2048})
+    ttft, tpot = compare.default_slos(base, w)
+    assert 0 < tpot < ttft and compare.saturation_rate(base, w, 2) == pytest.approx(
+        2 * compare.saturation_rate(base, w, 1))
