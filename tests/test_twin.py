@@ -117,11 +117,16 @@ def test_profile_of_the_emulated_engine_recovers_its_model(measured):
     prof, path = measured
     truth = load_profile("h100-llama2-7b")["per_request"]
     co = prof["per_request"]
-    # The fixed step cost dominates every step of this profile; the per-token prefill slope
-    # shows on long prompts. Loose bounds: the engine's asyncio.sleep only overshoots, and by
-    # milliseconds on a shared, loaded machine; the twin test below checks the profile as a whole.
+    # The fixed step cost dominates every step of this profile. Loose bounds: the engine's
+    # asyncio.sleep only overshoots, by milliseconds on a shared, loaded machine, and how the
+    # time of a lone prefill splits between the slope and the front end moves with that noise;
+    # so check the step cost and the whole lone prefill of the longest prompt. The twin test
+    # below checks the profile as a whole.
     assert truth["t_c"] * 0.8 < co["t_c"] < truth["t_c"] * 2.0
-    assert co["c_p"] == pytest.approx(truth["c_p"], rel=0.5)
+    L = max(q["prefill"][0][0] for q in prof["measured"]["points"] if q["kind"] == "prefill")
+    lone = Point("prefill", 1.0, [(L, 0)], [], first=1)
+    want = fitmodel.predict(truth, lone)
+    assert 0.8 * want < fitmodel.predict({**co, **prof["frontend"]}, lone) < 2.0 * want
     assert prof["engine"]["kind"] == "slocore-emulated" and prof["engine"]["max_num_seqs"] == 16
     assert prof["kv"]["source"] == "slocore_engine_kv_blocks"
     m = prof["measured"]
