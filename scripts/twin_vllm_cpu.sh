@@ -9,6 +9,7 @@ OUT=${1:-twin-out}
 VPY=${SLOCORE_VLLM_PYTHON:-/tmp/slocore-vllm-venv/bin/python}
 LOADS=${LOADS:-0.25,0.5,0.75,1.0}
 N=${N:-300}
+slocore() { python3 -m slocore.cli "$@"; }  # the build on PYTHONPATH, installed or not
 mkdir -p "$OUT"
 "$VPY" -c "import sys; sys.path.insert(0, 'python/slocore/integrations/vllm'); import tiny_model; tiny_model.write('$OUT/tiny')"
 serve() {  # PORT CORE
