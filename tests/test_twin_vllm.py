@@ -44,7 +44,7 @@ def vllm_profile(pinned_server, tmp_path_factory):
 
 
 def test_profile_reads_vllm_metrics(vllm_profile):
-    prof, path = vllm_profile
+    prof, _ = vllm_profile
     eng = prof["engine"]
     assert eng["kind"] == "vllm" and eng["version"] == "0.32.0" and eng["model"] == "tiny"
     assert eng["max_model_len"] == 1024 and eng["max_num_seqs"] == 32  # --max-num-seqs 32, found by polling

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import sys
 
 import numpy as np
 
