@@ -33,7 +33,7 @@ EOF
 slocore profile --url http://127.0.0.1:8301 -o "$OUT/vllm-cpu-tiny.json" --quiet | tee "$OUT/profile.txt"
 slocore bench twin --url http://127.0.0.1:8301 --profile "$OUT/vllm-cpu-tiny.json" -n "$N" --loads "$LOADS" \
   --quiet --json > "$OUT/twin-1.json"
-slocore serve --config "$OUT/router.yaml" > "$OUT/router.log" 2>&1 & PR=$!
+python3 -m slocore.cli serve --config "$OUT/router.yaml" > "$OUT/router.log" 2>&1 & PR=$!
 wait_up http://127.0.0.1:8310
 slocore bench twin --url http://127.0.0.1:8310 --instances 2 --profile "$OUT/vllm-cpu-tiny.json" -n "$N" \
   --loads "$LOADS" --quiet --json > "$OUT/twin-2.json"
