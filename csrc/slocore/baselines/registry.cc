@@ -3,6 +3,7 @@
 #include "slocore/baselines/schedulers.h"
 #include "slocore/baselines/fair_schedulers.h"
 #include "slocore/baselines/routers.h"
+#include "slocore/baselines/cache_routers.h"
 
 namespace slocore {
 
@@ -33,6 +34,26 @@ std::vector<RegistryEntry<GlobalPolicy>> baseline_global_policies() {
          rd.get("default_output", d);
          rd.finish();
          return std::make_shared<LeastTokensPolicy>(d);
+       }},
+      {"llmd_scorer", "llm-d weighted scorer: prefix cache 3 + queue 2 + KV utilisation 2 (docs/baselines.md)",
+       [](const ParamMap& p) {
+         ParamReader rd("llmd_scorer", p);
+         WeightedScorerParams wp;
+         rd.get("w_prefix", wp.w_prefix);
+         rd.get("w_queue", wp.w_queue);
+         rd.get("w_kv", wp.w_kv);
+         rd.get("prefix_source", wp.prefix_source);
+         rd.finish();
+         return std::make_shared<WeightedScorerPolicy>(wp);
+       }},
+      {"kv_router", "Dynamo KvRouter: min overlap_weight*prefill blocks + active blocks (docs/baselines.md)",
+       [](const ParamMap& p) {
+         ParamReader rd("kv_router", p);
+         KvRouterParams kp;
+         rd.get("overlap_weight", kp.overlap_weight);
+         rd.get("prefix_source", kp.prefix_source);
+         rd.finish();
+         return std::make_shared<KvRouterPolicy>(kp);
        }},
   };
 }

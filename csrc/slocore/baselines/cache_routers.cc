@@ -1,0 +1,107 @@
+#include "slocore/baselines/cache_routers.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "slocore/core/errors.h"
+
+namespace slocore {
+
+namespace {
+
+void check_source(const std::string& s, const char* field) {
+  require(s == "approximate" || s == "precise", field, "must be approximate or precise, got '" + s + "'");
+}
+
+void check_weight(double w, const char* field) {
+  require(std::isfinite(w) && w >= 0, field, "must be finite and >= 0");
+}
+
+}  // namespace
+
+Tokens cached_prompt_tokens(const Request& r, const InstanceView& v, const std::string& source) {
+  if (r.prefix.empty()) return 0;
+  const auto chain = prompt_block_hashes(r, v.block_size);
+  return source == "precise" ? v.precise_prefix_tokens(chain) : v.approx_prefix_tokens(chain);
+}
+
+void WeightedScorerParams::validate() const {
+  check_weight(w_prefix, "llmd_scorer.w_prefix");
+  check_weight(w_queue, "llmd_scorer.w_queue");
+  check_weight(w_kv, "llmd_scorer.w_kv");
+  check_source(prefix_source, "llmd_scorer.prefix_source");
+}
+
+WeightedScorerPolicy::WeightedScorerPolicy(WeightedScorerParams p) : p_(std::move(p)) { p_.validate(); }
+
+ParamMap WeightedScorerPolicy::params() const {
+  return {{"w_prefix", p_.w_prefix}, {"w_queue", p_.w_queue}, {"w_kv", p_.w_kv}, {"prefix_source", p_.prefix_source}};
+}
+
+int WeightedScorerPolicy::choose(const Request& r, Time, const std::vector<InstanceView>& views) {
+  std::vector<int> ok;
+  int64_t qmin = 0, qmax = 0;
+  for (size_t i = 0; i < views.size(); ++i) {
+    if (!views[i].accepting) continue;
+    const int64_t q = int64_t(views[i].waiting.size()) + placed_requests(views[i].id);
+    if (ok.empty() || q < qmin) qmin = q;
+    if (ok.empty() || q > qmax) qmax = q;
+    ok.push_back(int(i));
+  }
+  int best = -1;
+  double best_score = -1.0;
+  for (int i : ok) {
+    const InstanceView& v = views[size_t(i)];
+    const int64_t q = int64_t(v.waiting.size()) + placed_requests(v.id);
+    const double queue = qmax == qmin ? 1.0 : double(qmax - q) / double(qmax - qmin);
+    const double kv = 1.0 - v.kv_utilization();
+    double prefix = 0.0;
+    if (!r.prefix.empty()) {
+      const auto chain = prompt_block_hashes(r, v.block_size);
+      if (!chain.empty()) {
+        const int64_t hit = p_.prefix_source == "precise" ? v.precise_prefix_tokens(chain) : v.approx_prefix_tokens(chain);
+        prefix = double(hit / v.block_size) / double(chain.size());
+      }
+    }
+    const double score = p_.w_prefix * prefix + p_.w_queue * queue + p_.w_kv * kv;
+    if (score > best_score) best = i, best_score = score;
+  }
+  return best;
+}
+
+void KvRouterParams::validate() const {
+  check_weight(overlap_weight, "kv_router.overlap_weight");
+  check_source(prefix_source, "kv_router.prefix_source");
+}
+
+KvRouterPolicy::KvRouterPolicy(KvRouterParams p) : p_(std::move(p)) { p_.validate(); }
+
+ParamMap KvRouterPolicy::params() const {
+  return {{"overlap_weight", p_.overlap_weight}, {"prefix_source", p_.prefix_source}};
+}
+
+double KvRouterPolicy::cost(const Request& r, const InstanceView& v, Tokens cached, int64_t placed_tokens) const {
+  const double bs = double(v.block_size);
+  double prefill_tokens = double(r.prompt_len - cached) + double(placed_tokens);
+  double active_blocks = double(v.blocks_for(r.prompt_len)) + double(placed_tokens) / bs;
+  for (const auto* q : {&v.running, &v.waiting})
+    for (const RequestState& s : *q) {
+      if (s.in_prefill()) prefill_tokens += double(s.to_compute());
+      active_blocks += double(v.blocks_for(s.num_tokens()));
+    }
+  return p_.overlap_weight * prefill_tokens / bs + active_blocks;
+}
+
+int KvRouterPolicy::choose(const Request& r, Time, const std::vector<InstanceView>& views) {
+  int best = -1;
+  double best_cost = 0.0;
+  for (size_t i = 0; i < views.size(); ++i) {
+    const InstanceView& v = views[i];
+    if (!v.accepting) continue;
+    const double c = cost(r, v, cached_prompt_tokens(r, v, p_.prefix_source), placed_tokens(v.id));
+    if (best < 0 || c < best_cost) best = int(i), best_cost = c;
+  }
+  return best;
+}
+
+}  // namespace slocore
