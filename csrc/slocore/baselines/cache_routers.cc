@@ -19,9 +19,9 @@ void check_weight(double w, const char* field) {
 
 }  // namespace
 
-Tokens cached_prompt_tokens(const Request& r, const InstanceView& v, const std::string& source) {
-  if (r.prefix.empty()) return 0;
-  const auto chain = prompt_block_hashes(r, v.block_size);
+Tokens cached_prompt_tokens(PromptChains& chains, const InstanceView& v, const std::string& source) {
+  const auto& chain = chains.get(v.block_size);
+  if (chain.empty()) return 0;
   return source == "precise" ? v.precise_prefix_tokens(chain) : v.approx_prefix_tokens(chain);
 }
 
@@ -50,6 +50,7 @@ int WeightedScorerPolicy::choose(const Request& r, Time, const std::vector<Insta
   }
   int best = -1;
   double best_score = -1.0;
+  PromptChains chains(r);
   for (int i : ok) {
     const InstanceView& v = views[size_t(i)];
     const int64_t q = int64_t(v.waiting.size()) + placed_requests(v.id);
@@ -57,11 +58,8 @@ int WeightedScorerPolicy::choose(const Request& r, Time, const std::vector<Insta
     const double kv = 1.0 - v.kv_utilization();
     double prefix = 0.0;
     if (!r.prefix.empty()) {
-      const auto chain = prompt_block_hashes(r, v.block_size);
-      if (!chain.empty()) {
-        const int64_t hit = p_.prefix_source == "precise" ? v.precise_prefix_tokens(chain) : v.approx_prefix_tokens(chain);
-        prefix = double(hit / v.block_size) / double(chain.size());
-      }
+      const auto& chain = chains.get(v.block_size);
+      if (!chain.empty()) prefix = double(cached_prompt_tokens(chains, v, p_.prefix_source) / v.block_size) / double(chain.size());
     }
     const double score = p_.w_prefix * prefix + p_.w_queue * queue + p_.w_kv * kv;
     if (score > best_score) best = i, best_score = score;
@@ -95,10 +93,12 @@ double KvRouterPolicy::cost(const Request& r, const InstanceView& v, Tokens cach
 int KvRouterPolicy::choose(const Request& r, Time, const std::vector<InstanceView>& views) {
   int best = -1;
   double best_cost = 0.0;
+  PromptChains chains(r);
   for (size_t i = 0; i < views.size(); ++i) {
     const InstanceView& v = views[i];
     if (!v.accepting) continue;
-    const double c = cost(r, v, cached_prompt_tokens(r, v, p_.prefix_source), placed_tokens(v.id));
+    const Tokens cached = r.prefix.empty() ? 0 : cached_prompt_tokens(chains, v, p_.prefix_source);
+    const double c = cost(r, v, cached, placed_tokens(v.id));
     if (best < 0 || c < best_cost) best = int(i), best_cost = c;
   }
   return best;

@@ -60,7 +60,7 @@ class KvRouterPolicy : public PushPolicy {
   KvRouterParams p_;
 };
 
-// Leading prompt tokens of r that v holds, from `source` (approximate | precise).
-Tokens cached_prompt_tokens(const Request& r, const InstanceView& v, const std::string& source);
+// Leading prompt tokens of a request (its chains) that v holds, from `source` (approximate | precise).
+Tokens cached_prompt_tokens(PromptChains& chains, const InstanceView& v, const std::string& source);
 
 }  // namespace slocore

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <list>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "slocore/core/request.h"
@@ -27,6 +28,22 @@ std::vector<uint64_t> prefix_block_hashes(const Request& r, int block_size, Toke
 // The chain a router looks up for a new request: full blocks of its first prompt_len - 1
 // tokens (vLLM always recomputes at least the last prompt token).
 std::vector<uint64_t> prompt_block_hashes(const Request& r, int block_size);
+
+// The prompt chains of one request, computed once per block size (instances may differ).
+class PromptChains {
+ public:
+  explicit PromptChains(const Request& r) : r_(r) {}
+  const std::vector<uint64_t>& get(int block_size) {
+    for (const auto& [bs, chain] : by_size_)
+      if (bs == block_size) return chain;
+    by_size_.emplace_back(block_size, prompt_block_hashes(r_, block_size));
+    return by_size_.back().second;
+  }
+
+ private:
+  const Request& r_;
+  std::vector<std::pair<int, std::vector<uint64_t>>> by_size_;
+};
 
 class PrefixLookup {
  public:

@@ -128,12 +128,13 @@ int GoRoutePolicy::choose(const Request& r, Time now, const std::vector<Instance
   }
   std::vector<double> delta(ok.size()), exec0(ok.size()), exec1(ok.size());
   std::vector<Request> uncached(ok.size(), r);  // r as each candidate would prefill it
+  PromptChains chains(r);
   double dmax = -kNever;
   static const RouteQueue kEmpty;
   for (size_t k = 0; k < ok.size(); ++k) {  // lines 2-7
     const InstanceView& v = views[size_t(ok[k])];
     if (!r.prefix.empty())  // prefix caching: only the uncached prompt tokens are prefilled
-      uncached[k].prompt_len = std::max<Tokens>(1, r.prompt_len - v.cached_prefix_tokens(prompt_block_hashes(r, v.block_size)));
+      uncached[k].prompt_len = std::max<Tokens>(1, r.prompt_len - v.cached_prefix_tokens(chains.get(v.block_size)));
     const Request& rk = uncached[k];
     auto it = queues_.find(v.id);
     const RouteQueue& q = it == queues_.end() ? kEmpty : it->second;

@@ -50,9 +50,10 @@ std::vector<Assignment> SibylPolicy::poll(Time now, const std::vector<InstanceVi
     } else {  // mixed instances or a cached prefix: each candidate's own estimate of its prefill
       i = -1;
       double best = kNever;
+      PromptChains chains(it.r);
       for (size_t k = 0; k < cand.size(); ++k) {
         const InstanceView& v = *cand[k];
-        const Tokens hit = it.r.prefix.empty() ? 0 : v.cached_prefix_tokens(prompt_block_hashes(it.r, v.block_size));
+        const Tokens hit = it.r.prefix.empty() ? 0 : v.cached_prefix_tokens(chains.get(v.block_size));
         taus[k] = now + v.model.overhead() + v.model.prefill_cost(it.r.prompt_len - hit, hit);
         const double l = core_.load(ids_[k], now, taus[k]);
         if (l < best || i < 0) best = l, i = int(k);

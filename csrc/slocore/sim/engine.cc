@@ -63,7 +63,7 @@ void Engine::take_blocks(int64_t n) {
 }
 
 void Engine::release_kv(RequestState& s) {
-  Hold* h = cache_ ? hold_of(s) : nullptr;
+  Hold* h = prefixed_ ? hold_of(s) : nullptr;
   if (!h) {
     v_->kv_blocks_free += v_->blocks_for(s.computed);
     return;
@@ -151,7 +151,7 @@ void Engine::sanitize(BatchPlan& plan) {
 
 double Engine::start(Time now) {
   if (busy_ || !has_work() || state == EngineState::Starting || state == EngineState::Stopped) return -1.0;
-  if (cache_) refresh_hits();
+  if (prefixed_) refresh_hits();
   BatchPlan plan = sched_->schedule(*v_, now);
   sanitize(plan);
   if (plan.items.empty()) return -1.0;
@@ -160,7 +160,7 @@ double Engine::start(Time now) {
   std::unordered_map<Id, Tokens> tokens;
   for (const ScheduledItem& it : plan.items) tokens[it.request] = it.tokens;
   const size_t old_running = v_->running.size();
-  if (cache_) {  // admitted requests reference their cached blocks before anything is allocated
+  if (prefixed_) {  // admitted requests reference their cached blocks before anything is allocated
     for (RequestState& s : v_->waiting) {
       if (!tokens.count(s.request.id) || s.computed != s.cached) continue;
       query_tokens_ += s.num_tokens();
@@ -178,7 +178,7 @@ double Engine::start(Time now) {
   std::vector<RequestState> still_waiting;
   for (RequestState& s : v_->waiting) {
     if (tokens.count(s.request.id)) {
-      const Hold* h = cache_ ? hold_of(s) : nullptr;
+      const Hold* h = prefixed_ ? hold_of(s) : nullptr;
       const int64_t pinned = h ? int64_t(h->pinned.size()) : 0;
       take_blocks(v_->blocks_needed(s, tokens[s.request.id], false) - pinned);
       v_->running.push_back(std::move(s));
@@ -223,7 +223,7 @@ IterationOutcome Engine::finish(Time now) {
     auto t = tokens.find(s.request.id);
     if (t != tokens.end()) {
       s.computed += t->second;
-      if (cache_) promote(s);
+      if (prefixed_) promote(s);
       if (s.computed == s.num_tokens()) {  // all known tokens computed: sample one
         s.generated += 1;
         if (s.generated == 1) s.first_token = now;

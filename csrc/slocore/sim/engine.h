@@ -54,7 +54,10 @@ class Engine {
   // Applies the plan in flight at its end time `now`.
   IterationOutcome finish(Time now);
 
-  void enqueue(RequestState s) { v_->waiting.push_back(std::move(s)); }
+  void enqueue(RequestState s) {
+    prefixed_ = prefixed_ || (cache_ && !s.request.prefix.empty());
+    v_->waiting.push_back(std::move(s));
+  }
   size_t violations() const { return violations_; }
   int64_t iterations() const { return iterations_; }
   int64_t preemptions() const { return preemptions_; }
@@ -96,6 +99,7 @@ class Engine {
   bool busy_ = false;
   BatchPlan plan_;
   std::shared_ptr<PrefixCache> cache_;  // null: prefix caching off
+  bool prefixed_ = false;               // a request with prefix identity came here (else no cache work at all)
   std::unordered_map<Id, Hold> holds_;
   int64_t hit_tokens_ = 0, query_tokens_ = 0;
   double predicted_ = 0.0, actual_ = 0.0;
