@@ -4,7 +4,6 @@ part of the prompt), C++ policy vs the pure-Python reference (hashes, index look
 choice: python/slocore/reference/{prefix,cache_routers}.py)."""
 import numpy as np
 import pytest
-
 import slocore as s
 from slocore import _core
 from slocore.reference import cache_routers as ref

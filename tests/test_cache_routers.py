@@ -2,10 +2,9 @@
 reference on random views, parameters validated, and on prefix-sharing traffic they find
 more cached prefix than cache-blind routing."""
 import pytest
+import slocore as s
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import slocore as s
 from slocore import _core
 from slocore.reference import cache_routers as ref
 from slocore.reference import prefix as pref

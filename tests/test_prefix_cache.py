@@ -2,13 +2,12 @@
 block cache (refcounts, LRU free queue), hand-checked hit/miss timings, KV accounting with
 shared blocks, and the simulator's invariants with caching on."""
 import pytest
+import slocore as s
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import slocore as s
+from simkit import PyFcfs, config, profile
 from slocore import _core
 from slocore.reference import prefix as ref
-from simkit import PyFcfs, config, profile
 from slocore.sim import runner, simulate, workloads
 from test_sim_invariants import check_conserved
 
@@ -129,7 +128,7 @@ def test_lru_eviction_in_the_engine():
     reqs = [s.Request(i, 5.0 * i, 96, output_len=1, ttft=10, tpot=10, prefix=[(g, 96)]) for i, g in enumerate(seq)]
     res = _core.simulate(reqs, config(profile(kv_blocks=16), instances=1))
     ttft = [ttft_of(res, i) for i in range(len(seq))]
-    cost = lambda cached: 0.01 + (96 - cached) * 1e-4  # noqa: E731
+    cost = lambda cached: 0.01 + (96 - cached) * 1e-4
     assert ttft == pytest.approx([cost(0), cost(0), cost(0), cost(64), cost(80), cost(48)], rel=1e-12)
     assert res.stats["prefix_hit_tokens"] == 64 + 80 + 48
 

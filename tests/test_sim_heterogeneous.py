@@ -1,11 +1,10 @@
 """Heterogeneous clusters: a hardware profile per instance or pool, per-profile cold start and
 scale-out, KV transfer bounded by the slower link, and one profile giving today's runs."""
 import pytest
-
 import slocore as s
+from simkit import config, profile, requests
 from slocore import _core
 from slocore.sim import simulate, workloads
-from simkit import PyFcfs, config, profile, requests
 from test_sim_invariants import check_conserved
 
 

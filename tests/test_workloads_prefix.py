@@ -1,8 +1,8 @@
 """Prefix-sharing, bursty and steady-state workloads: shapes, sharing and determinism."""
 import numpy as np
 import pytest
-
-from slocore.sim import simulate, workloads as wl
+from slocore.sim import simulate
+from slocore.sim import workloads as wl
 
 
 def test_multi_turn_chat_history_grows_and_is_shared():

@@ -560,7 +560,7 @@ def rag(rate: float = 1.0, n: int = 500, seed: int = 0, n_docs: int = 2000, chun
     question and output means are our assumptions (no public trace gives them)."""
     lo, hi = k_range
     if not (1 <= lo <= hi and chunk >= 1 and n_docs >= hi and zipf_a > 1):
-        raise ValueError(f"k_range, chunk, n_docs, zipf_a: need 1 <= lo <= hi <= n_docs, chunk >= 1, zipf_a > 1")
+        raise ValueError("k_range, chunk, n_docs, zipf_a: need 1 <= lo <= hi <= n_docs, chunk >= 1, zipf_a > 1")
     rng = np.random.default_rng(seed)
     arr = arrivals(n, rate, rng)
     qs = _cv_lengths(n, question_mean, 0.5, rng)
