@@ -109,3 +109,12 @@ def test_profile_lists_are_validated():
                    decode_profile="h100-llama2-7b", decode_instances=3)
     assert res.config["prefill_instances"] == 2 and res.config["decode_instances"] == 3
     assert res.summary["finished"] == 40
+
+
+def test_cli_takes_one_profile_per_instance(capsys):
+    from slocore import cli
+
+    args = ["simulate", "--quiet", "--json", "--variants", "least_outstanding", "--loads", "30",
+            "--profile", "h100-llama2-7b,rtx4060ti-chatglm2-6b-int4"]
+    assert cli.main(args) == 0
+    assert "rtx4060ti-chatglm2-6b-int4" in capsys.readouterr().out
