@@ -118,3 +118,12 @@ def test_cli_takes_one_profile_per_instance(capsys):
             "--profile", "h100-llama2-7b,rtx4060ti-chatglm2-6b-int4"]
     assert cli.main(args) == 0
     assert "rtx4060ti-chatglm2-6b-int4" in capsys.readouterr().out
+
+
+def test_sibyl_runs_on_mixed_instances():
+    # Colocated SIBYL with no handoff estimate from the caller takes the per-candidate branch
+    # of Alg. 1 lines 2-3 on mixed instances (each candidate's own prefill estimate).
+    reqs = requests(200, rate=30, prompt=(100, 600), output=(5, 40), ttft=5, tpot=1)
+    res = _core.simulate(reqs, config(instances=2, policy="sibyl", instance_profiles=[fast(), slow()]))
+    check_conserved(reqs, res)
+    assert res.stats["plan_violations"] == 0
