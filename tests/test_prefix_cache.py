@@ -176,3 +176,13 @@ def test_pd_with_caching_hits_on_prefill_instances():
                          decode_policy="least_outstanding", profile="h100-llama2-7b")
     check_conserved(runner.requests_of(w), res)
     assert res.stats["prefix_hit_tokens"] > 0 and res.stats["plan_violations"] == 0
+
+
+@pytest.mark.parametrize("policy", ["hfx", "goroute", "sibyl"])
+def test_slo_policies_run_with_cached_prefixes(policy):
+    # HFX budgets, GoRouting's estimates and SIBYL's handoff estimate subtract a candidate's
+    # cached prefix; every request still finishes once.
+    w = workloads.agentic(rate=1.0, tasks=25, seed=4, tool_gap_s=0.3)
+    res = simulate(w, instances=3, global_policy=policy)
+    check_conserved(runner.requests_of(w), res)
+    assert res.stats["prefix_hit_tokens"] > 0 and res.summary["finished"] == len(w)
