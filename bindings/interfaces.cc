@@ -158,11 +158,15 @@ void init_interfaces(py::module_& m) {
       .value("SWITCH_ROLE", ScaleAction::SwitchRole);
 
   py::class_<ScaleDecision>(m, "ScaleDecision")
-      .def(py::init([](ScaleAction action, Role role, Id instance) { return ScaleDecision{action, role, instance}; }),
-           py::arg("action"), py::arg_v("role", Role::Colocated, "Role.COLOCATED"), py::arg("instance") = kNoInstance)
+      .def(py::init([](ScaleAction action, Role role, Id instance, std::string profile) {
+             return ScaleDecision{action, role, instance, std::move(profile)};
+           }),
+           py::arg("action"), py::arg_v("role", Role::Colocated, "Role.COLOCATED"), py::arg("instance") = kNoInstance,
+           py::arg("profile") = "")
       .def_readwrite("action", &ScaleDecision::action)
       .def_readwrite("role", &ScaleDecision::role)
-      .def_readwrite("instance", &ScaleDecision::instance);
+      .def_readwrite("instance", &ScaleDecision::instance)
+      .def_readwrite("profile", &ScaleDecision::profile);
 
   py::class_<Scaler, PyScaler, py::smart_holder>(m, "Scaler")
       .def(py::init<>())

@@ -29,7 +29,7 @@ def cmd_simulate(a) -> int:
     for key in ("profile", "instances", "noise_sigma", "belief_scale", "max_instances"):
         v = getattr(a, key)
         if v is not None:
-            overrides[key] = v
+            overrides[key] = v.split(",") if key == "profile" and "," in v else v  # a,b,...: one per instance
     rows = experiment.run_scenario(sc, loads=a.loads, variants=a.variants.split(",") if a.variants else None,
                                    seeds=a.seeds, overrides=overrides, progress=not a.quiet)
     if a.json:
@@ -189,7 +189,8 @@ def main(argv=None) -> int:
     s.add_argument("--variants", help="comma-separated variants of the scenario (default: all available)")
     s.add_argument("--loads", type=_floats, help="comma-separated loads (default: the scenario's)")
     s.add_argument("--seeds", type=_ints, default=[0], help="comma-separated seeds (default: 0)")
-    s.add_argument("--profile", help="hardware profile override (see `slocore profiles`)")
+    s.add_argument("--profile", help="hardware profile override (see `slocore profiles`); comma-separated: one "
+                   "per colocated instance (a mixed cluster)")
     s.add_argument("--instances", type=int, help="colocated instance count override")
     s.add_argument("--max-instances", dest="max_instances", type=int, help="scale-out cap override")
     s.add_argument("--noise-sigma", dest="noise_sigma", type=float, help="log-normal noise on iteration times")

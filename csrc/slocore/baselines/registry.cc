@@ -1,5 +1,6 @@
 // Baseline entries of the three registries: simple routers, engine schedulers (docs/baselines.md).
 #include "slocore/core/families.h"
+#include "slocore/baselines/cache_routers.h"
 #include "slocore/baselines/schedulers.h"
 #include "slocore/baselines/fair_schedulers.h"
 #include "slocore/baselines/power_of_two.h"
@@ -19,6 +20,12 @@ std::vector<RegistryEntry<GlobalPolicy>> baseline_global_policies() {
       registered<GlobalPolicy, PowerOfTwoPolicy>(
           "power_of_two", "power of two choices: fewer outstanding of two random instances (Mitzenmacher TPDS'01)",
           RandomParams{}),
+      registered<GlobalPolicy, WeightedScorerPolicy>(
+          "llmd_scorer", "llm-d weighted scorer: prefix cache 3 + queue 2 + KV utilisation 2 (docs/baselines.md)",
+          WeightedScorerParams{}),
+      registered<GlobalPolicy, KvRouterPolicy>(
+          "kv_router", "Dynamo KvRouter: min overlap_weight*prefill blocks + active blocks (docs/baselines.md)",
+          KvRouterParams{}),
   };
 }
 

@@ -13,6 +13,7 @@ void MetricsOptions::validate() const {
   require_positive(w_decode, "w_decode");
   require_positive(cost_unit_s, "cost_unit_s");
   for (double q : quantiles) require(q >= 0.0 && q <= 1.0, "quantiles", "must be in [0, 1]");
+  require(std::isfinite(warmup_s) && warmup_s >= 0.0, "warmup_s", "must be finite and >= 0");
 }
 
 RequestMetrics request_metrics(const RequestRecord& rec, const MetricsOptions& opt) {
@@ -91,8 +92,9 @@ Summary summarize(const Recorder& recorder, const MetricsOptions& opt) {
   size_t met = 0, ttft_met = 0, tpot_met = 0;
   double first_arrival = kNever, last_token = -kNever;
   for (const RequestRecord& rec : recorder.records()) {
-    const RequestMetrics m = request_metrics(rec, opt);
     const Request& r = rec.request;
+    if (r.arrival < opt.warmup_s) continue;  // warm-up excluded
+    const RequestMetrics m = request_metrics(rec, opt);
     ++s.requests;
     s.finished += rec.outcome == Outcome::Finished;
     s.rejected += rec.outcome == Outcome::Rejected;

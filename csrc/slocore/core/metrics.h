@@ -27,6 +27,8 @@ struct MetricsOptions {
   double w_decode = 1.0;    // TDG w_d
   double cost_unit_s = 0.05;
   std::vector<double> quantiles{0.5, 0.9, 0.99, 0.999};
+  // Steady-state runs: requests arriving before warmup_s are left out (instance time is not).
+  double warmup_s = 0.0;
   void validate() const;
 };
 

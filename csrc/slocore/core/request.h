@@ -4,6 +4,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "slocore/core/types.h"
 
@@ -15,6 +16,15 @@ struct Slo {
   double ttft = kNever;
   double tpot = kNever;
   std::optional<double> deadline;
+};
+
+// Prefix identity (prefix caching): `len` prompt tokens equal to the first `len` tokens of
+// a shared text `group` (a system prompt, a document, a chat session's history). Two
+// prompts share a KV block exactly when their segments agree up to that block's end, as
+// vLLM's chained block hashes do for equal token prefixes (see core/prefix.h).
+struct PrefixSegment {
+  uint64_t group = 0;
+  Tokens len = 0;
 };
 
 struct Request {
@@ -32,6 +42,9 @@ struct Request {
   double priority_weight = 1.0;  // ProServe w_{p(r)}
   double utility = 1.0;          // SLICE u_i
   std::string task;              // task / tenant tag
+  // The prompt as segments of shared text, in order (empty: no identity, never cached).
+  // Their lengths sum to at most prompt_len; tokens past them are unique to this request.
+  std::vector<PrefixSegment> prefix;
 
   bool realtime() const { return slo.deadline.has_value(); }
   // Best knowledge of the total output length: true > expected > cap > fallback.

@@ -161,10 +161,18 @@ std::vector<Id> Dispatcher::dispatch_one(Time now, const InstanceView& v) {
     taken.push_back(queue_[i].id);
     queue_[i].gone = true;
     reqs_.erase(queue_[i].id);
+    chains_.erase(queue_[i].id);
   }
   if (!idx.empty())
     queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [](const Key& k) { return k.gone; }), queue_.end());
   return taken;
+}
+
+double Dispatcher::uncached_len(const Key& k, const InstanceView& v) {
+  if (k.req->prefix.empty()) return double(k.len);
+  auto& [bs, chain] = chains_[k.id];
+  if (bs != v.block_size || chain.empty()) bs = v.block_size, chain = prompt_block_hashes(*k.req, v.block_size);
+  return double(std::max<Tokens>(1, k.len - v.cached_prefix_tokens(chain)));
 }
 
 std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceView& v, const InstanceLoad& L) {
@@ -193,21 +201,22 @@ std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceVi
   std::vector<size_t> taken, late;
   double used = 0.0, sum = L.prefill_tokens, sq = L.prefill_sq;
   size_t first_ok = kNone;
-  auto feasible = [&](const Request& r) {
-    const double l = double(r.prompt_len);
+  auto feasible = [&](const Key& k) {
+    const Request& r = *k.req;
+    const double l = uncached_len(k, v);
     const double p = admission_p(r.arrival, r.slo.ttft, m.stage_prefill(l, l * l), now, util, p_.util_exp);
     return p > 0.0 && p >= p_.theta;
   };
   for (size_t i = 0; i < queue_.size(); ++i) {  // Alg. 1 lines 10-13: stricter SLO first
     const Key& k = queue_[i];
-    const double l = double(k.len);
+    const double l = uncached_len(k, v);
     const bool fits = limit - used >= 1.0 && used + l <= limit;
     if (!fits) {  // p only matters here for the idle fallback below
-      if (L.idle && first_ok == kNone && feasible(*k.req)) first_ok = i;
+      if (L.idle && first_ok == kNone && feasible(k)) first_ok = i;
       if (limit - used < 1.0 && (!L.idle || first_ok != kNone)) break;
       continue;
     }
-    const bool ok = feasible(*k.req);
+    const bool ok = feasible(k);
     if (ok && first_ok == kNone) first_ok = i;
     if (!ok) {
       late.push_back(i);
@@ -218,7 +227,7 @@ std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceVi
   }
   if (p_.best_effort)  // TTFT already lost: best effort with the leftover budget, never dropped
     for (size_t i : late) {
-      const double l = double(queue_[i].len);
+      const double l = uncached_len(queue_[i], v);
       if (used + l > limit) continue;
       taken.push_back(i);
       used += l, sum += l, sq += l * l;
@@ -226,7 +235,7 @@ std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceVi
   if (taken.empty() && L.idle) {  // no livelock: an idle instance takes one request
     const size_t i = first_ok != kNone ? first_ok : 0;
     taken.push_back(i);
-    const double l = double(queue_[i].len);
+    const double l = uncached_len(queue_[i], v);
     sum += l, sq += l * l;
   }
   // Next maturity (Alg. 1 lines 15-19 for colocated; end of the prefill batch for P stage).

@@ -125,6 +125,10 @@ class Dispatcher : public GlobalPolicy {
   std::vector<Key> queue_;     // sorted
   std::vector<Key> incoming_;  // submitted since the last poll, unsorted
   std::unordered_map<Id, Request> reqs_;
+  // Prefix caching: prompt tokens of k that instance v must still compute (its cached prefix
+  // subtracted; the prompt chain of each queued request with prefix identity kept once).
+  double uncached_len(const Key& k, const InstanceView& v);
+  std::unordered_map<Id, std::pair<int, std::vector<uint64_t>>> chains_;
   IndexedHeap workers_;
   std::unordered_map<Id, double> budget_;
   Time next_monitor_ = 0.0;

@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "slocore/core/instance_view.h"
+#include "slocore/core/prefix.h"
 #include "slocore/core/params.h"
 
 namespace slocore {
@@ -87,12 +88,13 @@ class GlobalPolicy {
 
 // The predicted end of r's prefill if placed now on the instance with view v (the
 // expected_handoff of early assignment): the instance's busy time, its queued prefills and
-// r's own prefill, by the view's latency model.
+// r's own uncached prefill, by the view's latency model.
 inline Time expected_handoff(const InstanceView& v, const Request& r, Time now) {
   double queued = 0.0;
   for (const RequestState& w : v.waiting) queued += v.model.prefill_cost(w.to_compute(), 0);
   const Time start = std::max(now, v.busy_until);
-  return start + queued + v.model.overhead() + v.model.prefill_cost(r.prompt_len, 0);
+  const Tokens hit = r.prefix.empty() ? 0 : v.cached_prefix_tokens(prompt_block_hashes(r, v.block_size));
+  return start + queued + v.model.overhead() + v.model.prefill_cost(r.prompt_len - hit, hit);
 }
 
 }  // namespace slocore

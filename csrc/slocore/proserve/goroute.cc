@@ -116,15 +116,20 @@ int GoRoutePolicy::choose(const Request& r, Time now, const std::vector<Instance
     return pick;
   }
   std::vector<double> delta(ok.size()), exec0(ok.size()), exec1(ok.size());
+  std::vector<Request> uncached(ok.size(), r);  // r as each candidate would prefill it
+  PromptChains chains(r);
   double dmax = -kNever;
   static const RouteQueue kEmpty;
   for (size_t k = 0; k < ok.size(); ++k) {  // lines 2-7
     const InstanceView& v = views[size_t(ok[k])];
+    if (!r.prefix.empty())  // prefix caching: only the uncached prompt tokens are prefilled
+      uncached[k].prompt_len = std::max<Tokens>(1, r.prompt_len - v.cached_prefix_tokens(chains.get(v.block_size)));
+    const Request& rk = uncached[k];
     auto it = queues_.find(v.id);
     const RouteQueue& q = it == queues_.end() ? kEmpty : it->second;
-    delta[k] = estimate_gain(p_, q, v.model, &r, r, now) - estimate_gain(p_, q, v.model, nullptr, r, now);
+    delta[k] = estimate_gain(p_, q, v.model, &rk, r, now) - estimate_gain(p_, q, v.model, nullptr, r, now);
     exec0[k] = estimate_exec(p_, q, v.model, nullptr, r, now);
-    exec1[k] = estimate_exec(p_, q, v.model, &r, r, now);
+    exec1[k] = estimate_exec(p_, q, v.model, &rk, r, now);
     dmax = std::max(dmax, delta[k]);
   }
   auto argbest = [&](const std::vector<size_t>& set, const std::vector<double>& key, bool want_max) {
@@ -154,7 +159,7 @@ int GoRoutePolicy::choose(const Request& r, Time now, const std::vector<Instance
   }
   pick = ok[chosen];
   RouteQueue& q = queues_[views[size_t(pick)].id];  // PrefillQueueMap[p].add(r)
-  q.queue.push_back(r);
+  q.queue.push_back(uncached[chosen]);
   q.ts = now;
   return pick;
 }
