@@ -157,7 +157,11 @@ void init_sim(py::module_& m) {
         cfg.validate();
         check_sim_limits(requests, cfg);
         py::gil_scoped_release release;  // Python policies re-acquire it per call
-        return simulate(requests, cfg);
+        try {
+          return simulate(requests, cfg);
+        } catch (const py::cast_error& e) {  // a Python factory or policy returned the wrong type
+          throw py::type_error(std::string("simulate: a Python callback returned the wrong type: ") + e.what());
+        }
       },
       py::arg("requests"), py::arg("config"), "Run the discrete-event simulation (see csrc/slocore/sim/simulator.h).");
 }

@@ -362,7 +362,9 @@ class InstanceView:
     def blocks_needed(self, state: RequestState, k: typing.SupportsInt | typing.SupportsIndex, is_running: bool) -> int:
         ...
     def validate(self) -> None:
-        ...
+        """
+        ValueError naming the field unless the view is valid (also: request ids unique)
+        """
     @property
     def block_size(self) -> int:
         ...

@@ -17,7 +17,9 @@ class IdLedger {
   // InvalidArgument "request.id: duplicate ..." if `request` is live (submitted, not finished).
   void check_new(Id request) const;
   void add(Id request) { live_.emplace(request, kNoInstance); }
-  void assigned(Id request, Id instance) { live_[request] = instance; }
+  void assigned(Id request, Id instance) {  // a finished (or never submitted) id stays out
+    if (auto it = live_.find(request); it != live_.end()) it->second = instance;
+  }
   // UnknownId "request: ..." unless `request` is live.
   void check_known(Id request) const;
   void finished(Id request) { live_.erase(request); }
