@@ -6,6 +6,7 @@
 #include "slocore/core/errors.h"
 #include "slocore/core/prefix.h"
 #include "slocore/core/fit.h"
+#include "slocore/core/input_checks.h"
 #include "slocore/core/instance_view.h"
 #include "slocore/core/metrics.h"
 #include "slocore/core/profile.h"
@@ -160,29 +161,90 @@ void init_core(py::module_& m) {
       .def_property_readonly("coeffs", &LatencyModel::coeffs)
       .def_property_readonly("theta", &LatencyModel::theta)
       .def_property_readonly("correction", &LatencyModel::correction)
-      .def("prefill_cost", &LatencyModel::prefill_cost, py::arg("lq"), py::arg("lkv") = 0)
-      .def("decode_cost", &LatencyModel::decode_cost, py::arg("lkv"))
+      .def(
+          "prefill_cost",
+          [](const LatencyModel& m, Tokens lq, Tokens lkv) {
+            check_tokens(lq, "lq");
+            check_tokens(lkv, "lkv");
+            return m.prefill_cost(lq, lkv);
+          },
+          py::arg("lq"), py::arg("lkv") = 0)
+      .def(
+          "decode_cost",
+          [](const LatencyModel& m, Tokens lkv) {
+            check_tokens(lkv, "lkv");
+            return m.decode_cost(lkv);
+          },
+          py::arg("lkv"))
       .def("overhead", &LatencyModel::overhead)
-      .def("batch_time", &LatencyModel::batch_time, py::arg("items"))
-      .def("stage_prefill", &LatencyModel::stage_prefill, py::arg("sum_len"), py::arg("sum_len_sq"))
-      .def("stage_decode", &LatencyModel::stage_decode, py::arg("sum_cur_len"), py::arg("batch"))
+      .def(
+          "batch_time",
+          [](const LatencyModel& m, const std::vector<BatchItem>& items) {
+            for (const BatchItem& it : items) {
+              check_tokens(it.lq, "items.lq");
+              check_tokens(it.lkv, "items.lkv");
+            }
+            return m.batch_time(items);
+          },
+          py::arg("items"))
+      .def(
+          "stage_prefill",
+          [](const LatencyModel& m, double sum_len, double sum_len_sq) {
+            check_duration(sum_len, "sum_len");
+            check_duration(sum_len_sq, "sum_len_sq");
+            return m.stage_prefill(sum_len, sum_len_sq);
+          },
+          py::arg("sum_len"), py::arg("sum_len_sq"))
+      .def(
+          "stage_decode",
+          [](const LatencyModel& m, double sum_cur_len, double batch) {
+            check_duration(sum_cur_len, "sum_cur_len");
+            check_duration(batch, "batch");
+            return m.stage_decode(sum_cur_len, batch);
+          },
+          py::arg("sum_cur_len"), py::arg("batch"))
       .def("observe", &LatencyModel::observe, py::arg("real_s"), py::arg("predicted_s"))
       .def("update", &LatencyModel::update)
       .def("set_correction", &LatencyModel::set_correction, py::arg("beta"));
 
   py::class_<BatchLatencyCurve>(m, "BatchLatencyCurve")
       .def(py::init<std::vector<double>, std::vector<double>>(), py::arg("batch_sizes"), py::arg("latencies"))
-      .def_static("from_model", &BatchLatencyCurve::from_model, py::arg("model"), py::arg("ctx"),
-                  py::arg("max_batch"))
-      .def("__call__", &BatchLatencyCurve::operator(), py::arg("b"))
+      .def_static(
+          "from_model",
+          [](const LatencyModel& m, Tokens ctx, int max_batch) {
+            check_tokens(ctx, "ctx");
+            require(max_batch >= 1 && max_batch <= kMaxCurvePoints, "max_batch",
+                    "must be in [1, " + std::to_string(kMaxCurvePoints) + "], got " + std::to_string(max_batch));
+            return BatchLatencyCurve::from_model(m, ctx, max_batch);
+          },
+          py::arg("model"), py::arg("ctx"), py::arg("max_batch"))
+      .def(
+          "__call__",
+          [](const BatchLatencyCurve& l, double b) {
+            check_duration(b, "b");
+            return l(b);
+          },
+          py::arg("b"))
       .def_property_readonly("batch_sizes", &BatchLatencyCurve::batch_sizes)
       .def_property_readonly("latencies", &BatchLatencyCurve::latencies);
 
   py::class_<ThroughputCurve>(m, "ThroughputCurve")
       .def(py::init<double, double, double, double>(), py::arg("a"), py::arg("b"), py::arg("c"),
            py::arg("floor_tps") = 1.0)
-      .def("total", &ThroughputCurve::total, py::arg("n"))
-      .def("per_request", &ThroughputCurve::per_request, py::arg("n"))
+      .def(
+          "total",
+          [](const ThroughputCurve& c, double n) {
+            check_duration(n, "n");
+            return c.total(n);
+          },
+          py::arg("n"))
+      .def(
+          "per_request",
+          [](const ThroughputCurve& c, double n) {
+            check_duration(n, "n");
+            return c.per_request(n);
+          },
+          py::arg("n"))
       .def_property_readonly("a", &ThroughputCurve::a)
       .def_property_readonly("b", &ThroughputCurve::b)
       .def_property_readonly("c", &ThroughputCurve::c);
@@ -209,10 +271,27 @@ void init_core(py::module_& m) {
       .def_readwrite("busy_until", &InstanceView::busy_until)
       .def_property_readonly("num_requests", &InstanceView::num_requests)
       .def_property_readonly("kv_utilization", &InstanceView::kv_utilization)
-      .def("blocks_for", &InstanceView::blocks_for, py::arg("tokens"))
+      .def(
+          "blocks_for",
+          [](const InstanceView& v, Tokens tokens) {
+            require(v.block_size >= 1, "block_size", "must be >= 1, got " + std::to_string(v.block_size));
+            check_tokens(tokens, "tokens");
+            return v.blocks_for(tokens);
+          },
+          py::arg("tokens"))
+      .def(
+          "blocks_needed",
+          [](const InstanceView& v, const RequestState& s, Tokens k, bool is_running) {
+            require(v.block_size >= 1, "block_size", "must be >= 1, got " + std::to_string(v.block_size));
+            check_tokens(k, "k");
+            check_tokens(s.computed, "state.computed");
+            return v.blocks_needed(s, k, is_running);
+          },
+          py::arg("state"), py::arg("k"), py::arg("is_running"))
       .def(
           "cached_prefix_tokens",
           [](const InstanceView& v, const Request& r, const std::string& source) {
+            require(v.block_size >= 1, "block_size", "must be >= 1, got " + std::to_string(v.block_size));
             const auto chain = prompt_block_hashes(r, v.block_size);
             if (source == "precise") return v.precise_prefix_tokens(chain);
             if (source == "approximate") return v.approx_prefix_tokens(chain);
@@ -230,8 +309,7 @@ void init_core(py::module_& m) {
           "prefix_index", [](const InstanceView& v) { return std::const_pointer_cast<PrefixLookup>(v.prefix_index); },
           [](InstanceView& v, std::shared_ptr<PrefixLookup> p) { v.prefix_index = std::move(p); },
           "the router's index of what it sent here (approximate), or None")
-      .def("blocks_needed", &InstanceView::blocks_needed, py::arg("state"), py::arg("k"), py::arg("is_running"))
-      .def("validate", &InstanceView::validate);
+      .def("validate", &check_view, "ValueError naming the field unless the view is valid (also: request ids unique)");
 
   m.def("kv_transfer_time", py::overload_cast<const HardwareProfile&, const HardwareProfile&, Tokens>(&kv_transfer_time),
         py::arg("sender"), py::arg("receiver"), py::arg("tokens"),
@@ -268,7 +346,16 @@ void init_core(py::module_& m) {
       .def_readwrite("tps", &HardwareProfile::tps)
       .def_readwrite("cold_start_s", &HardwareProfile::cold_start_s)
       .def("validate", &HardwareProfile::validate)
-      .def("kv_transfer_time", &HardwareProfile::kv_transfer_time, py::arg("tokens"));
+      .def(
+          "kv_transfer_time",
+          [](const HardwareProfile& p, Tokens tokens) {
+            require_nonneg(p.kv_bytes_per_token, "kv_bytes_per_token");
+            require_nonneg(p.kv_bandwidth_bytes_per_s, "kv_bandwidth_bytes_per_s");
+            require_nonneg(p.kv_fixed_s, "kv_fixed_s");
+            check_tokens(tokens, "tokens");
+            return p.kv_transfer_time(tokens);
+          },
+          py::arg("tokens"));
 
   py::class_<RequestRecord>(m, "RequestRecord")
       .def_readonly("request", &RequestRecord::request)
@@ -321,11 +408,18 @@ void init_core(py::module_& m) {
       .def_readonly("tdg", &RequestMetrics::tdg)
       .def_readonly("tdg_ideal", &RequestMetrics::tdg_ideal);
 
-  m.def("request_metrics", &request_metrics, py::arg("record"), py::arg_v("options", MetricsOptions{}, "MetricsOptions()"));
+  m.def(
+      "request_metrics",
+      [](const RequestRecord& rec, const MetricsOptions& opt) {
+        opt.validate();
+        return request_metrics(rec, opt);
+      },
+      py::arg("record"), py::arg_v("options", MetricsOptions{}, "MetricsOptions()"));
 
   m.def(
       "summarize",
       [](const Recorder& rec, const MetricsOptions& opt) {
+        opt.validate();
         Summary s;
         {
           py::gil_scoped_release release;

@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "slocore/core/input_checks.h"
 #include "slocore/proserve/slide_batching.h"
 
 using namespace slocore;
@@ -24,6 +25,15 @@ void init_proserve(py::module_& m) {
       },
       py::arg("request"), py::arg("i"), py::arg("w_prefill") = 1.0, py::arg("w_decode") = 1.0,
       "ProServe Eq. 3: w_prio * (w_p if i == 1 else w_d)");
-  m.def("slide_max_chunk", &max_chunk, py::arg("model"), py::arg("state"), py::arg("time_left"),
+  m.def(
+      "slide_max_chunk",
+      [](const LatencyModel& m, const RequestState& s, double time_left) {
+        validate(s.request);
+        check_tokens(s.generated, "state.generated");
+        require(s.computed >= 0 && s.computed <= s.num_tokens(), "state.computed", "must be in [0, num_tokens]");
+        require(!std::isnan(time_left), "time_left", "must not be NaN");
+        return max_chunk(m, s, time_left);
+      },
+      py::arg("model"), py::arg("state"), py::arg("time_left"),
         "SlideBatching GETMAXCHUNK: the largest prefill chunk whose estimated time fits time_left");
 }

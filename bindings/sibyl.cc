@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "slocore/core/input_checks.h"
 #include "slocore/sibyl/projected_load.h"
 
 using namespace slocore;
@@ -34,24 +35,55 @@ void init_sibyl(py::module_& m) {
            py::arg("bucket") = 64, py::arg("alpha") = 0.99, py::arg("max_len") = 32768, py::arg("v_sys_init") = 30.0,
            py::arg("prob") = true, py::arg("type1") = true, py::arg("type2") = true, py::arg("type3") = true,
            py::arg("reqlevel") = false)
-      .def("assign", &ProjectedLoad::assign, py::arg("request"), py::arg("instance"), py::arg("prompt_len"),
-           py::arg("tau"))
-      .def("set_handoff", &ProjectedLoad::set_handoff, py::arg("request"), py::arg("tau"))
-      .def("token", &ProjectedLoad::token, py::arg("request"), py::arg("generated"), py::arg("now"))
+      .def(
+          "assign",
+          [](ProjectedLoad& p, Id request, Id instance, Tokens prompt_len, Time tau) {
+            check_id(instance, "instance");
+            check_tokens(prompt_len, "prompt_len");
+            check_time(tau, "tau");
+            p.assign(request, instance, prompt_len, tau);
+          },
+          py::arg("request"), py::arg("instance"), py::arg("prompt_len"), py::arg("tau"))
+      .def(
+          "set_handoff",
+          [](ProjectedLoad& p, Id request, Time tau) {
+            check_time(tau, "tau");
+            p.set_handoff(request, tau);
+          },
+          py::arg("request"), py::arg("tau"))
+      .def(
+          "token",
+          [](ProjectedLoad& p, Id request, Tokens generated, Time now) {
+            check_tokens(generated, "generated");
+            check_time(now, "now");
+            p.token(request, generated, now);
+          },
+          py::arg("request"), py::arg("generated"), py::arg("now"))
       .def("finish", &ProjectedLoad::finish, py::arg("request"))
       .def("forget", &ProjectedLoad::forget, py::arg("request"))
       .def("tracks", &ProjectedLoad::tracks, py::arg("request"))
       .def("__len__", &ProjectedLoad::size)
       .def("v_sys", &ProjectedLoad::v_sys)
-      .def("load", &ProjectedLoad::load, py::arg("instance"), py::arg("now"), py::arg("tau"))
+      .def(
+          "load",
+          [](const ProjectedLoad& p, Id inst, Time now, Time tau) {
+            check_time(now, "now");
+            check_time(tau, "tau");
+            return p.load(inst, now, tau);
+          },
+          py::arg("instance"), py::arg("now"), py::arg("tau"))
       .def("terms",
            [](const ProjectedLoad& p, Id inst, Time now, Time tau) {
+             check_time(now, "now");
+             check_time(tau, "tau");
              const LoadTerms t = p.terms(inst, now, tau);
              return py::make_tuple(t.type1, t.type2, t.type3);
            },
            py::arg("instance"), py::arg("now"), py::arg("tau"))
       .def("argmin",
            [](const ProjectedLoad& p, const std::vector<Id>& inst, Time now, Time tau) {
+             check_time(now, "now");
+             check_time(tau, "tau");
              std::vector<double> loads;
              const int i = p.argmin(inst, now, tau, &loads);
              return py::make_tuple(i, loads);

@@ -3,9 +3,14 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "bindings.h"
 #include "slocore/core/errors.h"
 #include "slocore/sim/prefix_cache.h"
+#include "slocore/core/input_checks.h"
 #include "slocore/sim/simulator.h"
 
 using namespace slocore;
@@ -49,6 +54,8 @@ std::vector<Request> requests_from_columns(Col<int64_t> id, Col<double> arrival,
     r.slo.ttft = ttft.at(i);
     r.slo.tpot = tpot.at(i);
     if (!std::isnan(deadline.at(i))) r.slo.deadline = deadline.at(i);
+    require(priority.at(i) >= 0 && priority.at(i) <= std::numeric_limits<int>::max(), "priority",
+            "row " + std::to_string(i) + ": must be in [0, 2^31)");
     r.priority = int(priority.at(i));
     r.priority_weight = priority_weight.at(i);
     r.utility = utility.at(i);
@@ -99,6 +106,31 @@ std::unique_ptr<SteppableEngine> make_engine(const HardwareProfile& profile, std
                                          correction_window);
   out->engine->state = EngineState::Active;
   return out;
+}
+
+// Size limits checked before the run allocates instances or starts sampling: a typo such as
+// instances=2**31-1 or timeline_interval_s=1e-9 is a ValueError, not hours of work.
+void check_sim_limits(const std::vector<Request>& requests, const SimConfig& cfg) {
+  for (auto [v, field] : {std::pair{cfg.instances, "instances"}, std::pair{cfg.prefill_instances, "prefill_instances"},
+                          std::pair{cfg.decode_instances, "decode_instances"}, std::pair{cfg.max_instances, "max_instances"},
+                          std::pair{cfg.min_instances, "min_instances"}})
+    require(v <= kMaxSimInstances, field, "must be <= " + std::to_string(kMaxSimInstances) + ", got " + std::to_string(v));
+  require(cfg.max_batch_tokens <= kMaxTokens, "max_batch_tokens", "must be <= 2^40");
+  require_finite(cfg.stall_timeout_s, "stall_timeout_s");
+  require(!std::isnan(cfg.max_time), "max_time", "must not be NaN");
+  // Periodic events run from 0 to about the last arrival plus the stall window.
+  Time horizon = cfg.stall_timeout_s;
+  for (const Request& r : requests) horizon = std::max(horizon, r.arrival + cfg.stall_timeout_s);
+  horizon = std::min(horizon, cfg.max_time);
+  auto check_period = [&](double period, const char* field) {
+    require(std::isfinite(period) && period >= kMinIntervalS, field,
+            "must be finite and >= " + std::to_string(kMinIntervalS) + " s, got " + std::to_string(period));
+    require(horizon / period <= kMaxTimelinePoints, field,
+            "too short for a run of ~" + std::to_string(horizon) + " s (more than " +
+                std::to_string(int64_t(kMaxTimelinePoints)) + " periods)");
+  };
+  check_period(cfg.timeline_interval_s, "timeline_interval_s");
+  if (cfg.scaler) check_period(cfg.scaler->interval(), "scaler.interval");
 }
 
 py::dict stats_dict(const SimStats& s) {
@@ -228,8 +260,14 @@ void init_sim(py::module_& m) {
   m.def(
       "simulate",
       [](const std::vector<Request>& requests, const SimConfig& cfg) {
+        cfg.validate();
+        check_sim_limits(requests, cfg);
         py::gil_scoped_release release;  // Python policies re-acquire it per call
-        return simulate(requests, cfg);
+        try {
+          return simulate(requests, cfg);
+        } catch (const py::cast_error& e) {  // a Python factory or policy returned the wrong type
+          throw py::type_error(std::string("simulate: a Python callback returned the wrong type: ") + e.what());
+        }
       },
       py::arg("requests"), py::arg("config"), "Run the discrete-event simulation (see csrc/slocore/sim/simulator.h).");
 }

@@ -146,7 +146,8 @@ def test_policy_lifecycle_and_params():
     pol.on_token(1, a.instance, 1, 0.4)
     pol.on_token(1, a.instance, 5, 0.5)
     pol.on_finished(1, a.instance, 0.6)
-    pol.on_finished(1, a.instance, 0.6)  # unknown by now: ignored, not a crash
+    with pytest.raises(KeyError, match="unknown id 1"):  # finished already: unknown now
+        pol.on_finished(1, a.instance, 0.6)
     assert pol.pending() == 0
     for bad, match in [({"bucket": 0}, "bucket"), ({"alpha": 2.0}, "alpha"), ({"handoff": "x"}, "handoff"),
                        ({"type1": 0, "type2": 0, "type3": 0}, "type"), ({"nope": 1}, "nope"),

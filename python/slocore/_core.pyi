@@ -380,7 +380,9 @@ class InstanceView:
         leading prompt tokens of `request` this instance holds (precise: the engine's cache; approximate: what the router sent here; auto: precise when known)
         """
     def validate(self) -> None:
-        ...
+        """
+        ValueError naming the field unless the view is valid (also: request ids unique)
+        """
     @property
     def block_size(self) -> int:
         ...

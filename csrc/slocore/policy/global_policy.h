@@ -54,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "slocore/core/id_ledger.h"
 #include "slocore/core/instance_view.h"
 #include "slocore/core/prefix.h"
 #include "slocore/core/params.h"
@@ -84,6 +85,12 @@ class GlobalPolicy {
   virtual void on_finished(Id request, Id instance, Time now) {}
   virtual void on_instance_added(Id instance, Role role, Time now) {}
   virtual void on_instance_removed(Id instance, Time now) {}
+
+  // Ids seen through the checked entry points (policy/checked_calls.h); unused by the simulator.
+  IdLedger& ledger() { return ledger_; }
+
+ private:
+  IdLedger ledger_;
 };
 
 // The predicted end of r's prefill if placed now on the instance with view v (the

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "slocore/core/id_ledger.h"
 #include "slocore/core/instance_view.h"
 #include "slocore/core/params.h"
 
@@ -41,6 +42,12 @@ class Scaler {
   virtual void on_first_token(Id request, Time now) {}
   virtual void on_finished(Id request, Time now) {}
   virtual std::vector<ScaleDecision> decide(Time now, const std::vector<InstanceView>& views) = 0;
+
+  // Ids seen through the checked entry points (policy/checked_calls.h); unused by the simulator.
+  IdLedger& ledger() { return ledger_; }
+
+ private:
+  IdLedger ledger_;
 };
 
 }  // namespace slocore

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "slocore/core/errors.h"
+#include "slocore/core/input_checks.h"
 
 namespace slocore::sibyl {
 
@@ -13,6 +14,8 @@ SurvivalEstimator::SurvivalEstimator(Tokens bucket, double alpha, Tokens max_len
   require(std::isfinite(alpha) && alpha > 0 && alpha < 1, "alpha", "must be in (0, 1), got " + std::to_string(alpha));
   require(max_len >= bucket && max_len <= (Tokens(1) << 30), "max_len",
           "must be in [bucket, 2^30], got " + std::to_string(max_len));
+  require((max_len + bucket - 1) / bucket <= kMaxSurvivalBuckets, "max_len",
+          "max_len / bucket must be at most " + std::to_string(kMaxSurvivalBuckets) + " buckets");
   nb_ = int((max_len + bucket - 1) / bucket);
   fen_.assign(size_t(nb_) + 2, 0.0);
   add_prefix(nb_, 1.0);  // S_b = 1 before any completion

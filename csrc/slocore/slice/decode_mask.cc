@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "slocore/core/errors.h"
+#include "slocore/core/input_checks.h"
 #include "slocore/slice/decode_mask.h"
 
 namespace slocore::slice {
@@ -11,11 +12,20 @@ namespace slocore::slice {
 int rate_of(double tpot) {
   require(tpot > 0, "tpot", "must be > 0");
   if (!std::isfinite(tpot)) return 1;
-  return std::max(1, int(std::ceil(1.0 / tpot - 1e-9)));
+  // A TPOT below 1/kMaxSliceRate s is met by the largest rate a mask holds (no overflow).
+  const double v = std::ceil(1.0 / tpot - 1e-9);
+  return v >= double(kMaxSliceRate) ? kMaxSliceRate : std::max(1, int(v));
 }
 
 DecodeMask::DecodeMask(const std::vector<int>& rates, bool spread) : spread_(spread) {
-  for (int r : rates) require(r >= 1, "rates", "must be >= 1");
+  int64_t cells = 0;
+  for (int r : rates) {
+    require(r >= 1 && r <= kMaxSliceRate, "rates",
+            "must be in [1, " + std::to_string(kMaxSliceRate) + "], got " + std::to_string(r));
+    cells = std::max<int64_t>(cells, r);
+  }
+  require(cells * int64_t(rates.size()) <= kMaxDecodeMaskCells, "rates",
+          "the mask (tasks x largest rate) must have at most " + std::to_string(kMaxDecodeMaskCells) + " cells");
   order_.resize(rates.size());
   std::iota(order_.begin(), order_.end(), 0);
   std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) { return rates[a] > rates[b]; });
@@ -25,6 +35,11 @@ DecodeMask::DecodeMask(const std::vector<int>& rates, bool spread) : spread_(spr
   for (size_t r = 0; r < order_.size(); ++r)
     for (int c = 0; c < cols_; ++c)
       if (at(r, c)) columns_[size_t(c)].push_back(order_[r]);
+}
+
+size_t DecodeMask::row_task(size_t r) const {
+  require(r < order_.size(), "row", "must be < rows (" + std::to_string(order_.size()) + "), got " + std::to_string(r));
+  return order_[r];
 }
 
 bool DecodeMask::at(size_t row, int col) const {

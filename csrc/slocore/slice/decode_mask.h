@@ -27,7 +27,7 @@ class DecodeMask {
   size_t rows() const { return order_.size(); }
   int cols() const { return cols_; }
   // Row r of the mask is the task at input position row_task(r).
-  size_t row_task(size_t r) const { return order_[r]; }
+  size_t row_task(size_t r) const;  // InvalidArgument "row" unless r < rows()
   bool at(size_t row, int col) const;
   // Input positions of the tasks whose row has a 1 in column `col`.
   const std::vector<size_t>& column(int col) const { return columns_[size_t(col)]; }
