@@ -84,7 +84,6 @@ class ParamReader {
 
   // Throws InvalidArgument if a given name was never read (a typo must not pass silently).
   void finish() const;
-  const ParamMap& effective() const { return effective_; }
 
  private:
   const ParamValue* find(const std::string& name);
@@ -94,7 +93,6 @@ class ParamReader {
   std::string owner_;
   ParamMap given_;
   std::set<std::string> read_, prefixes_;
-  ParamMap effective_;
 };
 
 class ParamWriter {
