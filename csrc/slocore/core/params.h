@@ -61,7 +61,7 @@ struct ParamInfo {
   std::string range;  // "[0, 1]", "a | c | p", ...
 };
 
-std::string format_number(double x);                // shortest text that parses back to x
+std::string format_number(double x);                      // shortest text that parses back to x
 std::string join_numbers(const std::vector<double>& xs);  // "0.7,1,2"
 
 class ParamReader {
@@ -99,9 +99,12 @@ class ParamWriter {
  public:
   template <class T>
   void field(const char* name, const T& v, const char*, Range = {}) {
-    if constexpr (std::is_same_v<T, std::string>) out[name] = v;
-    else if constexpr (std::is_same_v<T, std::vector<double>>) out[name] = join_numbers(v);
-    else out[name] = double(v);
+    if constexpr (std::is_same_v<T, std::string>)
+      out[name] = v;
+    else if constexpr (std::is_same_v<T, std::vector<double>>)
+      out[name] = join_numbers(v);
+    else
+      out[name] = double(v);
   }
   template <class E>
   void field(const char* name, const E& v, const char*, const EnumNames<E>& names) {
