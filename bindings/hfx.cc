@@ -29,7 +29,8 @@ void init_hfx(py::module_& m) {
   m.def("hfx_token_budget", &token_budget, py::arg("ttft"), py::arg("tpot"), py::arg("e_d"), py::arg("a"),
         py::arg("b"), "HFX Eq. 5: largest prefill token count that keeps the tightest TTFT/TPOT.");
   m.def("hfx_admission_p", &admission_p, py::arg("arrival"), py::arg("ttft"), py::arg("prefill_s"), py::arg("now"),
-        py::arg("util") = 0.0, py::arg("util_exp") = 0.0, "HFX Alg. 1 calculate_p: clamp(slack / TTFT, 0, 1) * (1 - util)^util_exp.");
+        py::arg("util") = 0.0, py::arg("util_exp") = 0.0,
+        "HFX Alg. 1 calculate_p: clamp(slack / TTFT, 0, 1) * (1 - util)^util_exp.");
   m.def("hfx_maturity_time", &maturity_time, py::arg("now"), py::arg("e_p"), py::arg("e_d"), py::arg("min_tpot"),
         "HFX Alg. 1 maturity: now + E_p + (E_p / relax) * E_d, relax = min TPOT - E_d.");
   m.def(
