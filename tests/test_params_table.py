@@ -3,10 +3,11 @@ the registry unchanged, the documented table lists exactly what params() prints,
 raise ValueError naming `name.field`, and a simulation's printed parameters reproduce it."""
 import math
 import re
+from pathlib import Path
 
 import pytest
 
-from slocore import _core, cli
+from slocore import _core, cli, registry
 from slocore.sim import report, workloads
 from slocore.sim.experiment import Row
 from slocore.sim.runner import simulate
@@ -130,6 +131,12 @@ def test_cli_policies_prints_every_parameter(capsys):
     assert cli.main(["policies", "--kind", "scaler"]) == 0
     assert capsys.readouterr().out.count("scaler hfx:") == 1
     assert cli.main(["policies", "nope"]) == 2
+
+
+def test_docs_list_every_parameter_table():
+    doc = Path(__file__).resolve().parents[1] / "docs" / "policies.md"
+    assert doc.read_text() == registry.markdown(registry.entries()), \
+        "docs/policies.md is stale: slocore policies --markdown > docs/policies.md"
 
 
 def _run(**kw):

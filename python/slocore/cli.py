@@ -56,23 +56,11 @@ def cmd_scenarios(a) -> int:
 
 def cmd_policies(a) -> int:
     """Every registered global policy, batch scheduler and scaler with its parameter table."""
-    from slocore import _core
+    from slocore import registry
 
-    kinds = {"global_policy": _core.global_policy_names, "batch_scheduler": _core.batch_scheduler_names,
-             "scaler": _core.scaler_names}
-    infos = [_core.policy_info(kind, n) | {"kind": kind} for kind, names in kinds.items()
-             if a.kind in (None, kind) for n in names() if a.name in (None, n)]
-    if not infos:
-        raise ValueError(f"name: no registered {a.kind or 'policy, scheduler or scaler'} named {a.name!r}")
-    if a.json:
-        print(json.dumps(infos, indent=1))
-        return 0
-    for i in infos:
-        print(f"{i['kind']} {i['name']}: {i['summary']}")
-        for p in i["params"]:
-            d = int(p["default"]) if p["type"] in ("int", "bool") else p["default"]
-            shown = p["name"] if p["type"] == "map" else f"{p['name']} = {d!r}"
-            print(f"    {shown}" + (f"  in {p['range']}" if p["range"] else "") + f"  {p['help']}")
+    infos = registry.entries(a.kind, a.name)
+    print(json.dumps(infos, indent=1) if a.json else registry.markdown(infos) if a.markdown else registry.text(infos),
+          end="" if not a.json else "\n")
     return 0
 
 
@@ -206,6 +194,7 @@ def main(argv=None) -> int:
     po.add_argument("name", nargs="?", help="show only this name")
     po.add_argument("--kind", choices=["global_policy", "batch_scheduler", "scaler"])
     po.add_argument("--json", action="store_true")
+    po.add_argument("--markdown", action="store_true", help="as docs/policies.md")
     po.set_defaults(func=cmd_policies)
     f = sub.add_parser("fit", help="fit a latency model to measurements (CSV)")
     f.add_argument("--model", default="stage", choices=["stage", "per_request", "tps"])

@@ -1,17 +1,18 @@
 // Baseline entries of the three registries: simple routers, engine schedulers (docs/baselines.md).
-#include "slocore/core/families.h"
 #include "slocore/baselines/cache_routers.h"
-#include "slocore/baselines/schedulers.h"
 #include "slocore/baselines/fair_schedulers.h"
 #include "slocore/baselines/power_of_two.h"
 #include "slocore/baselines/routers.h"
+#include "slocore/baselines/schedulers.h"
 #include "slocore/baselines/vllm_priority.h"
+#include "slocore/core/families.h"
 
 namespace slocore {
 
 std::vector<RegistryEntry<GlobalPolicy>> baseline_global_policies() {
   return {
-      registered<GlobalPolicy, RoundRobinPolicy>("round_robin", "next instance in id order (RR baseline of HFX, SIBYL)"),
+      registered<GlobalPolicy, RoundRobinPolicy>("round_robin",
+                                                 "next instance in id order (RR baseline of HFX, SIBYL)"),
       registered<GlobalPolicy, RandomPolicy>("random", "uniform random instance, seeded", RandomParams{}),
       registered<GlobalPolicy, LeastOutstandingPolicy>(
           "least_outstanding", "fewest running+waiting requests (SIBYL ILS, ProServe Min-Load)"),
@@ -34,15 +35,16 @@ std::vector<RegistryEntry<BatchScheduler>> baseline_batch_schedulers() {
     return [by_priority](const TokenBudgetParams& p) { return std::make_shared<SarathiScheduler>(p, by_priority); };
   };
   return {
-      registered<BatchScheduler, VllmFcfsScheduler>(
-          "vllm_fcfs", "vLLM prefill-first FCFS, newest preempted (SOSP'23)", VllmFcfsParams{}),
+      registered<BatchScheduler, VllmFcfsScheduler>("vllm_fcfs", "vLLM prefill-first FCFS, newest preempted (SOSP'23)",
+                                                    VllmFcfsParams{}),
       registered<BatchScheduler, OrcaScheduler>(
           "orca", "Orca iteration-level FCFS, whole prompts join running decodes (OSDI'22)"),
-      registered<BatchScheduler, SarathiScheduler>(
-          "sarathi_fcfs", "Sarathi-Serve decode-first + chunked prefill FCFS (OSDI'24)", TokenBudgetParams{},
-          sarathi(false)),
-      registered<BatchScheduler, SarathiScheduler>(
-          "sarathi_priority", "Sarathi-Serve with (priority, arrival) prefill order", TokenBudgetParams{}, sarathi(true)),
+      registered<BatchScheduler, SarathiScheduler>("sarathi_fcfs",
+                                                   "Sarathi-Serve decode-first + chunked prefill FCFS (OSDI'24)",
+                                                   TokenBudgetParams{}, sarathi(false)),
+      registered<BatchScheduler, SarathiScheduler>("sarathi_priority",
+                                                   "Sarathi-Serve with (priority, arrival) prefill order",
+                                                   TokenBudgetParams{}, sarathi(true)),
       registered<BatchScheduler, EdfScheduler>(
           "edf", "FairBatching-style earliest token deadline first (ProServe Eq. 3 deadlines)", TokenBudgetParams{}),
       registered<BatchScheduler, WeightedVtcScheduler>(

@@ -1,5 +1,5 @@
-// Baseline global policies (one paragraph each in docs/baselines.md). Each places a request on arrival among the instances
-// that accept traffic:
+// Baseline global policies (one paragraph each in docs/baselines.md). Each places a request
+// on arrival among the instances that accept traffic:
 //  round_robin: the next instance in id order (Llumnix/HFX "RR" baseline).
 //  random:      uniform choice, seeded (the usual lower bound).
 //  least_outstanding: fewest running + waiting requests (ILS in SIBYL, "Min-Load" in ProServe).

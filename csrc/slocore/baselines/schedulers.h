@@ -54,7 +54,9 @@ class OrcaScheduler : public BatchScheduler {
 
 class SarathiScheduler : public BatchScheduler {
  public:
-  SarathiScheduler(TokenBudgetParams p, bool by_priority) : p_(p), by_priority_(by_priority) { check_params(p_, name()); }
+  SarathiScheduler(TokenBudgetParams p, bool by_priority) : p_(p), by_priority_(by_priority) {
+    check_params(p_, name());
+  }
   std::string name() const override { return by_priority_ ? "sarathi_priority" : "sarathi_fcfs"; }
   ParamMap params() const override { return write_params(p_); }
   BatchPlan schedule(const InstanceView& v, Time now) override;

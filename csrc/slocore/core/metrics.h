@@ -20,7 +20,9 @@
 namespace slocore {
 
 // Deadline of token i (1-based) of r, absolute time (ProServe Eq. 3): arrival + TTFT + (i-1) * TPOT.
-inline double token_deadline(const Request& r, Tokens i) { return r.arrival + r.slo.ttft + double(i - 1) * r.slo.tpot; }
+inline double token_deadline(const Request& r, Tokens i) {
+  return r.arrival + r.slo.ttft + double(i - 1) * r.slo.tpot;
+}
 
 struct MetricsOptions {
   double w_prefill = 1.0;   // TDG w_p

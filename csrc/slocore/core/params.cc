@@ -70,7 +70,6 @@ void ParamReader::list(const std::string& name, std::vector<double>& out, const 
     start = end + 1;
   }
   out = std::move(xs);
-  effective_[name] = join_numbers(out);
 }
 
 void ParamReader::nested(const char* prefix, ParamMap& out, const char*) {
@@ -78,7 +77,6 @@ void ParamReader::nested(const char* prefix, ParamMap& out, const char*) {
   prefixes_.insert(p);
   for (const auto& [k, v] : given_)
     if (k.compare(0, p.size(), p) == 0) out[k.substr(p.size())] = v;
-  for (const auto& [k, v] : out) effective_[p + k] = v;
 }
 
 void ParamReader::get(const std::string& name, double& out) {
@@ -88,7 +86,6 @@ void ParamReader::get(const std::string& name, double& out) {
     require(!std::isnan(*d), where(name), "must not be NaN");
     out = *d;
   }
-  effective_[name] = out;
 }
 
 void ParamReader::get(const std::string& name, int& out) {
@@ -111,7 +108,6 @@ void ParamReader::get(const std::string& name, std::string& out) {
     require(s != nullptr, where(name), "must be a string");
     out = *s;
   }
-  effective_[name] = out;
 }
 
 void ParamReader::finish() const {

@@ -61,7 +61,7 @@ struct ParamInfo {
   std::string range;  // "[0, 1]", "a | c | p", ...
 };
 
-std::string format_number(double x);                // shortest text that parses back to x
+std::string format_number(double x);                      // shortest text that parses back to x
 std::string join_numbers(const std::vector<double>& xs);  // "0.7,1,2"
 
 class ParamReader {
@@ -84,7 +84,6 @@ class ParamReader {
 
   // Throws InvalidArgument if a given name was never read (a typo must not pass silently).
   void finish() const;
-  const ParamMap& effective() const { return effective_; }
 
  private:
   const ParamValue* find(const std::string& name);
@@ -94,16 +93,18 @@ class ParamReader {
   std::string owner_;
   ParamMap given_;
   std::set<std::string> read_, prefixes_;
-  ParamMap effective_;
 };
 
 class ParamWriter {
  public:
   template <class T>
   void field(const char* name, const T& v, const char*, Range = {}) {
-    if constexpr (std::is_same_v<T, std::string>) out[name] = v;
-    else if constexpr (std::is_same_v<T, std::vector<double>>) out[name] = join_numbers(v);
-    else out[name] = double(v);
+    if constexpr (std::is_same_v<T, std::string>)
+      out[name] = v;
+    else if constexpr (std::is_same_v<T, std::vector<double>>)
+      out[name] = join_numbers(v);
+    else
+      out[name] = double(v);
   }
   template <class E>
   void field(const char* name, const E& v, const char*, const EnumNames<E>& names) {

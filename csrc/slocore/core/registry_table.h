@@ -56,8 +56,8 @@ RegistryEntry<Base> registered(const char* name, const char* summary) {
 }
 
 template <class T>
-std::shared_ptr<T> make_from(const std::vector<RegistryEntry<T>>& table, const char* kind,
-                             const std::string& name, const ParamMap& params) {
+std::shared_ptr<T> make_from(const std::vector<RegistryEntry<T>>& table, const char* kind, const std::string& name,
+                             const ParamMap& params) {
   std::string known;
   for (const auto& e : table) {
     if (name == e.name) return e.make(params);

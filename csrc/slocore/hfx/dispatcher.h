@@ -26,10 +26,10 @@ struct DispatcherParams {
   Role role = Role::Colocated;      // colocated dispatcher, P-stage dispatcher, D-stage migrator:
                                     // fixed by the registry name (hfx, hfx_prefill, hfx_migrator)
   double theta = 0.0;               // admission threshold on calculate_p (Alg. 1 line 12)
-  double util_exp = 0.0;            // k in p = clamp(slack/TTFT) * (1 - util)^k (docs/design.md)
+  double util_exp = 0.0;            // k in p = clamp(slack/TTFT) * (1 - util)^k (our calculate_p)
   double monitor_interval = 1.0;    // s, monitor correction period (paper: 1 s, Sec. 9.3)
   bool best_effort = true;          // serve late requests from leftover budget
-  // Eq. 5's "tightest TTFT/TPOT": 0 = the instance's requests and the queue head (docs/design.md);
+  // Eq. 5's "tightest TTFT/TPOT": 0 = the instance's requests and the queue head;
   // > 0 = also every request submitted in the last `tight_window` seconds (the worst-case
   // future arrival of appendix B is of the strictest class seen lately, not the head's).
   double tight_window = 0.0;
@@ -57,8 +57,9 @@ struct DispatcherParams {
 // Eq. 5 / appendix B: n_token <= (TTFT*TPOT - TTFT*E_d - a*TPOT) / (b*TPOT). +inf when
 // either target is infinite or b == 0; may be negative (no budget).
 double token_budget(double ttft, double tpot, double e_d, double a, double b);
-// Alg. 1 calculate_p (the paper names it without a formula; ours): slack = arrival + TTFT - (now + E_prefill);
-// p = clamp(slack / TTFT, 0, 1) * (1 - util)^k; 1 when TTFT is infinite.
+// Alg. 1 calculate_p (the paper names it without a formula; ours):
+// slack = arrival + TTFT - (now + E_prefill); p = clamp(slack / TTFT, 0, 1) * (1 - util)^k;
+// 1 when TTFT is infinite.
 double admission_p(Time arrival, double ttft, double prefill_s, Time now, double util, double util_exp);
 // Alg. 1 maturity: now + E_p + (E_p / relax) * E_d with relax = min TPOT - E_d; when
 // relax <= 0 the instance is over budget and matures after one decode step

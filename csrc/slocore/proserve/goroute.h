@@ -26,7 +26,8 @@ namespace slocore::proserve {
 
 enum class GoMode { Colocated, Pd, Decode };
 enum class Fallback { MinExec, Random };
-inline const EnumNames<GoMode> kGoModes = {{"colocated", GoMode::Colocated}, {"pd", GoMode::Pd}, {"decode", GoMode::Decode}};
+inline const EnumNames<GoMode> kGoModes = {
+    {"colocated", GoMode::Colocated}, {"pd", GoMode::Pd}, {"decode", GoMode::Decode}};
 inline const EnumNames<Fallback> kFallbacks = {{"min_exec", Fallback::MinExec}, {"random", Fallback::Random}};
 inline const EnumNames<Phi> kGainPhis = {{"a", Phi::Aggressive}, {"c", Phi::Conservative}};
 

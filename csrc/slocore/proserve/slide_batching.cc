@@ -37,8 +37,8 @@ std::vector<SlideCandidate> slide_order(const InstanceView& v, Time now, const S
     const Tokens next = next_token(s);
     c.remain = token_deadline(s.request, next) - now;
     c.density = token_weight(s.request, next, p.weights) / c.exec;
-    // A token already late cannot be saved by a smaller batch; letting it set the budget
-    // would pin t_budget at eta for as long as any request is late (the paper's min over all requests).
+    // A token already late cannot be saved by a smaller batch; letting it set the budget (line 6
+    // takes the min over every request) would pin t_budget at eta while any request is late.
     if (c.remain > 0) t_min = std::min(t_min, c.remain);
     sum_exec += c.exec;
     q.push_back(c);

@@ -1,8 +1,8 @@
-// SIBYL decode-instance policy (SIBYL Alg. 1): early assignment at
-// prefill start to the decode instance with the least projected load at the handoff time.
-// tau is `expected_handoff` from the caller (the prefill instance's queue wait plus the
-// prefill: what the prefill instance knows) when handoff = "queue", or now + the request's own prefill estimate
-// (Alg. 1 line 2, the paper's version) when handoff = "prefill". Requests submitted after
+// SIBYL decode-instance policy (SIBYL Alg. 1): early assignment at prefill start to the
+// decode instance with the least projected load at the handoff time. tau is
+// `expected_handoff` from the caller (the prefill instance's queue wait plus the prefill:
+// what the prefill instance knows) when handoff = "queue", or now + the request's own
+// prefill estimate (Alg. 1 line 2, the paper's version) when handoff = "prefill". Requests submitted after
 // their prefill (a target drained meanwhile) are placed with tau = now.
 #pragma once
 #include <deque>

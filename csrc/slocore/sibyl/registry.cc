@@ -1,7 +1,7 @@
 // SIBYL GlobalPolicy entries: the decode policy with its ablations (SIBYL Sec. 5.3, Fig. 8)
 // as typed parameters, and the paper's baselines deciding at prefill start (early_assign).
-#include "slocore/core/families.h"
 #include "slocore/policy/registry.h"
+#include "slocore/core/families.h"
 #include "slocore/sibyl/early_assign.h"
 #include "slocore/sibyl/policy.h"
 
@@ -17,7 +17,7 @@ std::shared_ptr<sibyl::EarlyAssign> make_early_assign(const sibyl::EarlyAssignPa
   } catch (const InvalidArgument& e) {  // "<inner>.field: ..." -> "early_assign.inner.field: ..."
     const std::string what = e.what(), own = p.policy + ".";
     throw InvalidArgument(what.compare(0, own.size(), own) == 0 ? "early_assign.inner." + what.substr(own.size())
-                                                                 : "early_assign.policy: " + what);
+                                                                : "early_assign.policy: " + what);
   }
 }
 

@@ -3,9 +3,10 @@
 // boundaries is the value at the boundary at or below l (step function), S(l < D) = S(0) = 1.
 // Each completion with final length L updates EVERY bucket (Eq. 4):
 //   S_b <- alpha * S_b + (1 - alpha) * [L >= b*D]
-// (every bucket, not only the one L falls in: otherwise the estimate never falls.) Stored as S_b = decay * T_b: the global
-// factor takes the alpha part in O(1) and a Fenwick range-add of (1-alpha)/decay over the
-// prefix b <= L/D takes the indicator part, so an update and a lookup are O(log B).
+// (every bucket, not only the one L falls in: otherwise the estimate never falls.)
+// Stored as S_b = decay * T_b: the global factor takes the alpha part in O(1) and a Fenwick
+// range-add of (1-alpha)/decay over the prefix b <= L/D takes the indicator part, so an
+// update and a lookup are O(log B).
 // `decay` is renormalised (an O(B) rebuild) before it underflows; amortised O(1).
 // Before any completion the estimator returns 1 everywhere.
 #pragma once
