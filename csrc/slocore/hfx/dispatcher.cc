@@ -87,7 +87,7 @@ Dispatcher::Key Dispatcher::key_of(const Request& r) const {
 
 void Dispatcher::submit(const Request& r, Time now, Time) {
   validate(r);
-  require(!reqs_.count(r.id), "request.id", "duplicate id " + std::to_string(r.id) + " in " + name_);
+  if (reqs_.count(r.id)) fail("request.id", "duplicate id " + std::to_string(r.id) + " in " + name_);
   incoming_.push_back(key_of(reqs_.emplace(r.id, r).first->second));
   if (p_.tight_window > 0) {
     for (auto* q : {&recent_ttft_, &recent_tpot_}) {
