@@ -133,11 +133,12 @@ def main(argv=None) -> int:
     ap.add_argument("--full", action="store_true", help="1M steady, 100k bursts (default: 1/50 of that)")
     ap.add_argument("--scale", type=float, default=None, help="size factor (overrides --full)")
     ap.add_argument("-k", default="", help="only cases whose name contains this")
+    ap.add_argument("--skip", default="", help="leave out cases whose name contains this")
     a = ap.parse_args(argv)
     scale = a.scale if a.scale is not None else (1.0 if a.full else 0.02)
     rows = []
     for name in cases():
-        if a.k and a.k not in name:
+        if (a.k and a.k not in name) or (a.skip and a.skip in name):
             continue
         r = run_case(name, scale)
         rows.append(r)
