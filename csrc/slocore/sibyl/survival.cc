@@ -14,6 +14,7 @@ SurvivalEstimator::SurvivalEstimator(Tokens bucket, double alpha, Tokens max_len
   require(max_len >= bucket && max_len <= (Tokens(1) << 30), "max_len",
           "must be in [bucket, 2^30], got " + std::to_string(max_len));
   nb_ = int((max_len + bucket - 1) / bucket);
+  if ((bucket & (bucket - 1)) == 0) inv_bucket_ = 1.0 / double(bucket);
   fen_.assign(size_t(nb_) + 2, 0.0);
   add_prefix(nb_, 1.0);  // S_b = 1 before any completion
 }

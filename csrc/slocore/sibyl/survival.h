@@ -32,7 +32,8 @@ class SurvivalEstimator {
   }
   double survival_prepared(double len) const {
     if (!(len >= double(bucket_))) return 1.0;  // also NaN -> 1
-    const double b = std::floor(len / double(bucket_));
+    // len / bucket, as a product when the bucket is a power of two (then exactly equal)
+    const double b = std::floor(inv_bucket_ > 0 ? len * inv_bucket_ : len / double(bucket_));
     return cache_[b >= double(nb_) ? size_t(nb_) : size_t(b)];
   }
   double conditional_prepared(double l_from, double l_to) const {
@@ -61,6 +62,7 @@ class SurvivalEstimator {
   // S_0..S_B materialised for lookups (a decision reads S twice per tracked request);
   // rebuilt in O(B) on the first lookup after an update.
   mutable std::vector<double> cache_;
+  double inv_bucket_ = 0.0;  // 1 / bucket when bucket is a power of two, else 0
   mutable bool dirty_ = true;
 };
 
