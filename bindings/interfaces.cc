@@ -189,7 +189,7 @@ void init_interfaces(py::module_& m) {
           "Every call received: (kind, request, instance, generated, now, expected_handoff) tuples.")
       .def("clear", &RecordingPolicy::clear);
 
-  m.def("expected_handoff", &expected_handoff, py::arg("view"), py::arg("request"), py::arg("now"),
+  m.def("expected_handoff", py::overload_cast<const InstanceView&, const Request&, Time>(&expected_handoff), py::arg("view"), py::arg("request"), py::arg("now"),
         "The predicted end of the request's prefill on the instance with this view (early assignment).");
 
   py::class_<ScheduledItem>(m, "ScheduledItem")

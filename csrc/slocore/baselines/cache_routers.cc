@@ -53,11 +53,10 @@ double KvRouterPolicy::cost(const Request& r, const InstanceView& v, Tokens cach
   const double bs = double(v.block_size);
   double prefill_tokens = double(r.prompt_len - cached) + double(placed_tokens);
   double active_blocks = double(v.blocks_for(r.prompt_len)) + double(placed_tokens) / bs;
-  for (const auto* q : {&v.running, &v.waiting})
-    for (const RequestState& s : *q) {
-      if (s.in_prefill()) prefill_tokens += double(s.to_compute());
-      active_blocks += double(v.blocks_for(s.num_tokens()));
-    }
+  v.for_each_request([&](const RequestState& s, bool) {
+    if (s.in_prefill()) prefill_tokens += double(s.to_compute());
+    active_blocks += double(v.blocks_for(s.num_tokens()));
+  });
   return p_.overlap_weight * prefill_tokens / bs + active_blocks;
 }
 

@@ -23,8 +23,7 @@ void WeightedVtcScheduler::charge(const RequestState& s, Tokens k) {
 BatchPlan WeightedVtcScheduler::schedule(const InstanceView& v, Time) {
   // Counter lift (VTC): a newly active client starts at the smallest active counter.
   std::set<int> active;
-  for (const auto* q : {&v.running, &v.waiting})
-    for (const RequestState& s : *q) active.insert(s.request.priority);
+  v.for_each_request([&](const RequestState& s, bool) { active.insert(s.request.priority); });
   double lift = INFINITY;
   for (int c : active)
     if (active_.count(c)) lift = std::min(lift, counter(c));
@@ -111,8 +110,7 @@ BatchPlan MlfqScheduler::schedule(const InstanceView& v, Time now) {
   }
   // Account the estimated service; demote after a used-up quantum.
   std::unordered_map<Id, const RequestState*> by_id;
-  for (const auto* q : {&v.running, &v.waiting})
-    for (const RequestState& s : *q) by_id[s.request.id] = &s;
+  v.for_each_request([&](const RequestState& s, bool) { by_id[s.request.id] = &s; });
   for (const ScheduledItem& it : plan.items) {
     const RequestState& s = *by_id.at(it.request);
     State& st = state_.at(it.request);

@@ -39,11 +39,10 @@ int LeastOutstandingPolicy::choose(const Request&, Time, const std::vector<Insta
 
 int64_t LeastTokensPolicy::outstanding_tokens(const InstanceView& v, Tokens default_output) {
   int64_t total = 0;
-  for (const auto* q : {&v.running, &v.waiting})
-    for (const RequestState& s : *q) {
-      const Tokens out = s.request.expected_output_len.value_or(s.request.max_output_len.value_or(default_output));
-      total += (s.in_prefill() ? s.to_compute() : 0) + std::max<Tokens>(out - s.generated, 0);
-    }
+  v.for_each_request([&](const RequestState& s, bool) {
+    const Tokens out = s.request.expected_output_len.value_or(s.request.max_output_len.value_or(default_output));
+    total += (s.in_prefill() ? s.to_compute() : 0) + std::max<Tokens>(out - s.generated, 0);
+  });
   return total;
 }
 

@@ -1,6 +1,7 @@
 #include "slocore/baselines/schedulers.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "slocore/core/metrics.h"
@@ -67,15 +68,29 @@ BatchPlan SarathiScheduler::schedule(const InstanceView& v, Time) {
   std::vector<const RequestState*> pre;
   for (const RequestState& s : v.running)
     if (s.in_prefill() && !b.planned(s.request.id)) pre.push_back(&s);
-  const size_t n_running = pre.size();
-  for (const RequestState& s : v.waiting) pre.push_back(&s);
-  if (by_priority_) {
-    std::stable_sort(pre.begin(), pre.begin() + std::ptrdiff_t(n_running),
-                     [&](auto* a, auto* c) { return later(*a, *c); });
-    std::stable_sort(pre.begin() + std::ptrdiff_t(n_running), pre.end(), [&](auto* a, auto* c) { return later(*a, *c); });
+  if (by_priority_)
+    std::stable_sort(pre.begin(), pre.end(), [&](auto* a, auto* c) { return later(*a, *c); });
+  auto full = [&] { return b.budget_left() <= 0 || b.seq_full(); };
+  for (size_t i = 0; i < pre.size() && !full(); ++i) b.add_next(*pre[i], true, true);
+  if (!by_priority_) {  // FCFS: the waiting queue's front, as far as the batch reaches
+    for (size_t i = 0; i < v.waiting.size() && !full(); ++i) b.add_next(v.waiting[i], false, true);
+  } else {  // (priority, arrival, queue position) order, popped lazily from a heap
+    std::vector<size_t> heap;
+    heap.reserve(v.waiting.size());
+    auto after = [&](size_t x, size_t y) {  // heap "less": x comes after y
+      const RequestState &a = v.waiting[x], &c = v.waiting[y];
+      if (later(a, c)) return false;
+      if (later(c, a)) return true;
+      return x > y;
+    };
+    for (size_t i = 0; i < v.waiting.size(); ++i) heap.push_back(i);
+    std::make_heap(heap.begin(), heap.end(), after);
+    while (!heap.empty() && !full()) {
+      std::pop_heap(heap.begin(), heap.end(), after);
+      b.add_next(v.waiting[heap.back()], false, true);
+      heap.pop_back();
+    }
   }
-  for (size_t i = 0; i < pre.size() && b.budget_left() > 0 && !b.seq_full(); ++i)
-    b.add_next(*pre[i], i < n_running, true);
   ensure_progress(b);
   return b.take();
 }
@@ -85,6 +100,42 @@ double EdfScheduler::next_deadline(const RequestState& s) {
 }
 
 BatchPlan EdfScheduler::schedule(const InstanceView& v, Time) {
+  // Every step by (deadline, running before waiting, queue position): the running ones
+  // sorted, the waiting ones popped lazily from a heap, as far as the batch reaches.
+  std::vector<std::pair<double, size_t>> run, wait;
+  run.reserve(v.running.size());
+  wait.reserve(v.waiting.size());
+  bool nan = false;
+  for (size_t i = 0; i < v.running.size(); ++i) run.push_back({next_deadline(v.running[i]), i});
+  for (size_t i = 0; i < v.waiting.size(); ++i) wait.push_back({next_deadline(v.waiting[i]), i});
+  for (const auto* q : {&run, &wait})
+    for (const auto& x : *q) nan |= std::isnan(x.first);  // 0 * inf TPOT: no strict weak order
+  if (nan) return schedule_sorted(v);
+  std::stable_sort(run.begin(), run.end(), [](const auto& a, const auto& d) { return a.first < d.first; });
+  std::vector<size_t> victims;  // running by deadline: the latest deadline is evicted first
+  for (const auto& x : run) victims.push_back(x.second);
+  auto after = [](const std::pair<double, size_t>& a, const std::pair<double, size_t>& d) { return a > d; };
+  std::make_heap(wait.begin(), wait.end(), after);
+  PlanBuilder b(v, p_.token_budget);
+  size_t r = 0;
+  while (!b.seq_full() && b.budget_left() > 0) {
+    const bool from_run = r < run.size() && (wait.empty() || run[r].first <= wait.front().first);
+    if (from_run) {
+      const size_t i = run[r++].second;
+      if (!b.planned(v.running[i].request.id)) run_with_preemption(b, {i}, victims);
+      continue;
+    }
+    if (wait.empty()) break;
+    std::pop_heap(wait.begin(), wait.end(), after);
+    const RequestState& s = v.waiting[wait.back().second];
+    wait.pop_back();
+    if (!b.planned(s.request.id)) b.add_next(s, false, true);
+  }
+  ensure_progress(b);
+  return b.take();
+}
+
+BatchPlan EdfScheduler::schedule_sorted(const InstanceView& v) {
   std::vector<std::pair<double, Candidate>> c;
   for (size_t i = 0; i < v.running.size(); ++i) c.push_back({next_deadline(v.running[i]), {&v.running[i], true, i}});
   for (size_t i = 0; i < v.waiting.size(); ++i) c.push_back({next_deadline(v.waiting[i]), {&v.waiting[i], false, i}});

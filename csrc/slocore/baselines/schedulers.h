@@ -75,6 +75,7 @@ class EdfScheduler : public BatchScheduler {
   static double next_deadline(const RequestState& s);
 
  private:
+  BatchPlan schedule_sorted(const InstanceView& v);  // one full sort (NaN deadlines)
   TokenBudgetParams p_;
 };
 

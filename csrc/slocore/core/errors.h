@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace slocore {
 
@@ -16,18 +17,24 @@ struct UnknownId : std::out_of_range {
   using std::out_of_range::out_of_range;
 };
 
-// Helpers that keep validation one line per field.
-inline void require(bool ok, const std::string& field, const std::string& what) {
-  if (!ok) throw InvalidArgument(field + ": " + what);
+// Helpers that keep validation one line per field. They sit on hot paths (every token of a
+// simulation), so nothing is formatted unless the check fails
+// (a message built from values: `if (!ok) fail(field, "..." + std::to_string(x));`).
+[[noreturn]] inline void fail(std::string_view field, std::string_view what) {
+  throw InvalidArgument(std::string(field) + ": " + std::string(what));
 }
-inline void require_finite(double v, const std::string& field) {
-  require(std::isfinite(v), field, "must be finite, got " + std::to_string(v));
+inline void require(bool ok, std::string_view field, std::string_view what) {
+  if (!ok) fail(field, what);
 }
-inline void require_positive(double v, const std::string& field) {
-  require(!std::isnan(v) && v > 0, field, "must be > 0, got " + std::to_string(v));
+inline void require_finite(double v, std::string_view field) {
+  if (!std::isfinite(v)) throw InvalidArgument(std::string(field) + ": must be finite, got " + std::to_string(v));
 }
-inline void require_nonneg(double v, const std::string& field) {
-  require(std::isfinite(v) && v >= 0, field, "must be finite and >= 0, got " + std::to_string(v));
+inline void require_positive(double v, std::string_view field) {
+  if (!(!std::isnan(v) && v > 0)) throw InvalidArgument(std::string(field) + ": must be > 0, got " + std::to_string(v));
+}
+inline void require_nonneg(double v, std::string_view field) {
+  if (!(std::isfinite(v) && v >= 0))
+    throw InvalidArgument(std::string(field) + ": must be finite and >= 0, got " + std::to_string(v));
 }
 
 }  // namespace slocore

@@ -27,14 +27,12 @@ void check_id(int64_t id, const std::string& field) {
 void check_view(const InstanceView& v) {
   try {
     std::unordered_set<Id> seen;
-    for (const auto* q : {&v.running, &v.waiting}) {
-      for (const RequestState& s : *q) {  // token counts first: validate() adds them
-        validate(s.request);
-        check_tokens(s.generated, "generated");
-        require(seen.insert(s.request.id).second, "request.id",
-                "duplicate id " + std::to_string(s.request.id) + " in running + waiting");
-      }
-    }
+    v.for_each_request([&](const RequestState& s, bool) {  // token counts first: validate() adds them
+      validate(s.request);
+      check_tokens(s.generated, "generated");
+      require(seen.insert(s.request.id).second, "request.id",
+              "duplicate id " + std::to_string(s.request.id) + " in running + waiting");
+    });
     v.validate();
   } catch (const InvalidArgument& e) {
     throw InvalidArgument("view of instance " + std::to_string(v.id) + ": " + e.what());

@@ -13,14 +13,12 @@ void InstanceView::validate() const {
   require(max_batch_tokens >= 1, "max_batch_tokens", "must be >= 1");
   require(max_num_seqs >= 1, "max_num_seqs", "must be >= 1");
   require_nonneg(busy_until, "busy_until");
-  for (const auto* q : {&running, &waiting}) {
-    for (const RequestState& s : *q) {
-      slocore::validate(s.request);
-      require(s.generated >= 0, "generated", "must be >= 0");
-      require(s.computed >= 0 && s.computed <= s.num_tokens(), "computed",
-              "must be in [0, prompt_len + generated] (request " + std::to_string(s.request.id) + ")");
-    }
-  }
+  for_each_request([](const RequestState& s, bool) {
+    slocore::validate(s.request);
+    require(s.generated >= 0, "generated", "must be >= 0");
+    require(s.computed >= 0 && s.computed <= s.num_tokens(), "computed",
+            "must be in [0, prompt_len + generated] (request " + std::to_string(s.request.id) + ")");
+  });
 }
 
 }  // namespace slocore

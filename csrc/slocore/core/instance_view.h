@@ -4,6 +4,7 @@
 // it by const reference without copies; the live router fills it from engine metrics.
 #pragma once
 #include <cmath>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -38,7 +39,7 @@ struct InstanceView {
   Role role = Role::Colocated;
   bool accepting = true;  // false while draining or starting
   std::vector<RequestState> running;  // holds KV (prefilling in chunks or decoding)
-  std::vector<RequestState> waiting;  // admitted to the engine, no KV yet
+  std::deque<RequestState> waiting;   // admitted to the engine, no KV yet (FIFO: O(1) at both ends)
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_free = 0;
   int block_size = 16;
@@ -53,6 +54,12 @@ struct InstanceView {
   std::shared_ptr<const PrefixLookup> prefix_index;
 
   size_t num_requests() const { return running.size() + waiting.size(); }
+  // f(state, is_running) for every running, then every waiting request.
+  template <class F>
+  void for_each_request(F&& f) const {
+    for (const RequestState& s : running) f(s, true);
+    for (const RequestState& s : waiting) f(s, false);
+  }
   double kv_utilization() const {
     return kv_blocks_total > 0 ? 1.0 - double(kv_blocks_free) / double(kv_blocks_total) : 0.0;
   }

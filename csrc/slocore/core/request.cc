@@ -8,13 +8,13 @@ namespace slocore {
 
 namespace {
 void check_len(Tokens v, const char* field, Tokens min) {
-  require(v >= min && v <= kMaxTokens, field,
-          "must be in [" + std::to_string(min) + ", 2^40], got " + std::to_string(v));
+  if (!(v >= min && v <= kMaxTokens))
+    fail(field, "must be in [" + std::to_string(min) + ", 2^40], got " + std::to_string(v));
 }
 }  // namespace
 
 void validate(const Request& r) {
-  require(r.id >= 0, "id", "must be >= 0, got " + std::to_string(r.id));
+  if (r.id < 0) fail("id", "must be >= 0, got " + std::to_string(r.id));
   require_nonneg(r.arrival, "arrival");
   check_len(r.prompt_len, "prompt_len", 1);
   if (r.output_len) check_len(*r.output_len, "output_len", 1);
@@ -26,7 +26,7 @@ void validate(const Request& r) {
     require_positive(*r.slo.deadline, "slo.deadline");
     require(std::isfinite(*r.slo.deadline), "slo.deadline", "must be finite");
   }
-  require(r.priority >= 0, "priority", "must be >= 0, got " + std::to_string(r.priority));
+  if (r.priority < 0) fail("priority", "must be >= 0, got " + std::to_string(r.priority));
   require_positive(r.priority_weight, "priority_weight");
   require(std::isfinite(r.priority_weight), "priority_weight", "must be finite");
   require_nonneg(r.utility, "utility");

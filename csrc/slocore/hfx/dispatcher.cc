@@ -32,26 +32,23 @@ Time maturity_time(Time now, double e_p, double e_d, double min_tpot) {
 InstanceLoad instance_load(const InstanceView& v) {
   InstanceLoad L;
   int64_t waiting_blocks = 0;
-  for (const auto* q : {&v.running, &v.waiting}) {
-    const bool running = q == &v.running;
-    for (const RequestState& s : *q) {
-      L.idle = false;
-      L.min_ttft = std::min(L.min_ttft, s.request.slo.ttft);
-      L.min_tpot = std::min(L.min_tpot, s.request.slo.tpot);
-      const double cur = double(s.num_tokens());
-      L.all_ctx += cur;
-      L.all_batch += 1;
-      if (s.in_prefill()) {
-        const double k = double(s.to_compute());
-        L.prefill_tokens += k;
-        L.prefill_sq += k * k;
-      } else {
-        L.decode_ctx += cur;
-        L.decode_batch += 1;
-      }
-      if (!running) waiting_blocks += v.blocks_for(s.num_tokens());
+  v.for_each_request([&](const RequestState& s, bool running) {
+    L.idle = false;
+    L.min_ttft = std::min(L.min_ttft, s.request.slo.ttft);
+    L.min_tpot = std::min(L.min_tpot, s.request.slo.tpot);
+    const double cur = double(s.num_tokens());
+    L.all_ctx += cur;
+    L.all_batch += 1;
+    if (s.in_prefill()) {
+      const double k = double(s.to_compute());
+      L.prefill_tokens += k;
+      L.prefill_sq += k * k;
+    } else {
+      L.decode_ctx += cur;
+      L.decode_batch += 1;
     }
-  }
+    if (!running) waiting_blocks += v.blocks_for(s.num_tokens());
+  });
   L.kv_free_tokens = double(std::max<int64_t>(v.kv_blocks_free - waiting_blocks, 0) * v.block_size);
   return L;
 }
@@ -69,7 +66,7 @@ Dispatcher::Key Dispatcher::key_of(const Request& r) const {
 
 void Dispatcher::submit(const Request& r, Time now, Time) {
   validate(r);
-  require(!reqs_.count(r.id), "request.id", "duplicate id " + std::to_string(r.id) + " in " + name_);
+  if (reqs_.count(r.id)) fail("request.id", "duplicate id " + std::to_string(r.id) + " in " + name_);
   incoming_.push_back(key_of(reqs_.emplace(r.id, r).first->second));
   if (p_.tight_window > 0) {
     for (auto* q : {&recent_ttft_, &recent_tpot_}) {

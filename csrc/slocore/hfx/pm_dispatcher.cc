@@ -14,7 +14,7 @@ ParamMap PmDispatcher::params() const { return write_params(PmParams{inner_.conf
 
 void PmDispatcher::submit(const Request& r, Time now, Time expected_handoff) {
   validate(r);
-  require(!track_.count(r.id), "request.id", "duplicate id " + std::to_string(r.id) + " in hfx_pm");
+  if (track_.count(r.id)) fail("request.id", "duplicate id " + std::to_string(r.id) + " in hfx_pm");
   // Priorities beyond the configured levels share the lowest level.
   const int prio = std::clamp(r.priority, 0, mapper_.config().levels() - 1);
   bool higher = false;

@@ -8,7 +8,7 @@ namespace slocore::hfx {
 
 void ScorpioPolicy::submit(const Request& r, Time now, Time) {
   validate(r);
-  require(!reqs_.count(r.id), "request.id", "duplicate id " + std::to_string(r.id) + " in scorpio");
+  if (reqs_.count(r.id)) fail("request.id", "duplicate id " + std::to_string(r.id) + " in scorpio");
   reqs_.emplace(r.id, r);
   queue_.insert({r.arrival + r.slo.ttft, r.id});
 }

@@ -94,14 +94,19 @@ class GlobalPolicy {
 };
 
 // The predicted end of r's prefill if placed now on the instance with view v (the
-// expected_handoff of early assignment): the instance's busy time, its queued prefills and
-// r's own uncached prefill, by the view's latency model.
+// expected_handoff of early assignment): the instance's busy time, its queued prefills
+// (`queued_prefill_s`, their summed prefill cost in queue order; the simulator's engine keeps
+// it as a running sum) and r's own uncached prefill, by the view's latency model.
+inline Time expected_handoff(const InstanceView& v, const Request& r, Time now, double queued_prefill_s) {
+  const Tokens hit = r.prefix.empty() ? 0 : v.cached_prefix_tokens(prompt_block_hashes(r, v.block_size));
+  const Time start = std::max(now, v.busy_until);
+  return start + queued_prefill_s + v.model.overhead() + v.model.prefill_cost(r.prompt_len - hit, hit);
+}
+
 inline Time expected_handoff(const InstanceView& v, const Request& r, Time now) {
   double queued = 0.0;
   for (const RequestState& w : v.waiting) queued += v.model.prefill_cost(w.to_compute(), 0);
-  const Time start = std::max(now, v.busy_until);
-  const Tokens hit = r.prefix.empty() ? 0 : v.cached_prefix_tokens(prompt_block_hashes(r, v.block_size));
-  return start + queued + v.model.overhead() + v.model.prefill_cost(r.prompt_len - hit, hit);
+  return expected_handoff(v, r, now, queued);
 }
 
 }  // namespace slocore

@@ -16,12 +16,15 @@ void Options::validate() const {
 
 ProjectedLoad::ProjectedLoad(const Options& o) : opt_(o), est_(o.bucket, o.alpha, o.max_len) { opt_.validate(); }
 
-std::vector<Tracked>& ProjectedLoad::list(Id instance) { return by_instance_[instance]; }
-
 Tracked& ProjectedLoad::get(Id request) {
   auto it = where_.find(request);
   if (it == where_.end()) throw UnknownId("request: sibyl does not track id " + std::to_string(request));
-  return by_instance_.at(it->second.first)[it->second.second];
+  return by_instance_.at(it->second.first).full[it->second.second];
+}
+
+ProjectedLoad::Lite& ProjectedLoad::lite(Id request) {
+  auto it = where_.find(request);
+  return by_instance_.at(it->second.first).lite[it->second.second];
 }
 
 Id ProjectedLoad::instance_of(Id request) const {
@@ -33,20 +36,21 @@ Id ProjectedLoad::instance_of(Id request) const {
 void ProjectedLoad::assign(Id request, Id instance, Tokens prompt_len, Time tau) {
   require(prompt_len >= 0, "prompt_len", "must be >= 0");
   require_finite(tau, "tau");
-  require(!tracks(request), "request", "id " + std::to_string(request) + " already tracked");
-  auto& v = list(instance);
+  if (tracks(request)) fail("request", "id " + std::to_string(request) + " already tracked");
+  Instance& v = by_instance_[instance];
   Tracked k;
   k.id = request;
   k.prompt_len = prompt_len;
   k.tau = tau;
-  where_[request] = {instance, v.size()};
-  v.push_back(k);
+  where_[request] = {instance, v.full.size()};
+  v.full.push_back(k);
+  v.lite.push_back({tau, uint64_t(prompt_len), 0});
 }
 
 void ProjectedLoad::set_handoff(Id request, Time tau) {
   require_finite(tau, "tau");
   Tracked& k = get(request);
-  if (!k.active) k.tau = tau;
+  if (!k.active) k.tau = tau, lite(request).tau = tau;
 }
 
 void ProjectedLoad::token(Id request, Tokens generated, Time now) {
@@ -55,6 +59,7 @@ void ProjectedLoad::token(Id request, Tokens generated, Time now) {
   Tracked& k = get(request);
   if (!k.active) {  // first decode token: Type 2/3 -> Type 1
     k.active = true;
+    lite(request).active = 1;
     k.g0 = k.generated = generated;
     k.t0 = k.t_last = now;
     return;
@@ -72,14 +77,17 @@ void ProjectedLoad::unobserve(const Tracked& k) {
 void ProjectedLoad::forget(Id request) {
   auto it = where_.find(request);
   if (it == where_.end()) throw UnknownId("request: sibyl does not track id " + std::to_string(request));
-  auto& v = by_instance_.at(it->second.first);
+  Instance& in = by_instance_.at(it->second.first);
+  auto& v = in.full;
   const size_t slot = it->second.second;
   unobserve(v[slot]);
   if (slot + 1 != v.size()) {  // swap-remove, fix the moved entry's slot
     v[slot] = v.back();
+    in.lite[slot] = in.lite.back();
     where_[v[slot].id].second = slot;
   }
   v.pop_back();
+  in.lite.pop_back();
   where_.erase(request);
 }
 
@@ -95,7 +103,7 @@ void ProjectedLoad::drop_instance(Id instance) {
   auto it = by_instance_.find(instance);
   if (it == by_instance_.end()) return;
   std::vector<Id> ids;
-  for (const Tracked& k : it->second) ids.push_back(k.id);
+  for (const Tracked& k : it->second.full) ids.push_back(k.id);
   for (Id id : ids) forget(id);
   by_instance_.erase(instance);
 }
@@ -112,23 +120,28 @@ LoadTerms ProjectedLoad::terms(Id instance, Time now, Time tau) const {
   auto it = by_instance_.find(instance);
   if (it == by_instance_.end()) return t;
   const double vs = v_sys();
-  for (const Tracked& k : it->second) {
+  const std::vector<Lite>& lite = it->second.lite;
+  const std::vector<Tracked>& full = it->second.full;
+  est_.prepare();
+  for (size_t i = 0; i < lite.size(); ++i) {
+    const Lite& k = lite[i];
     const double lin = double(k.prompt_len);  // REQLEVEL replaces M by 1 below
     if (k.active) {
       if (!opt_.type1) continue;
-      const double l_now = double(k.generated);  // Alg. 1 line 7
-      const double l_tau = l_now + rate(k) * std::max(0.0, tau - now);
+      const Tracked& f = full[i];
+      const double l_now = double(f.generated);  // Alg. 1 line 7
+      const double l_tau = l_now + rate(f) * std::max(0.0, tau - now);
       const double m = opt_.reqlevel ? 1.0 : lin + l_tau;  // Alg. 1 line 8
-      t.type1 += m * (opt_.prob ? est_.conditional(l_now, l_tau) : 1.0);  // Eq. 6
-    } else if (k.tau <= tau) {
-      if (!opt_.type2) continue;
+      t.type1 += m * (opt_.prob ? est_.conditional_prepared(l_now, l_tau) : 1.0);  // Eq. 6
+    } else {  // both pending forms computed, one added (+0.0 leaves a sum unchanged): no branch
+      const bool t2 = k.tau <= tau;
       const double g = vs * (tau - k.tau);  // Alg. 1 line 12
       const double m = opt_.reqlevel ? 1.0 : lin + g;  // Alg. 1 line 14
-      t.type2 += m * (opt_.prob ? est_.survival(g) : 1.0);  // Eq. 7
-    } else {
-      if (!opt_.type3) continue;
-      const double pen = std::max(0.0, double(k.prompt_len) - vs * (k.tau - tau));  // Eq. 8
-      t.type3 += opt_.reqlevel ? (pen > 0 ? 1.0 : 0.0) : pen;
+      const double v2 = m * (opt_.prob ? est_.survival_prepared(g) : 1.0);  // Eq. 7
+      const double pen = std::max(0.0, lin - vs * (k.tau - tau));  // Eq. 8
+      const double v3 = opt_.reqlevel ? (pen > 0 ? 1.0 : 0.0) : pen;
+      t.type2 += (t2 && opt_.type2) ? v2 : 0.0;
+      t.type3 += (!t2 && opt_.type3) ? v3 : 0.0;
     }
   }
   return t;

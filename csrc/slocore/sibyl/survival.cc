@@ -17,6 +17,7 @@ SurvivalEstimator::SurvivalEstimator(Tokens bucket, double alpha, Tokens max_len
   require((max_len + bucket - 1) / bucket <= kMaxSurvivalBuckets, "max_len",
           "max_len / bucket must be at most " + std::to_string(kMaxSurvivalBuckets) + " buckets");
   nb_ = int((max_len + bucket - 1) / bucket);
+  if ((bucket & (bucket - 1)) == 0) inv_bucket_ = 1.0 / double(bucket);
   fen_.assign(size_t(nb_) + 2, 0.0);
   add_prefix(nb_, 1.0);  // S_b = 1 before any completion
 }
@@ -46,7 +47,7 @@ void SurvivalEstimator::renormalise() {
 }
 
 void SurvivalEstimator::observe(Tokens final_len) {
-  require(final_len >= 0, "final_len", "must be >= 0, got " + std::to_string(final_len));
+  if (final_len < 0) fail("final_len", "must be >= 0, got " + std::to_string(final_len));
   decay_ *= alpha_;                                            // every bucket: alpha * S_b
   const int k = int(std::min<Tokens>(final_len / bucket_, nb_));  // buckets with L >= b*D
   add_prefix(k, (1.0 - alpha_) / decay_);                      // + (1 - alpha) * indicator
@@ -61,19 +62,20 @@ double SurvivalEstimator::bucket_value(int b) const {
   return std::clamp(decay_ * point(b), 0.0, 1.0);
 }
 
+void SurvivalEstimator::rebuild_cache() const {
+  cache_.resize(size_t(nb_) + 1);
+  for (int b = 0; b <= nb_; ++b) cache_[size_t(b)] = bucket_value(b);
+  dirty_ = false;
+}
+
 double SurvivalEstimator::survival(double len) const {
-  if (!(len >= double(bucket_))) return 1.0;  // also NaN -> 1
-  if (dirty_) {
-    cache_.resize(size_t(nb_) + 1);
-    for (int b = 0; b <= nb_; ++b) cache_[size_t(b)] = bucket_value(b);
-    dirty_ = false;
-  }
-  const double b = std::floor(len / double(bucket_));
-  return cache_[b >= double(nb_) ? size_t(nb_) : size_t(b)];
+  prepare();
+  return survival_prepared(len);
 }
 
 double SurvivalEstimator::conditional(double l_from, double l_to) const {
-  return std::min(1.0, survival(l_to) / std::max(survival(l_from), 1e-9));
+  prepare();
+  return conditional_prepared(l_from, l_to);
 }
 
 std::vector<double> SurvivalEstimator::values() const {

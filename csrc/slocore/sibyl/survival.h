@@ -10,6 +10,8 @@
 // `decay` is renormalised (an O(B) rebuild) before it underflows; amortised O(1).
 // Before any completion the estimator returns 1 everywhere.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -25,6 +27,19 @@ class SurvivalEstimator {
   double survival(double len) const;       // S^(len), in [0, 1]
   // Eq. 3: P(L > l_to | L > l_from) = S(l_to) / max(S(l_from), 1e-9), capped at 1.
   double conditional(double l_from, double l_to) const;
+  // survival()/conditional() for a loop of lookups: prepare() once, then the inline forms.
+  void prepare() const {
+    if (dirty_) rebuild_cache();
+  }
+  double survival_prepared(double len) const {
+    if (!(len >= double(bucket_))) return 1.0;  // also NaN -> 1
+    // len / bucket, as a product when the bucket is a power of two (then exactly equal)
+    const double b = std::floor(inv_bucket_ > 0 ? len * inv_bucket_ : len / double(bucket_));
+    return cache_[b >= double(nb_) ? size_t(nb_) : size_t(b)];
+  }
+  double conditional_prepared(double l_from, double l_to) const {
+    return std::min(1.0, survival_prepared(l_to) / std::max(survival_prepared(l_from), 1e-9));
+  }
   double bucket_value(int b) const;        // S_b, b in [0, buckets]; b = 0 is S(0) = 1
   std::vector<double> values() const;      // S_0..S_B
 
@@ -37,6 +52,7 @@ class SurvivalEstimator {
   void add_prefix(int k, double v);  // T_b += v for b in [1, k]
   double point(int b) const;         // T_b
   void renormalise();
+  void rebuild_cache() const;
 
   Tokens bucket_;
   double alpha_;
@@ -47,6 +63,7 @@ class SurvivalEstimator {
   // S_0..S_B materialised for lookups (a decision reads S twice per tracked request);
   // rebuilt in O(B) on the first lookup after an update.
   mutable std::vector<double> cache_;
+  double inv_bucket_ = 0.0;  // 1 / bucket when bucket is a power of two, else 0
   mutable bool dirty_ = true;
 };
 

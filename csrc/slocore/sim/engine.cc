@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "slocore/core/errors.h"
 
@@ -94,20 +92,43 @@ double Engine::truth_time(const std::vector<BatchItem>& items, size_t decodes) c
   return std::max(t, 1e-6);
 }
 
+void Engine::index_planned() {
+  std::sort(planned_.begin(), planned_.end(), [](const Planned& a, const Planned& b) { return a.id < b.id; });
+  std::fill(std::begin(planned_bits_), std::end(planned_bits_), 0);
+  for (const Planned& p : planned_) planned_bits_[(uint64_t(p.id) >> 6) & 63] |= uint64_t(1) << (uint64_t(p.id) & 63);
+}
+
+bool Engine::planned(Id id) const {
+  if (!(planned_bits_[(uint64_t(id) >> 6) & 63] >> (uint64_t(id) & 63) & 1)) return false;
+  auto it = std::lower_bound(planned_.begin(), planned_.end(), id, [](const Planned& p, Id x) { return p.id < x; });
+  return it != planned_.end() && it->id == id;
+}
+
+Tokens Engine::planned_tokens(Id id) const {
+  if (!(planned_bits_[(uint64_t(id) >> 6) & 63] >> (uint64_t(id) & 63) & 1)) return 0;
+  auto it = std::lower_bound(planned_.begin(), planned_.end(), id, [](const Planned& p, Id x) { return p.id < x; });
+  return it != planned_.end() && it->id == id ? it->tokens : 0;
+}
+
+// Per iteration the work is O(plan + running + the waiting prefix up to the last planned
+// waiting request), never a pass over the whole waiting queue: a burst leaves thousands
+// waiting on each engine while a plan takes a few from the front.
 void Engine::sanitize(BatchPlan& plan) {
-  // Preemptions: only running requests not scheduled in the same plan.
-  std::unordered_set<Id> planned;
-  for (const ScheduledItem& it : plan.items) planned.insert(it.request);
-  std::unordered_set<Id> preempt;
+  // Preemptions: only running requests not scheduled in the same plan (each once).
+  planned_.clear();
+  for (const ScheduledItem& it : plan.items) planned_.push_back({it.request, 0});
+  index_planned();
+  std::vector<Id> preempt;
   for (Id id : plan.preempt) {
-    const bool ok = !planned.count(id) &&
-                    std::any_of(v_->running.begin(), v_->running.end(),
-                                [&](const RequestState& s) { return s.request.id == id; });
-    if (ok) preempt.insert(id); else ++violations_;
+    const bool ok = !planned(id) && std::any_of(v_->running.begin(), v_->running.end(),
+                                                [&](const RequestState& s) { return s.request.id == id; });
+    if (!ok) ++violations_;
+    else if (std::find(preempt.begin(), preempt.end(), id) == preempt.end()) preempt.push_back(id);
   }
   if (!preempt.empty()) {
+    auto evict = [&](const RequestState& s) { return std::find(preempt.begin(), preempt.end(), s.request.id) != preempt.end(); };
     std::vector<RequestState> keep, evicted;
-    for (RequestState& s : v_->running) (preempt.count(s.request.id) ? evicted : keep).push_back(std::move(s));
+    for (RequestState& s : v_->running) (evict(s) ? evicted : keep).push_back(std::move(s));
     for (RequestState& s : evicted) {
       release_kv(s);
       s.computed = s.cached = 0;  // recompute later (vLLM's recompute preemption)
@@ -115,26 +136,44 @@ void Engine::sanitize(BatchPlan& plan) {
     }
     v_->running = std::move(keep);
     v_->waiting.insert(v_->waiting.begin(), std::make_move_iterator(evicted.begin()),
-                         std::make_move_iterator(evicted.end()));
+                       std::make_move_iterator(evicted.end()));
   }
-  plan.preempt.assign(preempt.begin(), preempt.end());
+  plan.preempt = std::move(preempt);
+
+  // Where each planned id is: running, or waiting (scanned from the front only until every
+  // planned id not running has been found).
+  struct Where {
+    Id id;
+    RequestState* s = nullptr;
+    bool running = false, seen = false;
+  };
+  std::vector<Where> where;
+  where.reserve(planned_.size());
+  for (const Planned& p : planned_)
+    if (where.empty() || where.back().id != p.id) where.push_back({p.id});
+  auto find = [&](Id id) -> Where* {
+    auto it = std::lower_bound(where.begin(), where.end(), id, [](const Where& w, Id x) { return w.id < x; });
+    return it != where.end() && it->id == id ? &*it : nullptr;
+  };
+  size_t unresolved = where.size();
+  for (RequestState& s : v_->running)
+    if (Where* w = find(s.request.id)) w->s = &s, w->running = true, --unresolved;
+  for (size_t i = 0; i < v_->waiting.size() && unresolved > 0; ++i)
+    if (planned(v_->waiting[i].request.id))
+      if (Where* w = find(v_->waiting[i].request.id); w && !w->s) w->s = &v_->waiting[i], --unresolved;
 
   // Items: known, unique, tokens in [1, to_compute], within budget, seqs and KV.
-  std::unordered_map<Id, std::pair<RequestState*, bool>> where;  // id -> (state, running)
-  for (RequestState& s : v_->running) where[s.request.id] = {&s, true};
-  for (RequestState& s : v_->waiting) where[s.request.id] = {&s, false};
-  std::unordered_set<Id> seen;
   std::vector<ScheduledItem> ok;
   Tokens budget = v_->max_batch_tokens;
   int64_t blocks = v_->kv_blocks_free;
   for (const ScheduledItem& it : plan.items) {
-    auto w = where.find(it.request);
-    bool good = w != where.end() && !seen.count(it.request) && int(ok.size()) < v_->max_num_seqs &&
+    Where* w = find(it.request);
+    bool good = w != nullptr && w->s != nullptr && !w->seen && int(ok.size()) < v_->max_num_seqs &&
                 it.tokens >= 1 && it.tokens <= budget;
     if (good) {
-      const RequestState& s = *w->second.first;
+      const RequestState& s = *w->s;
       good = it.tokens <= s.to_compute();
-      const int64_t need = good ? v_->blocks_needed(s, it.tokens, w->second.second) : 0;
+      const int64_t need = good ? v_->blocks_needed(s, it.tokens, w->running) : 0;
       good = good && need <= blocks;
       if (good) blocks -= need;
     }
@@ -142,27 +181,44 @@ void Engine::sanitize(BatchPlan& plan) {
       ++violations_;
       continue;
     }
-    seen.insert(it.request);
+    w->seen = true;
     budget -= it.tokens;
     ok.push_back(it);
   }
   plan.items = std::move(ok);
+  planned_.clear();
+  for (const ScheduledItem& it : plan.items) planned_.push_back({it.request, it.tokens});
+  index_planned();
+}
+
+double Engine::queued_prefill_cost() {
+  if (!queued_valid_ || queued_n_ > v_->waiting.size()) queued_valid_ = true, queued_n_ = 0, queued_sum_ = 0.0;
+  for (; queued_n_ < v_->waiting.size(); ++queued_n_)
+    queued_sum_ += v_->model.prefill_cost(v_->waiting[queued_n_].to_compute(), 0);
+  return queued_sum_;
 }
 
 double Engine::start(Time now) {
   if (busy_ || !has_work() || state == EngineState::Starting || state == EngineState::Stopped) return -1.0;
   if (prefixed_) refresh_hits();
+  queued_valid_ = false;  // the plan may preempt or admit
   BatchPlan plan = sched_->schedule(*v_, now);
   sanitize(plan);
   if (plan.items.empty()) return -1.0;
 
-  // Move scheduled waiting requests to running (plan order) and allocate their KV.
-  std::unordered_map<Id, Tokens> tokens;
-  for (const ScheduledItem& it : plan.items) tokens[it.request] = it.tokens;
+  // Move scheduled waiting requests to running (in waiting order) and allocate their KV;
+  // only the waiting prefix up to the last scheduled one moves.
   const size_t old_running = v_->running.size();
+  size_t left = plan.items.size() - size_t(std::count_if(v_->running.begin(), v_->running.end(),
+                                                         [&](const RequestState& s) { return planned(s.request.id); }));
+  auto& waiting = v_->waiting;
   if (prefixed_) {  // admitted requests reference their cached blocks before anything is allocated
-    for (RequestState& s : v_->waiting) {
-      if (!tokens.count(s.request.id) || s.computed != s.cached) continue;
+    size_t seen = left;
+    for (size_t i = 0; i < waiting.size() && seen > 0; ++i) {
+      RequestState& s = waiting[i];
+      if (planned_tokens(s.request.id) == 0) continue;
+      --seen;
+      if (s.computed != s.cached) continue;
       query_tokens_ += s.num_tokens();
       hit_tokens_ += s.cached;
       Hold* h = hold_of(s);
@@ -175,29 +231,33 @@ double Engine::start(Time now) {
       h->next_block = n;
     }
   }
-  std::vector<RequestState> still_waiting;
-  for (RequestState& s : v_->waiting) {
-    if (tokens.count(s.request.id)) {
+  size_t keep = 0, i = 0;
+  for (; i < waiting.size() && left > 0; ++i) {
+    RequestState& s = waiting[i];
+    const Tokens k = planned_tokens(s.request.id);
+    if (k > 0) {
       const Hold* h = prefixed_ ? hold_of(s) : nullptr;
       const int64_t pinned = h ? int64_t(h->pinned.size()) : 0;
-      take_blocks(v_->blocks_needed(s, tokens[s.request.id], false) - pinned);
+      take_blocks(v_->blocks_needed(s, k, false) - pinned);
       v_->running.push_back(std::move(s));
+      --left;
     } else {
-      still_waiting.push_back(std::move(s));
+      if (keep != i) waiting[keep] = std::move(s);
+      ++keep;
     }
   }
-  v_->waiting = std::move(still_waiting);
+  waiting.erase(waiting.begin() + std::ptrdiff_t(keep), waiting.begin() + std::ptrdiff_t(i));
   std::vector<BatchItem> items;
   items.reserve(plan.items.size());
   size_t decodes = 0;
-  for (size_t i = 0; i < v_->running.size(); ++i) {
-    RequestState& s = v_->running[i];
-    auto t = tokens.find(s.request.id);
-    if (t == tokens.end()) continue;
-    if (i < old_running) take_blocks(v_->blocks_needed(s, t->second, true));
+  for (size_t j = 0; j < v_->running.size(); ++j) {
+    RequestState& s = v_->running[j];
+    const Tokens k = planned_tokens(s.request.id);
+    if (k == 0) continue;
+    if (j < old_running) take_blocks(v_->blocks_needed(s, k, true));
     const bool prefill = s.in_prefill();
     decodes += !prefill;
-    items.push_back(BatchItem{t->second, s.computed, prefill});
+    items.push_back(BatchItem{k, s.computed, prefill});
   }
   predicted_ = v_->model.batch_time(items);
   double t = truth_time(items, decodes);
@@ -215,14 +275,14 @@ double Engine::start(Time now) {
 
 IterationOutcome Engine::finish(Time now) {
   IterationOutcome out;
-  std::unordered_map<Id, Tokens> tokens;
-  for (const ScheduledItem& it : plan_.items) tokens[it.request] = it.tokens;
-  std::vector<RequestState> keep;
-  keep.reserve(v_->running.size());
-  for (RequestState& s : v_->running) {
-    auto t = tokens.find(s.request.id);
-    if (t != tokens.end()) {
-      s.computed += t->second;
+  queued_valid_ = false;  // the model may be corrected
+  auto& running = v_->running;
+  size_t keep = 0;
+  for (size_t j = 0; j < running.size(); ++j) {
+    RequestState& s = running[j];
+    const Tokens k = planned_tokens(s.request.id);
+    if (k > 0) {
+      s.computed += k;
       if (prefixed_) promote(s);
       if (s.computed == s.num_tokens()) {  // all known tokens computed: sample one
         s.generated += 1;
@@ -244,9 +304,10 @@ IterationOutcome Engine::finish(Time now) {
         }
       }
     }
-    keep.push_back(std::move(s));
+    if (keep != j) running[keep] = std::move(s);
+    ++keep;
   }
-  v_->running = std::move(keep);
+  running.erase(running.begin() + std::ptrdiff_t(keep), running.end());
   busy_ = false;
   v_->busy_until = now;
   if (correction_window_ > 0 && predicted_ > 0) {  // ProServe 4.1 online correction
@@ -276,6 +337,7 @@ bool Engine::cancel(Id request, Time now) {
     v_->running.erase(r);
   }
   holds_.erase(request);
+  queued_valid_ = false;
   sched_->on_finished(request, now);
   return true;
 }

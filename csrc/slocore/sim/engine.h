@@ -5,6 +5,7 @@
 // and decode-only work on P/D instances; SIBYL's processor-sharing decode (appendix I:
 // each of N requests decodes at TPS(N)/N, so a step of N tokens lasts N/TPS(N)).
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <unordered_map>
@@ -63,6 +64,10 @@ class Engine {
   // Removes a request that left early (the emulated engine's client went away): frees its
   // KV (with the tokens of the iteration in flight) and tells the scheduler on_finished.
   bool cancel(Id request, Time now);
+  // Sum of the belief's prefill cost of every waiting request, in queue order (SIBYL's
+  // handoff estimate). Kept as a running sum over appends, recomputed after an iteration
+  // starts or ends (the queue's front or the model changed): O(1) amortised per arrival.
+  double queued_prefill_cost();
   size_t violations() const { return violations_; }
   int64_t iterations() const { return iterations_; }
   int64_t preemptions() const { return preemptions_; }
@@ -77,6 +82,8 @@ class Engine {
 
  private:
   void sanitize(BatchPlan& plan);  // drops infeasible items, counting violations
+  bool planned(Id id) const;        // in the plan in flight (planned_)
+  Tokens planned_tokens(Id id) const;  // its tokens there, 0 when not planned
   double truth_time(const std::vector<BatchItem>& items, size_t decodes) const;
   // KV accounting with prefix caching (no-ops for requests without prefix identity).
   struct Hold {
@@ -107,6 +114,16 @@ class Engine {
   bool prefixed_ = false;               // a request with prefix identity came here (else no cache work at all)
   std::unordered_map<Id, Hold> holds_;
   int64_t hit_tokens_ = 0, query_tokens_ = 0;
+  struct Planned {
+    Id id;
+    Tokens tokens;
+  };
+  std::vector<Planned> planned_;  // plan_'s items sorted by id, for lookups
+  uint64_t planned_bits_[64] = {};  // a 4096-bit filter of planned_ ids: most misses skip the search
+  void index_planned();             // sorts planned_ and fills planned_bits_
+  size_t queued_n_ = 0;           // waiting requests summed in queued_sum_ (a prefix)
+  double queued_sum_ = 0.0;
+  bool queued_valid_ = false;
   double predicted_ = 0.0, actual_ = 0.0;
   size_t violations_ = 0;
   int64_t iterations_ = 0, preemptions_ = 0;

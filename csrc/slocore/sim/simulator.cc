@@ -274,9 +274,9 @@ void Simulation::on_arrival(const Request& r, Time now) {
 void Simulation::place(const Assignment& a, Role role, Time now) {
   auto& vec = pools_[pool_of(role)];
   auto it = std::find_if(vec.begin(), vec.end(), [&](const InstanceView& v) { return v.id == a.instance; });
-  require(it != vec.end() && it->accepting, "assignment.instance",
-          policy_for(role)->name() + " placed request " + std::to_string(a.request) + " on instance " +
-              std::to_string(a.instance) + ", which does not accept requests");
+  if (it == vec.end() || !it->accepting)
+    fail("assignment.instance", policy_for(role)->name() + " placed request " + std::to_string(a.request) +
+                                    " on instance " + std::to_string(a.instance) + ", which does not accept requests");
   Engine& e = *engines_.at(a.instance);
   if (role == Role::Decode) {
     auto w = awaiting_decode_.find(a.request);
@@ -285,14 +285,15 @@ void Simulation::place(const Assignment& a, Role role, Time now) {
       awaiting_decode_.erase(w);
       start_transfer(std::move(s), a.instance, now);
     } else {
-      require(early_target_.emplace(a.request, a.instance).second, "assignment.request",
-              "decode policy placed request " + std::to_string(a.request) + " twice");
+      if (!early_target_.emplace(a.request, a.instance).second)
+        fail("assignment.request", "decode policy placed request " + std::to_string(a.request) + " twice");
     }
     return;
   }
   auto p = pending_.find(a.request);
-  require(p != pending_.end(), "assignment.request",
-          policy_for(role)->name() + " placed unknown or already placed request " + std::to_string(a.request));
+  if (p == pending_.end())
+    fail("assignment.request",
+         policy_for(role)->name() + " placed unknown or already placed request " + std::to_string(a.request));
   RequestState s;
   s.request = std::move(p->second);
   pending_.erase(p);
@@ -302,7 +303,7 @@ void Simulation::place(const Assignment& a, Role role, Time now) {
     prefill_of_[s.request.id] = a.instance;
     GlobalPolicy* d = cfg_.decode_policy.get();
     if (d->early_assignment()) {  // SIBYL: pick the decode instance at prefill start
-      d->submit(s.request, now, expected_handoff(e.view(), s.request, now));
+      d->submit(s.request, now, expected_handoff(e.view(), s.request, now, e.queued_prefill_cost()));
       poll(d, Role::Decode, now);
     }
   }
@@ -434,8 +435,8 @@ SimResult Simulation::run() {
   cfg_.validate();
   for (size_t i = 0; i < reqs_.size(); ++i) {
     validate(reqs_[i]);
-    require(reqs_[i].output_len.has_value(), "output_len",
-            "request " + std::to_string(reqs_[i].id) + " needs a true output length to be simulated");
+    if (!reqs_[i].output_len)
+      fail("output_len", "request " + std::to_string(reqs_[i].id) + " needs a true output length to be simulated");
     require(i == 0 || reqs_[i].arrival >= reqs_[i - 1].arrival, "arrival", "requests must be sorted by arrival");
   }
   res_.recorder.reserve(reqs_.size());

@@ -26,8 +26,7 @@ double adapted_utility(const RequestState& s, const SliceParams& p, Time now) {
 void SliceScheduler::reschedule(const InstanceView& v, Time now) {
   ++reschedules_;
   std::vector<const RequestState*> all;
-  for (const auto* q : {&v.running, &v.waiting})
-    for (const RequestState& s : *q) all.push_back(&s);
+  v.for_each_request([&](const RequestState& s, bool) { all.push_back(&s); });
   std::vector<SliceTask> tasks;
   double ctx = 0.0;
   for (const RequestState* s : all) {
@@ -53,8 +52,7 @@ void SliceScheduler::reschedule(const InstanceView& v, Time now) {
 BatchPlan SliceScheduler::schedule(const InstanceView& v, Time now) {
   std::vector<Id> ids;
   ids.reserve(v.num_requests());
-  for (const auto* q : {&v.running, &v.waiting})
-    for (const RequestState& s : *q) ids.push_back(s.request.id);
+  v.for_each_request([&](const RequestState& s, bool) { ids.push_back(s.request.id); });
   std::sort(ids.begin(), ids.end());
   if (ids != known_) {  // an arrival or a departure: Alg. 4 restarts SLICE-offline
     known_ = std::move(ids);

@@ -127,7 +127,14 @@ def requests_of(workload) -> list:
 
 
 def tdg_weights(requests) -> tuple[float, float]:
-    """ProServe 5.1: first-token vs decode-token weight from the mean input/output ratio."""
+    """ProServe 5.1: first-token vs decode-token weight from the mean input/output ratio
+    (of a list of Requests, or of a Workload's columns without making Requests)."""
+    if hasattr(requests, "prompt_len") and hasattr(requests, "output_len"):  # a Workload
+        n = len(requests.prompt_len)
+        if n == 0:
+            return 1.0, 1.0
+        out = np.where(requests.output_len > 0, requests.output_len, 1)  # `or 1` of the list form
+        return (int(np.sum(requests.prompt_len, dtype=np.int64)) / n) / (int(np.sum(out, dtype=np.int64)) / n), 1.0
     if not requests:
         return 1.0, 1.0
     mean_in = sum(r.prompt_len for r in requests) / len(requests)
@@ -248,7 +255,7 @@ def simulate(
 
     reqs = requests_of(workload)
     raw = _core.simulate(reqs, cfg)
-    w_p, w_d = tdg_weights_ or tdg_weights(reqs)
+    w_p, w_d = tdg_weights_ or tdg_weights(reqs if isinstance(workload, (list, tuple)) else workload)
     summary = _core.summarize(raw.recorder, _core.MetricsOptions(w_prefill=w_p, w_decode=w_d, warmup_s=warmup_s))
     config = {
         "profile": hw.name, "mode": mode, "prefix_caching": bool(prefix_caching), "warmup_s": warmup_s,
