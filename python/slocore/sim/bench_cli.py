@@ -49,7 +49,7 @@ def add_matrix_arguments(p) -> None:
                    help="seconds of arrivals per run (requests = rate x duration; default 30)")
     p.add_argument("--probe-requests", dest="probe_n", type=int, help="capacity probe size (default: per workload)")
     p.add_argument("--processes", type=int, default=2, help="parallel worker processes (default 2)")
-    p.add_argument("--full", action="store_true", help="every preset and workload, 5 seeds, 120 s of arrivals")
+    p.add_argument("--full", action="store_true", help="every preset and workload, 5 seeds, 60 s of arrivals")
     p.add_argument("--out", default="matrix-out", help="directory for matrix.json, matrix.md, matrix.png")
     p.add_argument("--no-plot", dest="plot", action="store_false", help="skip the heatmap")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -62,7 +62,7 @@ def matrix_main(a) -> int:
     seeds, duration = a.seeds, a.duration
     if a.full:
         seeds = seeds if seeds != list(matrix.SEEDS) else [0, 1, 2, 3, 4]
-        duration = duration if duration != 30.0 else 120.0
+        duration = duration if duration != 30.0 else 60.0
     cfg = matrix.MatrixConfig(presets=tuple(a.presets or ()), workloads=tuple(a.workloads or ()), loads=tuple(a.loads),
                               seeds=tuple(seeds), errors=tuple(a.errors), duration_s=duration, probe_n=a.probe_n,
                               processes=a.processes,
