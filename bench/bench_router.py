@@ -1,4 +1,4 @@
-"""Router overhead (issue 8): added latency (p50/p99) and the most requests/s through
+"""Router overhead: added latency (p50/p99) and the most requests/s through
 `slocore serve` to one emulated engine, side by side with a direct connection to the
 engine and, when `vllm-router` (Rust, PyPI) is installed, through it, all in the same run.
 

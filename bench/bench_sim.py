@@ -1,5 +1,5 @@
 """Simulator throughput: simulated requests per wall second for a 100k-request colocated
-run and a P/D run with 64 decode instances (issue 4). Printed at the end of the run."""
+run and a P/D run with 64 decode instances. Printed at the end of the run."""
 import time
 
 import pytest

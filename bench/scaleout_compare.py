@@ -1,4 +1,4 @@
-"""Scale-out weight loading by method, on this machine (issue 9; HFX 000_9803815a4e2a1dd4.txt
+"""Scale-out weight loading by method, on this machine (HFX
 Table 2: Qwen7B 0.89 s device-to-device vs 2.73 s host memory vs 4.14 s disk).
 
 For each checkpoint size a safetensors checkpoint is written under --tmp (deleted after),

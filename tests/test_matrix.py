@@ -3,6 +3,7 @@ against the strongest baseline, the outputs written; presets resolve and are val
 No timing is asserted."""
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -64,9 +65,9 @@ def test_summary_against_the_strongest_baseline(tiny):
 
 def test_outputs_written(tiny, tmp_path):
     paths = matrix.write(tiny, str(tmp_path), command="slocore bench matrix (test)", plot=False)
-    data = json.loads(open(paths["json"]).read())
+    data = json.loads(Path(paths["json"]).read_text())
     assert len(data["cells"]) == len(tiny["cells"]) and data["command"]
-    md = open(paths["md"]).read()
+    md = Path(paths["md"]).read_text()
     for p in TINY["presets"]:
         assert f"| {p} |" in md
     assert "strongest baseline" in md

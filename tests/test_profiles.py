@@ -47,7 +47,7 @@ def test_bundled_profiles_exist_and_validate():
 
 
 def test_bundled_profiles_load_into_the_simulator():
-    from slocore.sim.runner import hardware_profile
+    from slocore.profiles import hardware_profile
 
     for n in list_profiles():
         hw, data = hardware_profile(n)

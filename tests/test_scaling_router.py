@@ -49,6 +49,7 @@ def router(tmp_path):
     yield url
     p.terminate()
     p.wait(10)
+    p.stderr.close()
 
 
 def complete(url):

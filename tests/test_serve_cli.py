@@ -46,6 +46,7 @@ def test_engine_and_bench_serve_cli():
     finally:
         eng.terminate()
         eng.wait(10)
+        eng.stdout.close()
 
 
 def test_serve_rejects_bad_config(tmp_path):

@@ -1,4 +1,4 @@
-"""SIBYL (004_eab493ab577bb381.txt): C++ survival estimator and projected load against the
+"""SIBYL: C++ survival estimator and projected load against the
 pure-Python reference (hypothesis), the policy through the GlobalPolicy interface, params."""
 import math
 
@@ -31,7 +31,7 @@ def test_survival_matches_reference(bucket, alpha, max_len, lens, queries):
 
 def test_survival_semantics():
     e = _core.SurvivalEstimator(64, 0.99, 1024)
-    assert e.survival(0) == e.survival(5000) == 1.0  # DESIGN.md: 1 before any completion
+    assert e.survival(0) == e.survival(5000) == 1.0  # S(l) = 1 before any completion (docs/design.md)
     for _ in range(2000):  # long run: the global decay is renormalised, values stay exact
         e.observe(100)
     assert e.survival(64) == pytest.approx(1.0)

@@ -1,4 +1,4 @@
-"""SIBYL reproduction at small size (004_eab493ab577bb381.txt): direction and rough size.
+"""SIBYL reproduction at small size: direction and rough size.
 
 Setting: 4P16D, Zeta-like long prompts (outputs /8), processor-sharing H20 decode, prefill
 saturated so requests wait seconds between assignment and handoff: the load discrepancy of
@@ -48,7 +48,7 @@ def test_optimal_assignment_ratio_above_ils(runs):
 @pytest.mark.parametrize("name,bound", [("sibyl_sharegpt", 0.14), ("sibyl_zeta", 0.09)])
 def test_calibration_error_within_paper_bounds(name, bound):
     # Fig. 7: absolute error below 14% (ShareGPT) and 9% (Zeta); most of the grid below 5%.
-    # With DESIGN.md's alpha = 0.99 the EMA remembers ~100 completions: mean error < 5%;
+    # With the default alpha = 0.99 the EMA remembers ~100 completions: mean error < 5%;
     # the paper's max bounds hold with a longer memory (alpha = 0.999).
     fn = workloads.WORKLOADS[name]
     train, test = fn(n=3000, seed=1).output_len, fn(n=3000, seed=2).output_len

@@ -1,4 +1,4 @@
-"""Paper-direction checks at small sizes (CONVENTIONS.md: direction and rough size, fixed seed).
+"""Paper-direction checks at small sizes (direction and rough size, fixed seed).
 SLICE Table II and the rate-1 dynamic run; ProServe's single-node TDG/attainment lead under
 load and the Fig. 15 'only deadline' ablation collapsing at high load."""
 

@@ -2,7 +2,7 @@
 
 The policies, metrics and simulator live in the C++ extension ``slocore._core``; this
 package re-exports its types and adds the Python face (workloads, CLI, serving glue).
-See DESIGN.md for the architecture and README.md for a first run.
+See docs/design.md for the architecture and README.md for a first run.
 """
 from slocore._core import (
     Assignment,

@@ -1,4 +1,5 @@
-"""`slocore` command line: simulate | scenarios | fit | profiles | presets | serve | engine | bench serve|matrix."""
+"""`slocore` command line: simulate | scenarios | fit | profiles | profile | presets | serve | engine |
+bench serve|matrix|twin."""
 from __future__ import annotations
 
 import argparse
@@ -105,6 +106,18 @@ def cmd_bench_serve(a) -> int:
     return loadgen.main(a)
 
 
+def cmd_profile(a) -> int:
+    from slocore.twin import profiler
+
+    return profiler.main(a)
+
+
+def cmd_bench_twin(a) -> int:
+    from slocore.twin import compare
+
+    return compare.main(a)
+
+
 def _add_serving(sub) -> None:
     sv = sub.add_parser("serve", help="OpenAI-compatible SLO-aware router (default: one embedded emulated engine)")
     sv.add_argument("--config", help="YAML config: backends with roles, policies, SLOs (docs/serving.md)")
@@ -134,6 +147,16 @@ def _add_serving(sub) -> None:
     from slocore.sim.bench_cli import add_matrix_arguments
 
     add_matrix_arguments(bsub.add_parser("matrix", help="presets x workloads x loads x seeds x predictor error (simulator)"))
+    bt = bsub.add_parser("twin", help="one trace on the real engine(s) and in the simulator with a measured profile")
+    from slocore.twin.compare import add_arguments as add_twin_arguments
+
+    add_twin_arguments(bt)
+    bt.set_defaults(func=cmd_bench_twin)
+    po = sub.add_parser("profile", help="measure a running engine's latency model into a profile JSON")
+    from slocore.twin.profiler import add_arguments as add_profile_arguments
+
+    add_profile_arguments(po)
+    po.set_defaults(func=cmd_profile)
 
 
 def main(argv=None) -> int:

@@ -1,5 +1,5 @@
 """`slocore fit`: latency-model coefficients from a user's own measurements, by least
-squares on relative error (HFX 000_9803815a4e2a1dd4.txt appendix A; C++ core/fit.h).
+squares on relative error (HFX appendix A; C++ core/fit.h).
 
 CSV formats (header row required; lines starting with '#' are comments):
   stage        batch_size,input_len,prefill_s[,decode_s]   HFX Eq. 1-2 profiling tuples

@@ -1,7 +1,7 @@
-"""Hardware profiles derived by a roofline estimate from public specs (DESIGN.md, "Simulator
-truth vs. policy belief" and the hardware-profile bullet of "What the papers leave open").
+"""Hardware profiles derived by a roofline estimate from public specs (docs/design.md,
+"Hardware profiles: truth from public specs").
 
-The latency model is ProServe's per-request one (003_2674c12c132a39ef.txt, Eq. 4-7); one
+The latency model is ProServe's per-request one (ProServe Eq. 4-7); one
 iteration that prefills requests P and decodes requests D takes
 
     t_c + sum_{r in P} (a_p*lq^2 + b_p*lq*lkv + c_p*lq) + sum_{r in D} (a_d*lkv + b_d)   seconds,
@@ -73,7 +73,7 @@ SPECS: dict[str, dict] = {
             interconnect_gbps=56.0, num_devices=1,
             sources=["Ascend 910B public specs (Huawei Atlas 800T A2 material, press coverage): ~313 TFLOPS FP16/BF16 "
                      "(910B3; 910B2 ~376), 64 GB HBM2e at ~1.6 TB/s, HCCS 56 GB/s per peer link",
-                     "HFX 000_9803815a4e2a1dd4.txt Sec. 8 (line ~331): eight Ascend NPUs per server, 64 GB each"]),
+                     "HFX Sec. 7.1: eight Ascend NPUs per server, 64 GB each"]),
         model=dict(
             name="Qwen2.5-7B", params_b=7.62, bytes_per_param=2, kv_bytes=2, layers=28, hidden=3584,
             attn_heads=28, kv_heads=4, head_dim=128,
@@ -95,17 +95,17 @@ SPECS: dict[str, dict] = {
         checks=[dict(kind="decode_step", batch=1, ctx=512,
                      what="decode step, batch 1, context 512 (no paper number: plausibility range 15-30 ms)",
                      paper_value=0.022, unit="s", tolerance_rel=0.4,
-                     source="HFX 000_9803815a4e2a1dd4.txt quotes no per-step latency; plausibility from the weight "
+                     source="HFX quotes no per-step latency; plausibility from the weight "
                             "stream (15.2 GB at 1.6 TB/s = 9.5 ms) plus host overhead"),
                 dict(kind="transfer", bytes=7.62e9 * 2, what="Fast Scaling: Qwen7B weights device to device",
                      paper_value=0.89, unit="s", tolerance_rel=0.15,
-                     source="HFX 000_9803815a4e2a1dd4.txt Table 2 (Fast Scaling, Qwen 7B: 0.89 +- 0.01 s)")]),
+                     source="HFX Table 2 (Fast Scaling, Qwen 7B: 0.89 +- 0.01 s)")]),
     "ascend910b-qwen32b": dict(
         description="2x Huawei Ascend 910B 64GB, Qwen2.5-32B bf16, TP=2, vLLM-Ascend (HFX testbed)",
         hardware=dict(
             name="Huawei Ascend 910B (64 GB) x2", peak_tflops_bf16=313.0, mem_bandwidth_gbps=1600.0, mem_gib=64,
             interconnect_gbps=56.0, num_devices=2,
-            sources=["as ascend910b-qwen7b, per device; two devices (TP=2, HFX Sec. 8 line ~335); the instance's "
+            sources=["as ascend910b-qwen7b, per device; two devices (TP=2, HFX Sec. 7.2); the instance's "
                      "compute, bandwidth, memory and KV link are twice one device's"]),
         model=dict(
             name="Qwen2.5-32B", params_b=32.76, bytes_per_param=2, kv_bytes=2, layers=64, hidden=5120,
@@ -126,11 +126,11 @@ SPECS: dict[str, dict] = {
         checks=[dict(kind="decode_step", batch=1, ctx=512,
                      what="decode step, batch 1, context 512 (no paper number: plausibility range 35-60 ms)",
                      paper_value=0.045, unit="s", tolerance_rel=0.4,
-                     source="HFX 000_9803815a4e2a1dd4.txt quotes no per-step latency; plausibility from the weight "
+                     source="HFX quotes no per-step latency; plausibility from the weight "
                             "stream (65.5 GB at 2 x 1.6 TB/s = 20.5 ms) plus TP and host overhead"),
                 dict(kind="transfer", bytes=32.76e9 * 2, what="Fast Scaling: Qwen32B (TP=2) weights device to device",
                      paper_value=2.05, unit="s", tolerance_rel=0.15,
-                     source="HFX 000_9803815a4e2a1dd4.txt Table 2 (Fast Scaling, Qwen 32B: 2.05 +- 0.02 s)")]),
+                     source="HFX Table 2 (Fast Scaling, Qwen 32B: 2.05 +- 0.02 s)")]),
     "h20-qwen3-32b": dict(
         description="NVIDIA H20 141GB, Qwen3-32B bf16, TP=1, vLLM decode instance (SIBYL testbed)",
         hardware=dict(
@@ -138,7 +138,7 @@ SPECS: dict[str, dict] = {
             interconnect_gbps=450.0, num_devices=1,
             sources=["NVIDIA H20 (HGX H20) spec: 148 TFLOPS BF16 dense, NVLink 900 GB/s bidirectional; 141 GB HBM3e "
                      "variant at 4.8 TB/s (the 96 GB HBM3 variant has 4.0 TB/s)",
-                     "SIBYL 004_eab493ab577bb381.txt Table 4 (line ~3042): 148 TFLOPS BF16, 141 GB, 4.0 TB/s "
+                     "SIBYL Table 4 (appendix G): 148 TFLOPS BF16, 141 GB, 4.0 TB/s "
                      "(the paper pairs 141 GB with the 96 GB part's bandwidth; MBU absorbs the difference)"]),
         model=dict(
             name="Qwen3-32B", params_b=32.8, bytes_per_param=2, kv_bytes=2, layers=64, hidden=5120,
@@ -159,7 +159,7 @@ SPECS: dict[str, dict] = {
         tps_quadratic=dict(a=-0.423, b=44.766, c=-7.753),
         checks=[dict(kind="tps", batch=n, ctx=1500, what=f"decode throughput N/step(N) at N={n}, context 1500",
                      paper_value=round(-0.423 * n * n + 44.766 * n - 7.753, 3), unit="tokens/s", tolerance_rel=0.25,
-                     source="SIBYL 004_eab493ab577bb381.txt appendix I.1 Eq. 15 (lines ~3128-3174): "
+                     source="SIBYL appendix I.1 Eq. 15: "
                             "TPS(N) = -0.423 N^2 + 44.766 N - 7.753 on H20")
                 for n in (8, 16, 32)]),
     "rtx4060ti-chatglm2-6b-int4": dict(
@@ -170,7 +170,7 @@ SPECS: dict[str, dict] = {
             sources=["NVIDIA Ada Lovelace architecture whitepaper / RTX 4060 Ti spec: 22 TFLOPS FP32 shader, "
                      "~44 TFLOPS FP16/BF16 tensor dense with FP32 accumulate (88 with sparsity), 288 GB/s GDDR6, "
                      "16 GB, PCIe 4.0 x8 (15.75 GB/s)",
-                     "SLICE 001_a2337bd0687bbcfa.txt Fig. 1 caption (line ~27): RTX 4060 Ti 16GB, ChatGLM2-6B"]),
+                     "SLICE Fig. 1 caption: RTX 4060 Ti 16GB, ChatGLM2-6B"]),
         model=dict(
             name="ChatGLM2-6B-INT4", params_b=6.24, bytes_per_param=0.625, kv_bytes=2, layers=28, hidden=4096,
             attn_heads=32, kv_heads=2, head_dim=128,
@@ -194,7 +194,7 @@ SPECS: dict[str, dict] = {
                      what="Orca batches all 9 concurrent decodes, context ~300 (Table II: 128.59 ms Orca, "
                           "129.56 ms FastServe)",
                      paper_value=0.1286, unit="s", tolerance_rel=0.15,
-                     source="SLICE 001_a2337bd0687bbcfa.txt Table II (line ~372), Orca row")]),
+                     source="SLICE Table II, Orca row")]),
 }
 
 

@@ -12,6 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from slocore.reference.latency import Coeffs, LatencyModel
+from slocore.roles import ROLES
 
 INF = math.inf
 
@@ -89,7 +90,7 @@ def token_budget(ttft, tpot, e_d, a, b):
 
 
 def admission_p(arrival, ttft, prefill_s, now, util, util_exp):
-    """Alg. 1 calculate_p as DESIGN.md fixes it."""
+    """Alg. 1 calculate_p as docs/design.md fixes it (slack and utilisation)."""
     if not math.isfinite(ttft):
         return 1.0
     slack = arrival + ttft - (now + prefill_s)
@@ -151,7 +152,7 @@ class Dispatcher:
 
     def __init__(self, stage="colocated", theta=0.0, util_exp=0.0, monitor_interval=1.0, best_effort=True,
                  tight_window=0.0, dispatch_cap=1.0):
-        if stage not in ("colocated", "prefill", "decode"):
+        if stage not in ROLES:
             raise ValueError(f"hfx.stage: must be colocated, prefill or decode, got {stage!r}")
         self.stage, self.theta, self.util_exp = stage, theta, util_exp
         self.monitor_interval, self.best_effort, self.tight_window = monitor_interval, best_effort, tight_window

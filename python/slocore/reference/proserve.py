@@ -1,6 +1,6 @@
 """Reference for csrc/slocore/proserve/{tdg,slide_batching,goroute}.h.
 
-ProServe (003_2674c12c132a39ef.txt): TDG token deadlines and weights (Eq. 3), SlideBatching
+ProServe: TDG token deadlines and weights (Eq. 3), SlideBatching
 (Alg. 1 with phi_a Eq. 8, phi_c Eq. 9, phi_p) and GoRouting's instance choice (Alg. 2).
 The view is the C++ InstanceView (read-only); its latency model is copied into plain floats
 so the benchmark measures Python against C++.

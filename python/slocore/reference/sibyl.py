@@ -1,4 +1,4 @@
-"""Pure-Python SIBYL (004_eab493ab577bb381.txt Eq. 3-8, Alg. 1): the test oracle and the
+"""Pure-Python SIBYL (Eq. 3-8, Alg. 1): the test oracle and the
 benchmark baseline for csrc/slocore/sibyl/. Deliberately plain: the survival update
 touches every bucket (O(B), Eq. 4 as written), the projection walks every tracked request.
 """

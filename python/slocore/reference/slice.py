@@ -1,6 +1,6 @@
 """Reference for csrc/slocore/slice/{decode_mask,slice_scheduler}.h.
 
-SLICE (001_a2337bd0687bbcfa.txt): rate v_i = ceil(1/TPOT_i), utility rate (Eq. 6), the
+SLICE: rate v_i = ceil(1/TPOT_i), utility rate (Eq. 6), the
 decode mask (Alg. 3, front-loaded or spread), the cycle estimate (Eq. 7) and greedy task
 selection (Alg. 2). `l` is any callable batch size -> seconds (e.g. latency.BatchLatencyCurve).
 """

@@ -28,12 +28,11 @@ import socket
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Protocol, Sequence, runtime_checkable
 
-ROLES = ("colocated", "prefill", "decode")
+from slocore.roles import COLOCATED, ROLES, role_name  # noqa: F401 - ROLES, role_name re-exported
+from slocore.scaling import blocking_http
 
 
 @runtime_checkable
@@ -128,20 +127,8 @@ def _free_port(host: str) -> int:
 
 
 def http_get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, b""
-
-
-def role_name(role) -> str:
-    """'colocated'|'prefill'|'decode' from a string or slocore._core.Role."""
-    s = role if isinstance(role, str) else getattr(role, "name", str(role))
-    s = s.split(".")[-1].lower()
-    if s not in ROLES:
-        raise ValueError(f"unknown role {role!r} (known: {', '.join(ROLES)})")
-    return s
+    """(status, body); OSError when the engine cannot be reached."""
+    return blocking_http.request("GET", url, timeout=timeout)
 
 
 class LocalLauncher:
@@ -247,7 +234,7 @@ class LocalLauncher:
         return None
 
     # ------------------------------------------------------------------ public actions
-    def start(self, role="colocated") -> Instance:
+    def start(self, role=COLOCATED) -> Instance:
         """Scale out: a warm instance when the pool has one (weights pushed in), else a cold
         start. Returns once the instance is linked into the router."""
         role = role_name(role)
@@ -259,7 +246,7 @@ class LocalLauncher:
                 self._wait_healthy(inst)
                 if self.spec.load_weights is not None:
                     inst.weights_source = self.spec.load_weights(inst) or "loaded"
-                if self.spec.switch_role is not None and role != "colocated":
+                if self.spec.switch_role is not None and role != COLOCATED:
                     self.spec.switch_role(inst, role)
             except Exception:
                 self._terminate(inst)
@@ -334,8 +321,9 @@ class LocalLauncher:
         out = []
         for d in decisions:
             action, role, iid = _decision_fields(d)
-            fn = {"scale_out": lambda: self.start(role), "scale_in": lambda: self.drain(iid),
-                  "switch_role": lambda: self.switch_role(iid, role)}[action]
+            # bound now: a background thread may run after the loop has moved on
+            fn = {"scale_out": lambda role=role: self.start(role), "scale_in": lambda iid=iid: self.drain(iid),
+                  "switch_role": lambda iid=iid, role=role: self.switch_role(iid, role)}[action]
             if background:
                 t = threading.Thread(target=fn, daemon=True)
                 t.start()
@@ -352,7 +340,7 @@ class LocalLauncher:
         with self._lock:
             need = self.warm_pool_size - len(self._warm)
         for _ in range(max(0, need)):
-            inst = self._spawn("colocated", warm=True)
+            inst = self._spawn(COLOCATED, warm=True)
             started.append(inst)
         for inst in started:
             if wait:
@@ -408,22 +396,19 @@ class LocalLauncher:
 
 
 def _requests_in_engine(text: str) -> Optional[int]:
-    """vllm:num_requests_running + vllm:num_requests_waiting from a Prometheus page."""
-    total, seen = 0.0, False
-    for line in text.splitlines():
-        if line.startswith(("vllm:num_requests_running", "vllm:num_requests_waiting")) and \
-                not line.startswith("vllm:num_requests_waiting_by_reason"):
-            try:
-                total += float(line.rsplit(" ", 1)[1])
-                seen = True
-            except (IndexError, ValueError):
-                continue
-    return int(total) if seen else None
+    """vllm:num_requests_running + vllm:num_requests_waiting from a Prometheus page (None
+    when it has neither)."""
+    from slocore.serve.backends import parse_vllm_metrics
+
+    m = parse_vllm_metrics(text)
+    if "running" not in m and "waiting" not in m:
+        return None
+    return int(m.get("running", 0) + m.get("waiting", 0))
 
 
 def _decision_fields(d) -> tuple[str, str, int]:
     if isinstance(d, Mapping):
-        action, role, iid = d["action"], d.get("role", "colocated"), d.get("instance", -1)
+        action, role, iid = d["action"], d.get("role", COLOCATED), d.get("instance", -1)
     else:
         action, role, iid = d.action, d.role, d.instance
     a = action if isinstance(action, str) else getattr(action, "name", str(action))

@@ -1,4 +1,4 @@
-"""The launcher's link to slocore's router (python/slocore/serve/router.py): an
+"""The launcher's link to slocore's router (``slocore.serve.admin``): an
 ``InstanceRegistry`` that drives the router's admin API over HTTP, so a launcher in another
 process (or on another machine) adds and removes backends as instances come and go.
 
@@ -11,10 +11,10 @@ already proxied finish), after which the launcher waits for the engine itself to
 from __future__ import annotations
 
 import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Optional
+
+from slocore.scaling import blocking_http
 
 
 class RouterAdminRegistry:
@@ -28,18 +28,14 @@ class RouterAdminRegistry:
         self.names: dict[str, str] = {}  # engine url -> backend name
 
     def _call(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Authorization": f"Bearer {self.token}",
-                                              "Content-Type": "application/json"})
+        code, raw = blocking_http.request(method, self.url + path, json=body, timeout=self.timeout_s,
+                                          headers={"Authorization": f"Bearer {self.token}"})
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
-                return r.status, json.loads(r.read() or b"{}")
-        except urllib.error.HTTPError as e:
-            try:
-                return e.code, json.loads(e.read() or b"{}")
-            except ValueError:
-                return e.code, {}
+            return code, json.loads(raw or b"{}")
+        except ValueError:
+            if code < 400:
+                raise
+            return code, {}
 
     def name_for(self, url: str) -> str:
         if url not in self.names:

@@ -1,28 +1,23 @@
 """Engine backends as the router sees them: its own bookkeeping of what it sent where
 (requests waiting for a first token, running with their progress) plus what each engine's
 ``/metrics`` says (vLLM's names: running / waiting requests, KV-cache usage), merged into
-the ``slocore.InstanceView`` the policies read.
+the ``slocore.InstanceView`` the policies read. Polling lives in ``health``, the set of
+backends and quarantine in ``pool``.
 """
 from __future__ import annotations
 
-import asyncio
-import logging
-import time
 from dataclasses import dataclass, field
 
-import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
 import slocore as _s
+from slocore.roles import core_role
 
-log = logging.getLogger("slocore.serve")
 PHANTOM_ID = 1 << 62  # ids of load the router did not send (seen in /metrics only)
-ROLE = {"colocated": _s.Role.COLOCATED, "prefill": _s.Role.PREFILL, "decode": _s.Role.DECODE}
 
 
 def parse_vllm_metrics(text: str) -> dict:
     """Sum the scheduling-relevant vLLM gauges over label sets (one engine may report several)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
     want = {"vllm:num_requests_running": "running", "vllm:num_requests_waiting": "waiting",
             "vllm:kv_cache_usage_perc": "kv_usage", "vllm:gpu_cache_usage_perc": "kv_usage",
             "slocore_engine_kv_blocks": "kv_blocks", "slocore_engine_block_size": "block_size"}
@@ -54,10 +49,11 @@ class Backend:
     # router bookkeeping: attempt id -> RequestState
     inflight: dict = field(default_factory=dict)
     served: int = 0
-    failures: int = 0
+    failures: int = 0  # requests that failed on this engine
+    poll_failures: int = 0  # consecutive failed /metrics polls (health's hysteresis)
 
     def view(self) -> "_s.InstanceView":
-        v = _s.InstanceView(self.id, ROLE[self.role])
+        v = _s.InstanceView(self.id, core_role(self.role))
         v.model = self.model
         v.block_size = self.block_size
         kv_total = int(self.polled.get("kv_blocks", self.kv_blocks))
@@ -79,29 +75,7 @@ class Backend:
         v.accepting = self.healthy
         return v
 
-    async def poll(self, session: aiohttp.ClientSession, timeout: float) -> None:
-        try:
-            async with session.get(self.url + "/metrics", timeout=aiohttp.ClientTimeout(total=timeout)) as r:
-                if r.status != 200:
-                    raise RuntimeError(f"/metrics answered HTTP {r.status}")
-                self.polled = parse_vllm_metrics(await r.text())
-            if not self.healthy:
-                log.warning("backend %s is back", self.name)
-            self.healthy, self.last_error = True, ""
-        except Exception as e:  # noqa: BLE001 - any failure marks the engine down
-            if self.healthy:
-                log.warning("backend %s is down: %s", self.name, e)
-            self.healthy, self.last_error = False, f"{type(e).__name__}: {e}"
-        self.last_poll = time.monotonic()
-
     def describe(self) -> dict:
         return {"name": self.name, "url": self.url, "role": self.role, "healthy": self.healthy,
                 "last_error": self.last_error, "inflight": len(self.inflight), "served": self.served,
                 "failures": self.failures, "engine_metrics": self.polled}
-
-
-async def poll_forever(backends_fn, session, interval: float):
-    while True:
-        bs = list(backends_fn())
-        await asyncio.gather(*(b.poll(session, max(1.0, interval * 2)) for b in bs), return_exceptions=True)
-        await asyncio.sleep(interval)

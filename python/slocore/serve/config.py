@@ -22,11 +22,13 @@ No backends at all means one embedded emulated engine (profile ``h100-llama2-7b`
 """
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
+from typing import Annotated, Literal, Optional, Union
 
-ROLES = ("colocated", "prefill", "decode")
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator, model_validator
+
+from slocore.roles import COLOCATED, PD_ROLES, ROLES
 DEFAULT_PROFILE = "h100-llama2-7b"
 
 
@@ -34,7 +36,7 @@ DEFAULT_PROFILE = "h100-llama2-7b"
 class BackendConfig:
     name: str
     url: str | None = None
-    role: str = "colocated"
+    role: str = COLOCATED
     profile: str = DEFAULT_PROFILE  # the policies' latency model of this engine
     emulated: dict | None = None  # EmulatedEngine kwargs: started in-process by the router
 
@@ -79,114 +81,165 @@ class ServeConfig:
 
     @property
     def disaggregated(self) -> bool:
-        return any(b.role in ("prefill", "decode") for b in self.backends)
+        return any(b.role in PD_ROLES for b in self.backends)
 
     def slo_for(self, priority: int) -> SloClass:
         return self.priorities.get(priority, self.default_slo)
 
 
-def _num(where: str, v, positive=True) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or (positive and v <= 0):
-        raise ValueError(f"{where}: must be a finite number{' > 0' if positive else ''}, got {v!r}")
-    return float(v)
+# --- the YAML schema (pydantic): what a file may say; from_dict turns it into ServeConfig ---
+Positive = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
 
 
-def _policy(where: str, v, default: str) -> PolicyConfig:
-    if v is None:
-        return PolicyConfig(default)
-    if isinstance(v, str):
-        return PolicyConfig(v)
-    if isinstance(v, dict) and isinstance(v.get("name"), str):
-        params = v.get("params") or {}
-        if not isinstance(params, dict):
-            raise ValueError(f"{where}.params: must be a mapping")
-        return PolicyConfig(v["name"], dict(params))
-    raise ValueError(f"{where}: expected a name or {{name, params}}, got {v!r}")
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
 
 
-def _slo(where: str, v) -> SloClass:
-    if not isinstance(v, dict) or "ttft_ms" not in v or "tpot_ms" not in v:
-        raise ValueError(f"{where}: expected {{ttft_ms, tpot_ms[, deadline_ms]}}, got {v!r}")
-    d = v.get("deadline_ms")
-    return SloClass(_num(f"{where}.ttft_ms", v["ttft_ms"]), _num(f"{where}.tpot_ms", v["tpot_ms"]),
-                    None if d is None else _num(f"{where}.deadline_ms", d))
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class _Listen(_Lenient):
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+
+class _Backend(_Lenient):
+    name: Optional[Union[str, int]] = None
+    url: Optional[str] = None
+    role: Literal[ROLES] = COLOCATED  # type: ignore[valid-type]
+    profile: Optional[str] = None
+    emulated: Union[Literal[True], dict, None] = None  # true or EmulatedEngine options
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, v):
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError(f"must be an http(s) URL, got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _one_target(self):
+        if (self.url is None) == (self.emulated is None):
+            raise ValueError("give exactly one of url or emulated")
+        return self
+
+
+class _Policy(_Lenient):
+    name: str
+    params: Optional[dict] = None
+
+
+class _Slo(_Lenient):
+    ttft_ms: Positive
+    tpot_ms: Positive
+    deadline_ms: Optional[Positive] = None
+
+
+class _SloSection(_Section):
+    default: Optional[_Slo] = None
+    priorities: Optional[dict[int, _Slo]] = None
+    mapper: Union[bool, dict, None] = None  # true or slocore.PriorityMapper keyword arguments
+
+
+class _Timeouts(_Section):
+    connect_s: Positive = Timeouts.connect_s
+    first_token_s: Positive = Timeouts.first_token_s
+    idle_s: Positive = Timeouts.idle_s
+    total_s: Positive = Timeouts.total_s
+
+
+class _File(_Section):
+    listen: Optional[_Listen] = None
+    admin_token: Optional[str] = None
+    backends: Optional[list[_Backend]] = None
+    policy: Optional[_Policy] = None
+    prefill_policy: Optional[_Policy] = None
+    decode_policy: Optional[_Policy] = None
+    slo: Optional[_SloSection] = None
+    timeouts: Optional[_Timeouts] = None
+    retries: Annotated[int, Strict(), Field(ge=0)] = 2
+    poll_interval_s: Positive = 0.5
+    model: Optional[str] = None
+
+    @field_validator("policy", "prefill_policy", "decode_policy", mode="before")
+    @classmethod
+    def _policy_name(cls, v):
+        return {"name": v} if isinstance(v, str) else v
+
+
+def _path(loc) -> str:
+    """('backends', 1, 'url') -> 'backends[1].url' (dropping pydantic's union/validator tags)."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part == "[key]":
+            out += " (key)"
+        elif "[" in part or part in ("bool", "dict", "str", "int"):  # a union member's tag
+            continue
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "top level"
+
+
+def _message(e: dict) -> str:
+    if e["type"] == "extra_forbidden":
+        return "unknown key"
+    msg = e["msg"]
+    return msg[len("Value error, "):] if msg.startswith("Value error, ") else msg
+
+
+def _policy(p: Optional[_Policy], default: str) -> PolicyConfig:
+    return PolicyConfig(default) if p is None else PolicyConfig(p.name, dict(p.params or {}))
+
+
+def _slo(s: _Slo) -> SloClass:
+    return SloClass(s.ttft_ms, s.tpot_ms, s.deadline_ms)
 
 
 def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
+    """A ServeConfig from the YAML's data; ValueError naming `where` and the field path
+    (e.g. ``config: backends[1].url: must be an http(s) URL``)."""
     d = d or {}
     if not isinstance(d, dict):
         raise ValueError(f"{where}: top level must be a mapping")
-    known = {"listen", "admin_token", "backends", "policy", "prefill_policy", "decode_policy", "slo", "timeouts",
-             "retries", "poll_interval_s", "model"}
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown} (known: {sorted(known)})")
+    try:
+        f = _File.model_validate(d)
+    except ValidationError as ex:
+        raise ValueError("; ".join(f"{where}: {_path(e['loc'])}: {_message(e)}" for e in ex.errors())) from None
     cfg = ServeConfig()
-    listen = d.get("listen") or {}
-    cfg.host = str(listen.get("host", cfg.host))
-    cfg.port = int(listen.get("port", cfg.port))
-    cfg.admin_token = d.get("admin_token") or os.environ.get("SLOCORE_ADMIN_TOKEN") or None
-    cfg.model = d.get("model")
+    if f.listen is not None:
+        cfg.host, cfg.port = f.listen.host, f.listen.port
+    cfg.admin_token = f.admin_token or os.environ.get("SLOCORE_ADMIN_TOKEN") or None
+    cfg.model = f.model
     names = set()
-    for i, b in enumerate(d.get("backends") or []):
-        w = f"{where}.backends[{i}]"
-        if not isinstance(b, dict):
-            raise ValueError(f"{w}: must be a mapping")
-        name = str(b.get("name") or f"b{i}")
+    for i, b in enumerate(f.backends or []):
+        name = str(b.name or f"b{i}")
         if name in names:
-            raise ValueError(f"{w}.name: duplicate {name!r}")
+            raise ValueError(f"{where}: backends[{i}].name: duplicate {name!r}")
         names.add(name)
-        role = b.get("role", "colocated")
-        if role not in ROLES:
-            raise ValueError(f"{w}.role: must be one of {ROLES}, got {role!r}")
-        url, emu = b.get("url"), b.get("emulated")
-        if (url is None) == (emu is None):
-            raise ValueError(f"{w}: give exactly one of url or emulated")
-        if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
-            raise ValueError(f"{w}.url: must be an http(s) URL, got {url!r}")
-        if emu is not None and emu is not True and not isinstance(emu, dict):
-            raise ValueError(f"{w}.emulated: must be true or a mapping of engine options")
-        emu = {} if emu is True else emu
-        profile = b.get("profile") or (emu or {}).get("profile") or DEFAULT_PROFILE
-        cfg.backends.append(BackendConfig(name, url.rstrip("/") if url else None, role, profile, emu))
+        emu = {} if b.emulated is True else b.emulated
+        profile = b.profile or (emu or {}).get("profile") or DEFAULT_PROFILE
+        cfg.backends.append(BackendConfig(name, b.url.rstrip("/") if b.url else None, b.role, profile, emu))
     roles = {b.role for b in cfg.backends}
-    if "colocated" in roles and roles - {"colocated"}:
-        raise ValueError(f"{where}.backends: mix of colocated and prefill/decode roles; use one mode")
-    if roles and roles != {"colocated"} and roles != {"prefill", "decode"}:
-        raise ValueError(f"{where}.backends: P/D mode needs at least one prefill and one decode backend")
-    cfg.policy = _policy(f"{where}.policy", d.get("policy"), "least_outstanding")
-    cfg.prefill_policy = _policy(f"{where}.prefill_policy", d.get("prefill_policy"), "least_outstanding")
-    cfg.decode_policy = _policy(f"{where}.decode_policy", d.get("decode_policy"), "least_outstanding")
-    slo = d.get("slo") or {}
-    if "default" in slo:
-        cfg.default_slo = _slo(f"{where}.slo.default", slo["default"])
-    for k, v in (slo.get("priorities") or {}).items():
-        try:
-            p = int(k)
-        except (TypeError, ValueError):
-            raise ValueError(f"{where}.slo.priorities: key {k!r} is not an integer priority") from None
-        cfg.priorities[p] = _slo(f"{where}.slo.priorities[{p}]", v)
-    m = slo.get("mapper")
-    if m is not None and m is not False:
-        if m is True:
-            m = {}
-        if not isinstance(m, dict):
-            raise ValueError(f"{where}.slo.mapper: expected true or a mapping of PriorityMapper parameters")
-        cfg.mapper = dict(m)
-    unknown_slo = sorted(set(slo) - {"default", "priorities", "mapper"})
-    if unknown_slo:
-        raise ValueError(f"{where}.slo: unknown key(s) {unknown_slo} (known: default, priorities, mapper)")
-    t = d.get("timeouts") or {}
-    for k in ("connect_s", "first_token_s", "idle_s", "total_s"):
-        if k in t:
-            setattr(cfg.timeouts, k, _num(f"{where}.timeouts.{k}", t[k]))
-    if set(t) - {"connect_s", "first_token_s", "idle_s", "total_s"}:
-        raise ValueError(f"{where}.timeouts: unknown key(s) {sorted(set(t) - set(vars(cfg.timeouts)))}")
-    r = d.get("retries", cfg.retries)
-    if isinstance(r, bool) or not isinstance(r, int) or r < 0:
-        raise ValueError(f"{where}.retries: must be an integer >= 0, got {r!r}")
-    cfg.retries = r
-    cfg.poll_interval_s = _num(f"{where}.poll_interval_s", d.get("poll_interval_s", cfg.poll_interval_s))
+    if COLOCATED in roles and roles - {COLOCATED}:
+        raise ValueError(f"{where}: backends: mix of colocated and prefill/decode roles; use one mode")
+    if roles and roles != {COLOCATED} and roles != set(PD_ROLES):
+        raise ValueError(f"{where}: backends: P/D mode needs at least one prefill and one decode backend")
+    cfg.policy = _policy(f.policy, "least_outstanding")
+    cfg.prefill_policy = _policy(f.prefill_policy, "least_outstanding")
+    cfg.decode_policy = _policy(f.decode_policy, "least_outstanding")
+    if f.slo is not None:
+        if f.slo.default is not None:
+            cfg.default_slo = _slo(f.slo.default)
+        cfg.priorities = {p: _slo(v) for p, v in (f.slo.priorities or {}).items()}
+        m = f.slo.mapper
+        cfg.mapper = None if m is None or m is False else ({} if m is True else dict(m))
+    if f.timeouts is not None:
+        cfg.timeouts = Timeouts(**f.timeouts.model_dump())
+    cfg.retries = f.retries
+    cfg.poll_interval_s = f.poll_interval_s
     return cfg
 
 

@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass, field
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 import slocore as _s
 from slocore.serve.openai import BadRequest, chunk, common_fields, error_body, full_response, new_id, parse_json, \
@@ -60,7 +62,7 @@ class EmulatedEngine:
                  scheduler_params: dict | None = None, time_scale: float = 1.0, max_num_seqs: int = 256,
                  max_batch_tokens: int = 8192, kv_blocks: int | None = None, model: str = "slocore-emulated",
                  default_max_tokens: int = 16, fault: str | None = None, engine_id: str | None = None):
-        from slocore.sim.runner import hardware_profile
+        from slocore.profiles import hardware_profile
 
         if not (time_scale > 0):
             raise ValueError(f"time_scale: must be > 0, got {time_scale}")
@@ -85,6 +87,8 @@ class EmulatedEngine:
         self._t0 = time.monotonic()
         self._dead = False
         self._hung = False
+        self._registry = CollectorRegistry(auto_describe=False)
+        self._registry.register(_EngineCollector(self))
 
     # --- engine loop -----------------------------------------------------------------
     def now(self) -> float:
@@ -232,22 +236,7 @@ class EmulatedEngine:
     async def _metrics(self, request):
         if self._dead:
             raise web.HTTPServiceUnavailable(text="engine dead (fault injection)")
-        running = sum(1 for r in self.reqs.values() if r.running)
-        waiting = len(self.reqs) - running
-        used = sum(r.blocks for r in self.reqs.values() if r.running)
-        lbl = f'{{model_name="{self.model_name}",engine="0"}}'
-        lines = [
-            "# TYPE vllm:num_requests_running gauge", f"vllm:num_requests_running{lbl} {running}",
-            "# TYPE vllm:num_requests_waiting gauge", f"vllm:num_requests_waiting{lbl} {waiting}",
-            "# TYPE vllm:kv_cache_usage_perc gauge", f"vllm:kv_cache_usage_perc{lbl} {used / max(1, self.kv_total)}",
-            "# TYPE vllm:num_preemptions_total counter", f"vllm:num_preemptions_total{lbl} {self.stats.preemptions}",
-            "# TYPE vllm:generation_tokens_total counter", f"vllm:generation_tokens_total{lbl} {self.stats.tokens}",
-            "# TYPE vllm:prompt_tokens_total counter", f"vllm:prompt_tokens_total{lbl} {self.stats.prompt_tokens}",
-            "# TYPE vllm:request_success_total counter", f"vllm:request_success_total{lbl} {self.stats.finished}",
-            "# TYPE slocore_engine_kv_blocks gauge", f"slocore_engine_kv_blocks{lbl} {self.kv_total}",
-            "# TYPE slocore_engine_block_size gauge", f"slocore_engine_block_size{lbl} {self.block_size}",
-        ]
-        return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
+        return web.Response(body=generate_latest(self._registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def _handle(self, request: web.Request, chat: bool):
         if self._dead:
@@ -327,6 +316,39 @@ class EmulatedEngine:
             self.cancel(rid)
 
 
+class _EngineCollector:
+    """The engine's /metrics, read at scrape time, under vLLM's names (the router and the
+    launcher scrape it exactly like a real vLLM server)."""
+
+    def __init__(self, engine: "EmulatedEngine"):
+        self.e = engine
+
+    def collect(self):
+        e = self.e
+        running = sum(1 for r in e.reqs.values() if r.running)
+        used = sum(r.blocks for r in e.reqs.values() if r.running)
+        labels, values = ["model_name", "engine"], [e.model_name, "0"]
+
+        def gauge(name, doc, v):
+            g = GaugeMetricFamily(name, doc, labels=labels)
+            g.add_metric(values, v)
+            return g
+
+        def counter(name, doc, v):
+            c = CounterMetricFamily(name, doc, labels=labels)
+            c.add_metric(values, v)
+            return c
+        yield gauge("vllm:num_requests_running", "Requests in the running batch", running)
+        yield gauge("vllm:num_requests_waiting", "Requests waiting to run", len(e.reqs) - running)
+        yield gauge("vllm:kv_cache_usage_perc", "KV-cache usage (0-1)", used / max(1, e.kv_total))
+        yield counter("vllm:num_preemptions", "Preemptions", e.stats.preemptions)
+        yield counter("vllm:generation_tokens", "Generated tokens", e.stats.tokens)
+        yield counter("vllm:prompt_tokens", "Prompt tokens", e.stats.prompt_tokens)
+        yield counter("vllm:request_success", "Finished requests", e.stats.finished)
+        yield gauge("slocore_engine_kv_blocks", "KV-cache blocks of the engine", e.kv_total)
+        yield gauge("slocore_engine_block_size", "Tokens per KV-cache block", e.block_size)
+
+
 async def start(engine: EmulatedEngine, host: str = "127.0.0.1", port: int = 0) -> tuple[web.AppRunner, str]:
     """Serve `engine` on host:port (0 = any free port) in the running loop; returns (runner, url)."""
     runner = web.AppRunner(engine.app(), access_log=None)
@@ -352,7 +374,7 @@ def main(args) -> int:
         finally:
             await runner.cleanup()
 
-    from slocore.serve.router import new_event_loop
+    from slocore.serve.eventloop import new_event_loop
 
     loop = new_event_loop()
     try:

@@ -211,7 +211,7 @@ def main(a) -> int:
     title = (f"bench serve: {a.url}, {'trace ' + a.trace if a.trace else 'workload ' + a.workload} "
              f"{' '.join(a.param)}, {len(w)} requests, rate x{a.rate_scale:g}, seed {a.seed}")
     if a.json:
-        from slocore.serve.router import _jsonable
+        from slocore.serve.openai import jsonable as _jsonable
 
         print(json.dumps({"title": title, "summary": _jsonable(out["summary"]), "errors": out["errors"],
                           "wall_s": out["wall_s"]}, indent=1))

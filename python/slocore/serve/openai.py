@@ -125,3 +125,12 @@ def sse(obj) -> bytes:
     if isinstance(obj, str):
         return f"data: {obj}\n\n".encode()
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+def jsonable(x):
+    """`x` with non-finite floats as None (JSON has no NaN/inf) and dict keys as strings."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x

@@ -1,10 +1,12 @@
-"""Sweep a scenario over loads x variants x seeds with progress output; the rows feed the
-table, JSON and plot of `slocore simulate`."""
+"""Sweep a scenario over loads x variants x seeds (a tqdm progress bar on stderr); the rows
+feed the table, JSON and plot of `slocore simulate`."""
+
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
+
+from tqdm import tqdm
 
 from slocore.sim import stacks
 from slocore.sim.runner import simulate
@@ -47,18 +49,13 @@ def run_scenario(sc: Scenario, *, loads=None, variants=None, seeds=(0,), overrid
             raise ValueError(f"variant {v!r} needs a policy this build does not register")
         kwargs[v] = sc.variants[v]
     loads = tuple(loads or sc.loads)
-    jobs = [(v, l, s) for l in loads for s in seeds for v in chosen]
-    rows, t0 = [], time.perf_counter()
-    for i, (v, load, seed) in enumerate(jobs, 1):
-        kw = {**sc.cluster, **kwargs[v], **(overrides or {})}
-        t = time.perf_counter()
-        res = simulate(sc.workload(load, seed), seed=seed, **kw)
-        rows.append(Row(v, load, seed, res.summary, res.stats, res.config, time.perf_counter() - t))
-        if progress:
-            done = int(30 * i / len(jobs))
-            sys.stderr.write(f"\r[{'#' * done}{'.' * (30 - done)}] {i}/{len(jobs)} {v} @ {load:g} "
-                             f"({time.perf_counter() - t0:.1f}s)   ")
-            sys.stderr.flush()
-    if progress:
-        sys.stderr.write("\n")
+    jobs = [(v, ld, s) for ld in loads for s in seeds for v in chosen]
+    rows = []
+    with tqdm(jobs, desc=sc.name, unit="run", disable=not progress) as bar:
+        for v, load, seed in bar:
+            bar.set_postfix_str(f"{v} @ {load:g}")
+            kw = {**sc.cluster, **kwargs[v], **(overrides or {})}
+            t = time.perf_counter()
+            res = simulate(sc.workload(load, seed), seed=seed, **kw)
+            rows.append(Row(v, load, seed, res.summary, res.stats, res.config, time.perf_counter() - t))
     return rows

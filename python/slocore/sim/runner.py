@@ -15,11 +15,13 @@ from typing import Any, Callable, Union
 import numpy as np
 
 from slocore import _core
+from slocore.profiles import hardware_profile
+from slocore.roles import COLOCATED
 
 PolicySpec = Union[str, tuple, "_core.GlobalPolicy", None]
 SchedulerSpec = Union[str, tuple, Callable[[], "_core.BatchScheduler"], None]
 
-# HFX 000_9803815a4e2a1dd4.txt Table 2: seconds to bring up an instance, by weight source.
+# HFX Table 2: seconds to bring up an instance, by weight source.
 # "d2d" = Fast Scaling (device-to-device from a running instance), "host" = CPU offloading,
 # "disk" = loading from disk. The simulator uses the row of the profile's model size class.
 # One definition: csrc/slocore/hfx/cold_start.h, read through the binding.
@@ -38,33 +40,6 @@ def cold_start_seconds(profile: dict, source: str | float) -> float:
     if source not in COLD_START_S[row]:
         raise ValueError(f"cold_start: unknown source {source!r} (known: {', '.join(COLD_START_S[row])})")
     return COLD_START_S[row][source]
-
-
-def hardware_profile(profile: str | dict | _core.HardwareProfile) -> tuple[_core.HardwareProfile, dict]:
-    """A C++ HardwareProfile (and its JSON dict) from a bundled name, a dict, or itself."""
-    if isinstance(profile, _core.HardwareProfile):
-        return profile, {"name": profile.name}
-    if isinstance(profile, str):
-        from slocore.profiles import load_profile
-
-        data = load_profile(profile)
-    elif isinstance(profile, dict):
-        data = profile
-    else:
-        raise ValueError(f"profile: expected a name, dict or HardwareProfile, got {type(profile).__name__}")
-    p = _core.HardwareProfile()
-    p.name = data["name"]
-    p.coeffs = _core.LatencyCoeffs(**{k: float(v) for k, v in data["per_request"].items()})
-    p.kv_blocks = int(data["kv"]["num_blocks"])
-    p.block_size = int(data["kv"]["block_size"])
-    p.kv_bytes_per_token = float(data["kv"]["bytes_per_token"])
-    p.kv_bandwidth_bytes_per_s = float(data["kv_transfer"]["bandwidth_bytes_per_s"])
-    p.kv_fixed_s = float(data["kv_transfer"]["fixed_s"])
-    if data.get("tps_quadratic"):
-        q = data["tps_quadratic"]
-        p.tps = _core.TpsQuadratic(float(q["a"]), float(q["b"]), float(q["c"]))
-    p.validate()
-    return p, data
 
 
 def _split(spec, what: str) -> tuple[str, dict]:
@@ -166,7 +141,7 @@ def simulate(
     seed: int = 0,
 ) -> SimResult:
     """Simulate `workload` on a cluster and return its summary (see module docstring)."""
-    if mode not in ("colocated", "pd"):
+    if mode not in (COLOCATED, "pd"):
         raise ValueError(f"mode: must be 'colocated' or 'pd', got {mode!r}")
     if decode_model not in ("iteration", "processor_sharing"):
         raise ValueError(f"decode_model: must be 'iteration' or 'processor_sharing', got {decode_model!r}")

@@ -86,7 +86,7 @@ def _hfx_4task(load: float, seed: int):
 register(Scenario(
     name="default",
     description="HFX 4-task multi-SLO set on 2 colocated instances, 3 loads: baselines vs SLO-aware policies",
-    source="000_9803815a4e2a1dd4.txt Table 1 / Fig. 3 (4-task, 2 instances)",
+    source="HFX Table 1 / Fig. 3 (4-task, 2 instances)",
     workload=_hfx_4task,
     loads=(30.0, 60.0, 90.0),
     load_unit="req/s",

@@ -1,4 +1,4 @@
-"""HFX / HyperFlexis scenarios (000_9803815a4e2a1dd4.txt), one per paper experiment.
+"""HFX / HyperFlexis scenarios, one per paper experiment.
 
     slocore simulate --scenario hfx_fig3_4task --seeds 0,1,2 --plot fig3_4task.png
     python -m slocore.sim.scenarios_hfx ramp-plot fig6_timeseries.png   # Fig. 6 top row
@@ -16,7 +16,7 @@ import numpy as np
 from slocore.sim import workloads
 from slocore.sim.scenarios import Scenario, register
 
-PAPER = "000_9803815a4e2a1dd4.txt"
+PAPER = "HFX"
 CLUSTER = dict(profile="ascend910b-qwen7b", instances=2, batch_scheduler="sarathi_fcfs")
 SCALING = dict(scaler="hfx", max_instances=4, cold_start="d2d")
 

@@ -1,4 +1,4 @@
-"""SIBYL scenarios (004_eab493ab577bb381.txt): one per paper experiment.
+"""SIBYL scenarios, one per paper experiment.
 
 Decode model: processor sharing with the paper's H20 fit TPS(N) = -0.423 N^2 + 44.766 N - 7.753
 (appendix I, Alg. 3), plateauing past its vertex N ~ 53. Baselines are the paper's: RR and
@@ -15,7 +15,7 @@ from slocore import _core
 from slocore.sim import workloads
 from slocore.sim.scenarios import Scenario, register
 
-PAPER = "004_eab493ab577bb381.txt"
+PAPER = "SIBYL"
 KV_UNBOUNDED = 50
 
 
@@ -111,7 +111,7 @@ register(Scenario(
 
 def _combine_variants() -> dict:
     """SIBYL as the decode policy under each registered prefill policy, with the handoff time
-    from the prefill queue (DESIGN.md) or from the prefill alone (the paper's Alg. 1 line 2)."""
+    from the prefill queue (our default, docs/sibyl.md) or from the prefill alone (the paper's Alg. 1 line 2)."""
     names = set(_core.global_policy_names())
     prefill = {"lo": "least_outstanding", "rr": "round_robin"}
     if "hfx_prefill" in names:
@@ -130,7 +130,7 @@ def _combine_variants() -> dict:
 register(Scenario(
     name="sibyl_combine",
     description="2P8D Zeta (long prompts, prefill queueing): SIBYL under each prefill policy, handoff with/without queue",
-    source=f"{PAPER} Alg. 1 line 2 + DESIGN.md (handoff time including prefill queueing)",
+    source=f"{PAPER} Alg. 1 line 2 + our handoff time including prefill queueing",
     workload=_wl("sibyl_zeta", 120, 8),
     loads=(1.6, 2.0), load_unit="req/s",
     cluster=cluster(2, 8),

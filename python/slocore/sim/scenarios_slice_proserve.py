@@ -1,4 +1,4 @@
-"""Scenarios reproducing SLICE (001_a2337bd0687bbcfa.txt) and ProServe (003_2674c12c132a39ef.txt).
+"""Scenarios reproducing SLICE and ProServe (docs/papers.md has the references).
 
 One per paper experiment; `slocore simulate --scenario NAME [--plot out.png]`. Variants whose
 scheduler is not registered in this build (e.g. `mlfq` = FastServe, `weighted_vtc`) are
@@ -27,7 +27,7 @@ def _table2(load, seed):
 register(Scenario(
     name="slice_table2",
     description="SLICE Table II: 3/4/2 tasks with TPOT 100/120/250 ms on one RTX 4060 Ti",
-    source="001_a2337bd0687bbcfa.txt Table II / Fig. 6",
+    source="SLICE Table II / Fig. 6",
     workload=_table2, loads=(1.0,), load_unit="case",
     cluster=dict(profile=RTX, instances=1, global_policy="round_robin"),
     variants={"slice": dict(batch_scheduler="slice"), "slice (spread mask)": dict(batch_scheduler=("slice", {"spread": True})),
@@ -43,7 +43,7 @@ def _mix(load, seed):
 register(Scenario(
     name="slice_dynamic",
     description="SLICE dynamic arrivals, 7:3 real-time mix, attainment vs arrival rate",
-    source="001_a2337bd0687bbcfa.txt Sec. V-C (rate 1) and V-E (rates 0.1-7)",
+    source="SLICE Sec. VI-C (rate 1) and VI-E (rates 0.1-7)",
     workload=_mix, loads=(0.1, 0.5, 1.0, 2.0, 3.0, 5.0, 7.0), load_unit="tasks/s",
     cluster=dict(profile=RTX, instances=1, global_policy="round_robin"),
     variants={"slice": dict(batch_scheduler=SLICE_ONLINE), "slice+demote_late": dict(batch_scheduler=SLICE_DEMOTE),
@@ -60,7 +60,7 @@ def _share(load, seed):
 register(Scenario(
     name="slice_rt_share",
     description="SLICE attainment vs real-time share at 1 task/s",
-    source="001_a2337bd0687bbcfa.txt Sec. V-D, Fig. 10",
+    source="SLICE Sec. VI-D, Fig. 10",
     workload=_share, loads=(0.1, 0.3, 0.5, 0.7, 0.9), load_unit="real-time share",
     cluster=dict(profile=RTX, instances=1, global_policy="round_robin"),
     variants={"slice": dict(batch_scheduler=SLICE_ONLINE), "slice+demote_late": dict(batch_scheduler=SLICE_DEMOTE),
@@ -88,7 +88,7 @@ PROSERVE_LOCAL = {
 register(Scenario(
     name="proserve_single",
     description="ProServe single node: TDG and attainment vs request rate, ShareGPT-like, 2 priorities",
-    source="003_2674c12c132a39ef.txt Fig. 10",
+    source="ProServe Fig. 10",
     workload=_sharegpt(600), loads=(10.0, 20.0, 30.0, 40.0, 60.0), load_unit="req/s",
     cluster=dict(profile=ASCEND, instances=1, global_policy="round_robin"),
     variants=PROSERVE_LOCAL,
@@ -98,7 +98,7 @@ register(Scenario(
 register(Scenario(
     name="proserve_ablation",
     description="SlideBatching ablations: only deadline, only density, without the latency budget",
-    source="003_2674c12c132a39ef.txt Fig. 15",
+    source="ProServe Fig. 15",
     workload=_sharegpt(600), loads=(10.0, 20.0, 30.0, 40.0, 60.0), load_unit="req/s",
     cluster=dict(profile=ASCEND, instances=1, global_policy="round_robin"),
     variants={
@@ -113,7 +113,7 @@ register(Scenario(
 register(Scenario(
     name="proserve_colocated",
     description="ProServe PD co-located, 4 instances: GoRouting vs Min-Load with each local scheduler",
-    source="003_2674c12c132a39ef.txt Fig. 12",
+    source="ProServe Fig. 12",
     workload=_sharegpt(1200), loads=(60.0, 90.0, 120.0, 160.0), load_unit="req/s",
     cluster=dict(profile=ASCEND, instances=4),
     variants={
@@ -128,7 +128,7 @@ register(Scenario(
 register(Scenario(
     name="proserve_pd",
     description="ProServe PD disaggregated, 3 prefill + 2 decode: GoRouting vs Min-Load (first-token TDG)",
-    source="003_2674c12c132a39ef.txt Fig. 11",
+    source="ProServe Fig. 11",
     workload=_sharegpt(1200), loads=(40.0, 60.0, 80.0, 100.0), load_unit="req/s",
     cluster=dict(profile=ASCEND, mode="pd", prefill_instances=3, decode_instances=2,
                  decode_policy=("goroute", {"mode": "decode"})),

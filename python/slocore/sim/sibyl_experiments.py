@@ -1,10 +1,12 @@
-"""Run the SIBYL experiments and write docs/sibyl/results.json (+ --plot PNGs).
+"""Run the SIBYL experiments and write OUT/results.json (+ --plot PNGs) into the folder given
+with -o (the repository keeps its copy in docs/sibyl/):
 
-    PYTHONPATH=python python -m slocore.sim.sibyl_experiments [--quick] [--plot] [--only e2e,scale,...]
+    python -m slocore.sim.sibyl_experiments -o OUT [--plot] [--only e2e,scale,...]
 
 Each row: scenario, load, variant, TPOT mean/P99/P99.9 (ms), throughput (tok/s), optimal-
 assignment ratio. Seed 0. Policies and parameters are those of scenarios_sibyl.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,13 +19,16 @@ from slocore.sim import workloads
 from slocore.sim.runner import simulate
 from slocore.sim.sibyl_studies import calibration_error, optimal_assignment_ratio
 
-OUT = pathlib.Path(__file__).resolve().parents[3] / "docs" / "sibyl"
-
 PLAN = {
     "e2e": [("sibyl_e2e_random", (0.9, 1.1)), ("sibyl_e2e_sharegpt", (0.6, 0.75)), ("sibyl_e2e_zeta", (0.6, 0.75))],
-    "scale": [("sibyl_scale_sharegpt_64", (16.0,)), ("sibyl_scale_zeta_64", (16.0,)),
-              ("sibyl_scale_sharegpt_128", (256.0,)), ("sibyl_scale_zeta_128", (256.0,)),
-              ("sibyl_scale_sharegpt_256", (512.0,)), ("sibyl_scale_zeta_256", (512.0,))],
+    "scale": [
+        ("sibyl_scale_sharegpt_64", (16.0,)),
+        ("sibyl_scale_zeta_64", (16.0,)),
+        ("sibyl_scale_sharegpt_128", (256.0,)),
+        ("sibyl_scale_zeta_128", (256.0,)),
+        ("sibyl_scale_sharegpt_256", (512.0,)),
+        ("sibyl_scale_zeta_256", (512.0,)),
+    ],
     "ablation": [("sibyl_ablation", (16.0,))],
     "combine": [("sibyl_combine", (1.6, 2.0))],
     "discrepancy": [("sibyl_discrepancy", (20.0, 25.0))],
@@ -36,12 +41,20 @@ def run_one(sc, load, variant, seed=0):
     res = simulate(sc.workload(load, seed), seed=seed, **kw)
     p, d = kw["prefill_instances"], kw["decode_instances"]
     tp = res.summary["tpot"]
-    return dict(scenario=sc.name, load=load, variant=variant, tpot_mean_ms=tp["mean"] * 1e3,
-                tpot_p99_ms=tp["p99"] * 1e3, tpot_p999_ms=tp["p99.9"] * 1e3,
-                throughput_tok_s=res.summary["throughput_tok_s"], ttft_p99_s=res.summary["ttft"]["p99"],
-                optimal_ratio=optimal_assignment_ratio(res.recorder, range(p, p + d)),
-                preemptions=res.stats["preemptions"], wall_s=time.perf_counter() - t,
-                decode_policy=res.config["decode_policy"])
+    return dict(
+        scenario=sc.name,
+        load=load,
+        variant=variant,
+        tpot_mean_ms=tp["mean"] * 1e3,
+        tpot_p99_ms=tp["p99"] * 1e3,
+        tpot_p999_ms=tp["p99.9"] * 1e3,
+        throughput_tok_s=res.summary["throughput_tok_s"],
+        ttft_p99_s=res.summary["ttft"]["p99"],
+        optimal_ratio=optimal_assignment_ratio(res.recorder, range(p, p + d)),
+        preemptions=res.stats["preemptions"],
+        wall_s=time.perf_counter() - t,
+        decode_policy=res.config["decode_policy"],
+    )
 
 
 def calibration_rows():
@@ -55,11 +68,18 @@ def calibration_rows():
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default=",".join(PLAN) + ",calibration")
-    ap.add_argument("--plot", action="store_true")
-    ap.add_argument("--out", default=str(OUT))
+    ap = argparse.ArgumentParser(prog="python -m slocore.sim.sibyl_experiments")
+    ap.add_argument("-o", "--out", required=True, help="folder for results.json and the plots (created if needed)")
+    ap.add_argument(
+        "--only",
+        default=",".join(PLAN) + ",calibration",
+        help=f"comma-separated parts (default all: {', '.join(PLAN)}, calibration)",
+    )
+    ap.add_argument("--plot", action="store_true", help="also write one PNG per part (needs matplotlib)")
     a = ap.parse_args(argv)
+    unknown = [p for p in a.only.split(",") if p not in PLAN and p != "calibration"]
+    if unknown:
+        ap.error(f"--only: unknown part(s) {', '.join(unknown)} (known: {', '.join(PLAN)}, calibration)")
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.json"
@@ -75,9 +95,12 @@ def main(argv=None):
                     for v in sc.available_variants():
                         r = run_one(sc, load, v)
                         rows.append(r)
-                        print(f"{name:26s} {load:6g} {v:28s} mean {r['tpot_mean_ms']:8.1f} p99 {r['tpot_p99_ms']:9.1f} "
-                              f"p99.9 {r['tpot_p999_ms']:9.1f} thr {r['throughput_tok_s']:8.0f} "
-                              f"opt {r['optimal_ratio']:.3f} ({r['wall_s']:.0f}s)", flush=True)
+                        print(
+                            f"{name:26s} {load:6g} {v:28s} mean {r['tpot_mean_ms']:8.1f} p99 {r['tpot_p99_ms']:9.1f} "
+                            f"p99.9 {r['tpot_p999_ms']:9.1f} thr {r['throughput_tok_s']:8.0f} "
+                            f"opt {r['optimal_ratio']:.3f} ({r['wall_s']:.0f}s)",
+                            flush=True,
+                        )
             results[part] = rows
         path.write_text(json.dumps(results, indent=1, default=str))
     if a.plot:

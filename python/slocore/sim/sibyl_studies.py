@@ -1,4 +1,4 @@
-"""SIBYL analyses beyond the latency table (004_eab493ab577bb381.txt):
+"""SIBYL analyses beyond the latency table:
 
 * `optimal_assignment_ratio` (Table 1, Table 6): the share of decode placements whose
   instance is still the least-loaded one at the actual handoff moment. Load = requests

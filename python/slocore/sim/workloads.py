@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-# HFX 000_9803815a4e2a1dd4.txt Table 1: task -> (TTFT s, TPOT s, input mean, std, output mean, std).
+# HFX Table 1: task -> (TTFT s, TPOT s, input mean, std, output mean, std).
 HFX_TASKS = {
     "medical_qa": (0.7, 0.5, 32.57, 10.32, 38.92, 16.83),
     "tldr_content_gen": (1.0, 0.7, 44.38, 6.58, 96.04, 35.03),
@@ -280,7 +280,7 @@ def hfx_ramp(rate: float = 15.0, step_s: float = 20.0, end_s: float = 90.0, seed
 
 # --- SLICE mixes (SLICE Table II, Sec. V) -------------------------------------------------
 
-# SLICE 001_a2337bd0687bbcfa.txt Sec. V-A: real-time tasks decode at 20 tokens/s and must end
+# SLICE Sec. VI-A: real-time tasks decode at 20 tokens/s and must end
 # within 1.5 s; non-real-time ones are voice chat (8 tokens/s) and text Q&A (10 tokens/s).
 # Lengths are not given in the paper: short real-time commands, long non-real-time answers.
 SLICE_TASKS = {  # name -> (TPOT s, deadline s or nan, utility, prompt mean, std, output lo, hi)
@@ -341,7 +341,7 @@ def slice_mix(rate: float = 1.0, realtime_share: float = 0.7, n: int = 200, seed
 
 # --- SIBYL datasets (SIBYL Sec. 5) ---------------------------------------------------------
 
-# SIBYL 004_eab493ab577bb381.txt F.2 / Fig. 2 / Fig. 11: Qwen3-32B with reasoning on, output cap
+# SIBYL appendix F.2 / Fig. 2 / Fig. 11: Qwen3-32B with reasoning on, output cap
 # 8192. "random": input U[1, 512], output U[1, 8192] (F.2). "ShareGPT": prompt mean 183 (F.2),
 # output mean 5657, std ~3317, a large share hitting the 8192 cap (Sec. 2.2, Fig. 11e).
 # "Zeta": prompt mean 345, up to ~1.7k (F.2), output std ~3492, dominated by capped requests

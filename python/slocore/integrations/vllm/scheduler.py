@@ -67,7 +67,7 @@ def _settings(vllm_config) -> dict:
 class SlocoreScheduler(Scheduler):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        from slocore.sim.runner import hardware_profile
+        from slocore.profiles import hardware_profile
 
         st = _settings(self.vllm_config)
         self.slocore_settings = st

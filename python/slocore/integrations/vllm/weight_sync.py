@@ -1,4 +1,4 @@
-"""vLLM worker extension for fast scaling (HFX 000_9803815a4e2a1dd4.txt section 6): every
+"""vLLM worker extension for fast scaling (HFX Sec. 6): every
 worker keeps a WeightManager of its checkpoint-format weights and can send them to, or
 receive them from, a peer with the TLManager, pushing received weights into the running
 engine with vLLM's own ``model_runner.reload_weights`` (the hook vLLM's RLHF examples use

@@ -1,0 +1,79 @@
+"""The backend pool: the engines the router sends to, by name, with their roles; adding and
+removing them (the policies' instance sets follow through ``on_change``); live selection by
+role; and quarantine: an engine that failed a request stays out of selection for
+``quarantine_s`` even if its ``/metrics`` answers again (``health`` honours it).
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+
+import slocore as _s
+from slocore.profiles import hardware_profile
+from slocore.roles import COLOCATED
+from slocore.serve.backends import Backend
+from slocore.serve.config import BackendConfig
+
+log = logging.getLogger("slocore.serve")
+
+
+class BackendPool:
+    def __init__(self, disaggregated: bool, quarantine_s: float, on_change=lambda: None):
+        self.disaggregated = disaggregated
+        self.quarantine_s = quarantine_s
+        self.on_change = on_change  # called after every add/remove (the dispatchers re-sync)
+        self.backends: dict[str, Backend] = {}
+        self._ids = itertools.count()
+        self._quarantine_until: dict[str, float] = {}
+
+    def __iter__(self):
+        return iter(self.backends.values())
+
+    def __len__(self) -> int:
+        return len(self.backends)
+
+    def role(self, role: str) -> list[Backend]:
+        return [b for b in self.backends.values() if b.role == role]
+
+    def healthy(self) -> list[Backend]:
+        return [b for b in self.backends.values() if b.healthy]
+
+    def add(self, bc: BackendConfig) -> Backend:
+        if bc.name in self.backends:
+            raise ValueError(f"backend {bc.name!r} exists")
+        if self.disaggregated == (bc.role == COLOCATED):
+            raise ValueError(f"role: {bc.role!r} does not fit this router's mode "
+                             f"({'P/D' if self.disaggregated else 'colocated'})")
+        hw, _ = hardware_profile(bc.profile)
+        b = Backend(next(self._ids), bc.name, bc.url, bc.role, _s.LatencyModel(hw.coeffs), int(hw.kv_blocks),
+                    int(hw.block_size))
+        self.backends[b.name] = b
+        self.on_change()
+        return b
+
+    def remove(self, name: str) -> None:
+        if name not in self.backends:
+            raise KeyError(name)
+        self.backends[name].healthy = False
+        del self.backends[name]
+        self._quarantine_until.pop(name, None)
+        self.on_change()
+
+    # --- quarantine ----------------------------------------------------------------------
+    def fail(self, b: Backend, kind: str, message: str) -> None:
+        """The request path saw `b` fail: down now, and quarantined for quarantine_s."""
+        b.failures += 1
+        b.healthy = False
+        b.last_error = message
+        self._quarantine_until[b.name] = time.monotonic() + self.quarantine_s
+        log.warning("%s", message)
+
+    def quarantined(self, name: str) -> bool:
+        until = self._quarantine_until.get(name)
+        if until is None:
+            return False
+        if time.monotonic() < until:
+            return True
+        del self._quarantine_until[name]
+        return False

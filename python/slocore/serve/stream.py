@@ -1,0 +1,129 @@
+"""One client request as it moves through the router (``RequestContext``), and reading an
+engine's SSE stream: every token goes to the policy (``on_prefill_done`` for the first,
+``on_token`` for each) and, when the client streams, straight on to the client. A watchdog
+ends a stream that stays silent past the first-token or between-token timeout.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import aiohttp
+from aiohttp import web
+
+from slocore.serve.backends import Backend
+from slocore.serve.config import Timeouts
+from slocore.serve.openai import full_response
+from slocore.serve.upstream import BackendError
+
+
+class ClientGone(Exception):
+    """The client closed its connection: stop, free the engine request, blame nobody."""
+
+
+class RequestContext:
+    def __init__(self, request, chat, rid, template, cls, client_stream, want_usage):
+        self.request, self.chat, self.rid, self.template, self.cls = request, chat, rid, template, cls
+        self.client_stream, self.want_usage = client_stream, want_usage
+        self.resp: web.StreamResponse | None = None
+        self.sent = False
+        self.dispatched = False
+        self.queue_time = 0.0
+        self.reset()
+
+    def reset(self):
+        """Forget what a failed attempt produced (a retry starts clean)."""
+        self.id = self.model = self.finish = self.usage = None
+        self.text: list[str] = []
+        self.times: list = []
+        self.extra: dict = {}
+
+    async def write(self, data: bytes):
+        if self.resp is None:
+            self.resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+            await self.resp.prepare(self.request)
+        self.sent = True
+        try:
+            await self.resp.write(data)
+        except (ConnectionError, RuntimeError, aiohttp.ClientConnectionError) as e:
+            raise ClientGone(str(e)) from None
+
+    def absorb(self, obj: dict) -> int:
+        """Count the tokens in one streamed chunk and keep what the assembled answer needs."""
+        self.id = self.id or obj.get("id")
+        self.model = self.model or obj.get("model")
+        if obj.get("usage"):
+            self.usage = obj["usage"]
+        if obj.get("kv_transfer_params"):
+            self.extra["kv_transfer_params"] = obj["kv_transfer_params"]
+        n = 0
+        for ch in obj.get("choices") or []:
+            text = (ch.get("delta") or {}).get("content") if self.chat else ch.get("text")
+            if text:
+                self.text.append(text)
+            n += len(ch.get("token_ids") or ()) or (1 if text else 0)
+            if ch.get("finish_reason"):
+                self.finish = ch["finish_reason"]
+        return n
+
+    def assembled(self, model_name: str | None) -> web.Response:
+        """The non-streaming answer, built from the streamed chunks."""
+        out = full_response(self.id or "", self.model or (model_name or ""), self.chat, ["".join(self.text)],
+                            [self.finish], self.usage, self.extra or None)
+        return web.json_response(out)
+
+
+async def relay(ctx: RequestContext, r: aiohttp.ClientResponse, st, att, backend: Backend, policy,
+                t: Timeouts, now) -> None:
+    """Read the engine's SSE stream `r` to ``[DONE]`` for attempt `att` (state `st`)."""
+    loop = asyncio.get_running_loop()
+    fired = []
+
+    def expire(wait=0.0, first=True):
+        fired.append((wait, first))
+        r.close()  # the pending readline fails; reported as a timeout below
+    # A watchdog timer armed per line: cheaper than a wait_for task per token.
+    while True:
+        if st.generated == 0:
+            dog = loop.call_later(t.first_token_s, expire, t.first_token_s, True)
+        else:
+            dog = loop.call_later(t.idle_s, expire, t.idle_s, False)
+        try:
+            line = await r.content.readline()
+        except (aiohttp.ClientError, ConnectionError):
+            if not fired:
+                raise
+            line = b""
+        finally:
+            dog.cancel()
+        if fired:
+            wait, first = fired[0]
+            raise BackendError(backend, "timeout", f"no output for {wait:g} s "
+                               f"({'first token' if first else 'between tokens'})", 504)
+        if not line:
+            raise BackendError(backend, "connection", "stream ended without [DONE]")
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            break
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            raise BackendError(backend, "protocol", f"bad SSE data {data[:100]!r}") from None
+        if "error" in obj and not obj.get("choices"):
+            raise BackendError(backend, "engine_error", f"engine error: {obj['error']}")
+        ntok = ctx.absorb(obj)
+        tnow = now()
+        for _ in range(ntok):
+            st.generated = st.generated + 1
+            st.computed = att.prompt_len + st.generated - 1
+            if st.generated == 1:
+                policy.on_prefill_done(att.id, backend.id, tnow)
+            policy.on_token(att.id, backend.id, int(st.generated), tnow)
+            ctx.times.append((tnow, backend.id))
+        if ctx.client_stream and (obj.get("choices") or ctx.want_usage or not obj.get("usage")):
+            await ctx.write(line + b"\n")
+    if ctx.client_stream:
+        await ctx.write(b"data: [DONE]\n\n")
+        await ctx.resp.write_eof()

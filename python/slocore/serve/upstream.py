@@ -1,0 +1,84 @@
+"""The one request path to an engine: POST, map every failure to ``BackendError`` (retried
+elsewhere) or ``ClientError`` (the engine rejected the request: passed to the client), and,
+whatever happens, take the attempt off the backend's in-flight list and tell the policy
+``on_finished``. The colocated, P/D and pass-through flows all go through ``Upstream.post``.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import aiohttp
+
+import slocore as _s
+from slocore.serve.backends import Backend
+from slocore.serve.config import Timeouts
+from slocore.serve.metrics import RouterMetrics
+from slocore.serve.pool import BackendPool
+
+log = logging.getLogger("slocore.serve")
+
+
+class BackendError(Exception):
+    """The engine failed (refused, dropped, 5xx, silent, garbled): retry elsewhere if possible."""
+
+    def __init__(self, backend: Backend, kind: str, message: str, status: int = 502):
+        super().__init__(f"backend {backend.name} ({backend.url}): {message}")
+        self.backend, self.kind, self.status = backend, kind, status
+
+
+class ClientError(Exception):
+    """The engine rejected the request itself (4xx): passed to the client, not retried."""
+
+    def __init__(self, status: int, body: bytes, content_type: str):
+        super().__init__(f"HTTP {status}")
+        self.status, self.body, self.content_type = status, body, content_type
+
+
+def endpoint(backend: Backend, chat: bool) -> str:
+    return backend.url + ("/v1/chat/completions" if chat else "/v1/completions")
+
+
+async def check_status(backend: Backend, r: aiohttp.ClientResponse) -> None:
+    """4xx -> ClientError, any other non-200 -> BackendError."""
+    if 400 <= r.status < 500:
+        raise ClientError(r.status, await r.read(), r.content_type)
+    if r.status != 200:
+        raise BackendError(backend, "http", f"HTTP {r.status}: {(await r.read())[:200]!r}")
+
+
+class Upstream:
+    def __init__(self, session: aiohttp.ClientSession, pool: BackendPool, timeouts: Timeouts,
+                 metrics: RouterMetrics, now):
+        self.session, self.pool, self.timeouts, self.metrics, self.now = session, pool, timeouts, metrics, now
+
+    @contextlib.asynccontextmanager
+    async def post(self, backend: Backend, policy, att, body: dict, chat: bool, total_s: float, what: str = ""):
+        """``async with upstream.post(...) as (response, state)``: the attempt `att` is in
+        `backend`'s in-flight list (``state``: its ``slocore.RequestState``) while inside;
+        transport failures and timeouts leave as ``BackendError``; ``policy.on_finished``
+        fires on the way out, success or not. `what` names the step in failure messages."""
+        st = _s.RequestState(att)
+        backend.inflight[att.id] = st
+        try:
+            async with self.session.post(endpoint(backend, chat), json=body, timeout=aiohttp.ClientTimeout(
+                    total=total_s, sock_connect=self.timeouts.connect_s)) as r:
+                yield r, st
+        except asyncio.TimeoutError:
+            msg = f"{what} gave no answer" if what else "no answer"
+            raise BackendError(backend, "timeout", f"{msg} within {total_s:g} s", 504) from None
+        except aiohttp.ClientResponseError as e:
+            msg = f"{type(e).__name__}: {e}"
+            raise BackendError(backend, "http", f"{what} failed: {msg}" if what else msg) from None
+        except aiohttp.ClientError as e:
+            msg = f"{type(e).__name__}: {e or 'connection lost'}"
+            raise BackendError(backend, "connection", f"{what} failed: {msg}" if what else msg) from None
+        finally:
+            backend.inflight.pop(att.id, None)
+            policy.on_finished(att.id, backend.id, self.now())
+
+    def fail(self, e: BackendError) -> None:
+        """Count the failure and quarantine the engine."""
+        self.metrics.backend_errors.labels(e.backend.name, e.kind).inc()
+        self.pool.fail(e.backend, e.kind, str(e))

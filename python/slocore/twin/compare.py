@@ -1,0 +1,204 @@
+"""``slocore bench twin --url URL --profile my.json``: replay one trace against the real
+engine(s) (through ``slocore bench serve``'s load generator) and in the simulator with the
+measured profile, at several loads, and report how far the simulator is from the engine.
+
+Load 1.0 is the profile's own capacity estimate (``saturation_rate``); ``--loads`` are
+fractions of it, so the same command means the same thing on any engine. Errors are
+``(sim - real) / real`` for TTFT, TPOT and E2E p50/p90/p99, and ``sim - real`` in points for
+SLO attainment. SLOs default to multiples of the profile's own latencies (``default_slos``),
+one rule for every engine.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import sys
+
+import numpy as np
+
+METRICS = ("ttft", "tpot", "e2e")
+PCTS = ("p50", "p90", "p99")
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--url", required=True, help="the real endpoint: one engine or `slocore serve` in front of several")
+    p.add_argument("--profile", required=True, help="profile JSON from `slocore profile` (or a bundled name)")
+    p.add_argument("--instances", type=int, default=1, help="engines behind --url (default 1)")
+    p.add_argument("--policy", default="least_outstanding",
+                   help="the router's policy, simulated for --instances > 1 (default least_outstanding)")
+    p.add_argument("--loads", default="0.25,0.5,0.75,1.0",
+                   help="comma-separated fractions of the profile's saturation rate (default 0.25,0.5,0.75,1.0)")
+    p.add_argument("--rate", type=float, help="saturation rate override, requests/s (default: from the profile)")
+    p.add_argument("--workload", default="sharegpt_like", help="workload name (slocore.sim.workloads)")
+    p.add_argument("--param", action="append", default=[], metavar="K=V", help="workload parameter (repeatable)")
+    p.add_argument("--trace", help="replay this trace CSV instead of a workload")
+    p.add_argument("-n", "--num-requests", dest="n", type=int, default=300, help="requests per load (default 300)")
+    p.add_argument("--max-prompt", dest="max_prompt", type=int, default=512, help="clip prompt lengths (default 512)")
+    p.add_argument("--max-output", dest="max_output", type=int, default=128, help="clip output lengths (default 128)")
+    p.add_argument("--ttft-slo-ms", dest="ttft_slo_ms", type=float, help="TTFT SLO (default: see default_slos)")
+    p.add_argument("--tpot-slo-ms", dest="tpot_slo_ms", type=float, help="TPOT SLO (default: see default_slos)")
+    p.add_argument("--model", help="model name to send (default: the endpoint's first /v1/models)")
+    p.add_argument("--timeout", type=float, default=600.0, help="per-request timeout (s)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def engine_kwargs(profile: dict) -> dict:
+    """simulate() arguments that copy the measured engine's limits (vLLM's scheduler is
+    decode-first with chunked prefill under a token budget: sarathi_fcfs)."""
+    eng = profile.get("engine") or {}
+    budget = int(eng.get("max_num_batched_tokens", 2048))
+    bs = eng.get("batch_scheduler") or {"name": "sarathi_fcfs", "params": {"token_budget": budget}}
+    return {"batch_scheduler": (bs["name"], dict(bs.get("params") or {})), "max_batch_tokens": budget,
+            "max_num_seqs": int(eng.get("max_num_seqs", 256))}
+
+
+def frontend_s(profile: dict) -> float:
+    return float((profile.get("frontend") or {}).get("ttft_overhead_s", 0.0))
+
+
+def simulate(workload, profile: dict, *, instances: int = 1, policy: str = "least_outstanding", seed: int = 0):
+    """The simulator as the twin of the measured engine(s): its limits from the profile, and
+    the front-end term (fitmodel) applied as a delay before the engine sees each request:
+    arrivals (and TTFT SLOs and deadlines) shift by it, and TTFT and E2E get it back."""
+    from slocore.sim.runner import simulate as sim
+
+    o = frontend_s(profile)
+    w = workload
+    if o > 0:
+        w = workload._with(arrival=workload.arrival + o, ttft=np.maximum(workload.ttft - o, 1e-9),
+                           deadline=workload.deadline - o)
+    res = sim(w, profile=profile, instances=instances, global_policy=policy, seed=seed, **engine_kwargs(profile))
+    s = dict(res.summary)
+    for k in ("ttft", "e2e"):
+        if isinstance(s.get(k), dict):
+            s[k] = {q: (v + o if isinstance(v, float) and q != "count" else v) for q, v in s[k].items()}
+    return s
+
+
+def _step(co: dict, batch: float, ctx: float) -> float:
+    return co["t_c"] + batch * (co["a_d"] * ctx + co["b_d"])
+
+
+def _prefill(co: dict, L: float) -> float:
+    return co["a_p"] * L * L + co["c_p"] * L
+
+
+def saturation_rate(profile: dict, workload, instances: int = 1) -> float:
+    """Requests/s the profile says `instances` engines sustain on this workload's mean
+    lengths: full batches (max_num_seqs) decoding, each request also paying its prefill."""
+    co = profile["per_request"]
+    S = engine_kwargs(profile)["max_num_seqs"]
+    P, O = float(np.mean(workload.prompt_len)), float(np.mean(workload.output_len))
+    per_req = O * _step(co, S, P + O / 2) / S + _prefill(co, P)
+    return instances / per_req
+
+
+def default_slos(profile: dict, workload) -> tuple[float, float]:
+    """(ttft_s, tpot_s): TTFT 5x a lone request's at the mean prompt; TPOT the decode step of
+    a full batch (max_num_seqs) at the mean context. Met at light load, missed near saturation."""
+    co = profile["per_request"]
+    S = engine_kwargs(profile)["max_num_seqs"]
+    P, O = float(np.mean(workload.prompt_len)), float(np.mean(workload.output_len))
+    ttft = 5 * (frontend_s(profile) + co["t_c"] + _prefill(co, P))
+    return ttft, _step(co, S, P + O / 2)
+
+
+def prepare(a, profile: dict):
+    """The base workload (rate not yet set): clipped lengths, the SLOs."""
+    from slocore.serve.loadgen import build_workload
+
+    ns = type("A", (), dict(trace=a.trace, workload=a.workload, param=a.param, n=a.n, rate_scale=1.0))
+    w = build_workload(ns)
+    w = w._with(prompt_len=np.minimum(w.prompt_len, a.max_prompt), output_len=np.minimum(w.output_len, a.max_output))
+    ttft, tpot = default_slos(profile, w)
+    ttft = a.ttft_slo_ms / 1e3 if a.ttft_slo_ms else ttft
+    tpot = a.tpot_slo_ms / 1e3 if a.tpot_slo_ms else tpot
+    return w._with(ttft=np.full(len(w), ttft), tpot=np.full(len(w), tpot)), ttft, tpot
+
+
+def at_rate(w, rate: float):
+    """`w` with its arrivals rescaled to a mean of `rate` requests/s."""
+    cur = (len(w) - 1) / w.duration if w.duration > 0 else rate
+    return w.rate_scaled(rate / cur)
+
+
+def errors(real: dict, sim: dict) -> dict:
+    out = {}
+    for m in METRICS:
+        for q in PCTS:
+            r, s = (real.get(m) or {}).get(q), (sim.get(m) or {}).get(q)
+            ok = all(isinstance(x, float) and math.isfinite(x) for x in (r, s)) and r > 0
+            out[f"{m}_{q}"] = (s - r) / r if ok else None
+    out["attainment_pts"] = 100.0 * (sim["attainment"] - real["attainment"])
+    return out
+
+
+async def run_loads(url: str, profile: dict, w, loads: list[float], *, instances: int = 1,
+                    policy: str = "least_outstanding", rate: float | None = None, model: str | None = None,
+                    timeout: float = 600.0, seed: int = 0, progress: bool = True) -> dict:
+    from slocore.serve import loadgen
+
+    sat = rate or saturation_rate(profile, w, instances)
+    rows = []
+    for load in loads:
+        wl = at_rate(w, load * sat)
+        real = await loadgen.run(url, wl, model=model, timeout=timeout, seed=seed, progress=progress)
+        sim = simulate(wl, profile, instances=instances, policy=policy, seed=seed)
+        rows.append({"load": load, "rate": load * sat, "real": _slim(real["summary"]), "sim": _slim(sim),
+                     "errors": errors(real["summary"], sim), "failed": len(real["errors"]),
+                     "first_errors": real["errors"][:3]})
+    return {"saturation_rate": sat, "instances": instances, "policy": policy, "rows": rows}
+
+
+def _slim(s: dict) -> dict:
+    keep = {m: {q: s[m].get(q) for q in ("mean", *PCTS)} for m in METRICS if isinstance(s.get(m), dict)}
+    return {**keep, "attainment": s["attainment"], "ttft_attainment": s.get("ttft_attainment"),
+            "tpot_attainment": s.get("tpot_attainment"), "throughput_tok_s": s.get("throughput_tok_s"),
+            "finished": s.get("finished"), "requests": s.get("requests")}
+
+
+def table(out: dict, title: str) -> str:
+    def pct(v):
+        return "   -  " if v is None else f"{v:+6.1%}"
+    lines = [title, f"saturation (load 1.0) = {out['saturation_rate']:.2f} req/s on {out['instances']} engine(s)",
+             f"{'load':>5s} {'req/s':>6s} | " + " ".join(f"{m + ' ' + q:>9s}" for m in METRICS for q in PCTS)
+             + " | attain real  sim   diff"]
+    for r in out["rows"]:
+        e = r["errors"]
+        lines.append(f"{r['load']:5.2f} {r['rate']:6.2f} | " + " ".join(f"{pct(e[f'{m}_{q}']):>9s}" for m in METRICS
+                                                                      for q in PCTS)
+                     + f" | {r['real']['attainment']:6.3f} {r['sim']['attainment']:6.3f} {e['attainment_pts']:+5.1f}"
+                     + (f"  ({r['failed']} failed)" if r["failed"] else ""))
+    lines.append("errors: (sim - real) / real; attainment diff in points (sim - real)")
+    lines.append(f"{'':13s}| real p50 ms: " + " ".join(
+        f"{m} " + "/".join(f"{(r['real'][m]['p50'] or 0) * 1e3:.1f}" for r in out["rows"]) for m in METRICS))
+    return "\n".join(lines)
+
+
+def main(a) -> int:
+    from slocore.profiles import load_profile
+
+    profile = load_profile(a.profile)
+    try:
+        loads = [float(x) for x in a.loads.split(",") if x]
+    except ValueError:
+        raise ValueError(f"--loads: expected comma-separated numbers, got {a.loads!r}") from None
+    if not loads or any(not (x > 0) for x in loads):
+        raise ValueError(f"--loads: must be numbers > 0, got {a.loads!r}")
+    if a.instances < 1:
+        raise ValueError(f"--instances: must be >= 1, got {a.instances}")
+    w, ttft, tpot = prepare(a, profile)
+    out = asyncio.run(run_loads(a.url, profile, w, loads, instances=a.instances, policy=a.policy, rate=a.rate,
+                                model=a.model, timeout=a.timeout, seed=a.seed, progress=not a.quiet))
+    out.update(profile=profile["name"], url=a.url, requests=len(w), ttft_slo_s=ttft, tpot_slo_s=tpot)
+    title = (f"bench twin: {a.url} vs simulator with profile {profile['name']}; "
+             f"{'trace ' + a.trace if a.trace else 'workload ' + a.workload} {' '.join(a.param)}, {len(w)} requests "
+             f"per load, SLO TTFT {ttft * 1e3:.1f} ms / TPOT {tpot * 1e3:.2f} ms")
+    if a.json:
+        print(json.dumps(out, indent=1, default=lambda x: None))
+    else:
+        print(table(out, title))
+    return 0 if not any(r["failed"] for r in out["rows"]) else 1
