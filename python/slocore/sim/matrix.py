@@ -217,8 +217,13 @@ def capacity(wl_name: str, probe_n: int | None = None) -> dict:
         raise RuntimeError(f"capacity probe of {wl_name}: too few requests finished ({len(done)})")
     # Completions per second between the 10th and 70th percentile of finish times: the
     # saturated rate, without the fill at the start or the long-output tail at the end.
+    # The generator's `rate` argument per request/s it produces (sessions or tasks per second
+    # for session workloads): measured on the probe size at rate 1, seed 0.
+    unit = wl.make(1.0, 0, probe_n or wl.probe_n)
+    span = float(unit.arrival[-1] - unit.arrival[0]) if len(unit) > 1 else 0.0
     return {
         "req_s": (hi - 1 - lo) / (done[hi - 1] - done[lo]),
+        "rate_arg_per_req_s": span / (len(unit) - 1) if span > 0 else 1.0,
         "probe_requests": len(burst),
         "burst_req_s": res.summary["finished"] / res.summary["duration_s"],
         "stack": CAPACITY_PRESET[wl.mode],
@@ -232,7 +237,7 @@ class Job:
     load: float
     seed: int
     error: str
-    rate: float
+    rate: float  # the workload generator's rate argument
     n: int
 
 
@@ -364,7 +369,8 @@ def run_matrix(cfg: MatrixConfig, progress: bool = True) -> dict:
             for load in cfg.loads:
                 for e in cfg.errors:
                     for s in cfg.seeds:
-                        jobs.append(Job(p, w, load, s, e, load * caps[w]["req_s"], sizes[(w, load)]))
+                        rate_arg = load * caps[w]["req_s"] * caps[w]["rate_arg_per_req_s"]
+                        jobs.append(Job(p, w, load, s, e, rate_arg, sizes[(w, load)]))
     results = _map(run_job, jobs, cfg.processes, progress, "matrix")
     out = summarize(cfg, caps, sizes, results)
     out["wall_s"] = time.perf_counter() - t0
