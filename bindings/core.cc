@@ -3,6 +3,8 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "slocore/core/errors.h"
+#include "slocore/core/prefix.h"
 #include "slocore/core/fit.h"
 #include "slocore/core/instance_view.h"
 #include "slocore/core/metrics.h"
@@ -58,8 +60,10 @@ void init_core(py::module_& m) {
       .def(py::init([](Id id, Time arrival, Tokens prompt_len, std::optional<Tokens> output_len,
                        std::optional<Tokens> expected_output_len, std::optional<Tokens> max_output_len,
                        double ttft, double tpot, std::optional<double> deadline, int priority,
-                       double priority_weight, double utility, std::string task) {
+                       double priority_weight, double utility, std::string task,
+                       std::vector<std::pair<uint64_t, Tokens>> prefix) {
              Request r;
+             for (const auto& [g, n] : prefix) r.prefix.push_back(PrefixSegment{g, n});
              r.id = id;
              r.arrival = arrival;
              r.prompt_len = prompt_len;
@@ -78,7 +82,8 @@ void init_core(py::module_& m) {
            py::arg("output_len") = py::none(), py::arg("expected_output_len") = py::none(),
            py::arg("max_output_len") = py::none(), py::arg("ttft") = kNever, py::arg("tpot") = kNever,
            py::arg("deadline") = py::none(), py::arg("priority") = 0, py::arg("priority_weight") = 1.0,
-           py::arg("utility") = 1.0, py::arg("task") = "")
+           py::arg("utility") = 1.0, py::arg("task") = "",
+           py::arg("prefix") = std::vector<std::pair<uint64_t, Tokens>>{})
       .def_readwrite("id", &Request::id)
       .def_readwrite("arrival", &Request::arrival)
       .def_readwrite("prompt_len", &Request::prompt_len)
@@ -90,6 +95,18 @@ void init_core(py::module_& m) {
       .def_readwrite("priority_weight", &Request::priority_weight)
       .def_readwrite("utility", &Request::utility)
       .def_readwrite("task", &Request::task)
+      .def_property(
+          "prefix",
+          [](const Request& r) {
+            std::vector<std::pair<uint64_t, Tokens>> out;
+            for (const PrefixSegment& g : r.prefix) out.emplace_back(g.group, g.len);
+            return out;
+          },
+          [](Request& r, const std::vector<std::pair<uint64_t, Tokens>>& segs) {
+            r.prefix.clear();
+            for (const auto& [g, n] : segs) r.prefix.push_back(PrefixSegment{g, n});
+          },
+          "prompt segments (group, len) of shared texts (core/prefix.h); empty: no identity")
       .def_property_readonly("realtime", &Request::realtime)
       .def("validate", [](const Request& r) { validate(r); })
       .def("__repr__", &request_repr);
@@ -108,6 +125,7 @@ void init_core(py::module_& m) {
       .def_property_readonly("num_tokens", &RequestState::num_tokens)
       .def_property_readonly("to_compute", &RequestState::to_compute)
       .def_readwrite("generated", &RequestState::generated)
+      .def_readwrite("cached", &RequestState::cached)
       .def_readwrite("first_token", &RequestState::first_token)
       .def_readwrite("last_token", &RequestState::last_token)
       .def_property_readonly("context_len", &RequestState::context_len)
@@ -192,8 +210,44 @@ void init_core(py::module_& m) {
       .def_property_readonly("num_requests", &InstanceView::num_requests)
       .def_property_readonly("kv_utilization", &InstanceView::kv_utilization)
       .def("blocks_for", &InstanceView::blocks_for, py::arg("tokens"))
+      .def(
+          "cached_prefix_tokens",
+          [](const InstanceView& v, const Request& r, const std::string& source) {
+            const auto chain = prompt_block_hashes(r, v.block_size);
+            if (source == "precise") return v.precise_prefix_tokens(chain);
+            if (source == "approximate") return v.approx_prefix_tokens(chain);
+            require(source == "auto", "source", "must be auto, precise or approximate, got '" + source + "'");
+            return v.cached_prefix_tokens(chain);
+          },
+          py::arg("request"), py::arg("source") = "auto",
+          "leading prompt tokens of `request` this instance holds (precise: the engine's cache; "
+          "approximate: what the router sent here; auto: precise when known)")
+      .def_property(
+          "prefix_cache", [](const InstanceView& v) { return std::const_pointer_cast<PrefixLookup>(v.prefix_cache); },
+          [](InstanceView& v, std::shared_ptr<PrefixLookup> p) { v.prefix_cache = std::move(p); },
+          "the engine's real prefix cache (precise), or None")
+      .def_property(
+          "prefix_index", [](const InstanceView& v) { return std::const_pointer_cast<PrefixLookup>(v.prefix_index); },
+          [](InstanceView& v, std::shared_ptr<PrefixLookup> p) { v.prefix_index = std::move(p); },
+          "the router's index of what it sent here (approximate), or None")
       .def("blocks_needed", &InstanceView::blocks_needed, py::arg("state"), py::arg("k"), py::arg("is_running"))
       .def("validate", &InstanceView::validate);
+
+  m.def("kv_transfer_time", py::overload_cast<const HardwareProfile&, const HardwareProfile&, Tokens>(&kv_transfer_time),
+        py::arg("sender"), py::arg("receiver"), py::arg("tokens"),
+        "seconds to move `tokens` tokens of KV between two instances (the slower link bounds it)");
+  m.def("prefix_block_hashes", &prefix_block_hashes, py::arg("request"), py::arg("block_size"), py::arg("max_tokens"),
+        "chained hashes of the full blocks among the first max_tokens identified tokens (core/prefix.h)");
+  m.def("prompt_block_hashes", &prompt_block_hashes, py::arg("request"), py::arg("block_size"),
+        "the chain a router looks up: full blocks of the first prompt_len - 1 tokens");
+  py::class_<PrefixLookup, std::shared_ptr<PrefixLookup>>(m, "PrefixLookup")
+      .def("match_blocks", &PrefixLookup::match_blocks, py::arg("chain"));
+  py::class_<ApproxPrefixIndex, PrefixLookup, std::shared_ptr<ApproxPrefixIndex>>(m, "ApproxPrefixIndex")
+      .def(py::init<int64_t>(), py::arg("capacity_blocks"))
+      .def("match_blocks", &ApproxPrefixIndex::match_blocks, py::arg("chain"))
+      .def("record", &ApproxPrefixIndex::record, py::arg("chain"))
+      .def("__len__", &ApproxPrefixIndex::size)
+      .def_property_readonly("capacity", &ApproxPrefixIndex::capacity);
 
   py::class_<TpsQuadratic>(m, "TpsQuadratic")
       .def(py::init([](double a, double b, double c) { return TpsQuadratic{a, b, c}; }), py::arg("a"),
@@ -212,6 +266,7 @@ void init_core(py::module_& m) {
       .def_readwrite("kv_bandwidth_bytes_per_s", &HardwareProfile::kv_bandwidth_bytes_per_s)
       .def_readwrite("kv_fixed_s", &HardwareProfile::kv_fixed_s)
       .def_readwrite("tps", &HardwareProfile::tps)
+      .def_readwrite("cold_start_s", &HardwareProfile::cold_start_s)
       .def("validate", &HardwareProfile::validate)
       .def("kv_transfer_time", &HardwareProfile::kv_transfer_time, py::arg("tokens"));
 
@@ -239,13 +294,15 @@ void init_core(py::module_& m) {
       .def_property_readonly("total_tokens", &Recorder::total_tokens);
 
   py::class_<MetricsOptions>(m, "MetricsOptions")
-      .def(py::init([](double w_prefill, double w_decode, double cost_unit_s, std::vector<double> quantiles) {
-             MetricsOptions o{w_prefill, w_decode, cost_unit_s, std::move(quantiles)};
+      .def(py::init([](double w_prefill, double w_decode, double cost_unit_s, std::vector<double> quantiles,
+                       double warmup_s) {
+             MetricsOptions o{w_prefill, w_decode, cost_unit_s, std::move(quantiles), warmup_s};
              o.validate();
              return o;
            }),
            py::arg("w_prefill") = 1.0, py::arg("w_decode") = 1.0, py::arg("cost_unit_s") = 0.05,
-           py::arg("quantiles") = std::vector<double>{0.5, 0.9, 0.99, 0.999})
+           py::arg("quantiles") = std::vector<double>{0.5, 0.9, 0.99, 0.999}, py::arg("warmup_s") = 0.0)
+      .def_readwrite("warmup_s", &MetricsOptions::warmup_s)
       .def_readwrite("w_prefill", &MetricsOptions::w_prefill)
       .def_readwrite("w_decode", &MetricsOptions::w_decode)
       .def_readwrite("cost_unit_s", &MetricsOptions::cost_unit_s)

@@ -1,6 +1,7 @@
 // HFX (HyperFlexis): the formulas, the priority mapper and introspection of the registered
 // policies. Policies themselves come from the registry (make_global_policy("hfx", ...));
-// no py::class_ derives from the trampolined GlobalPolicy here (see DESIGN notes / pitfall).
+// no py::class_ derives from the trampolined GlobalPolicy here (pybind11 cannot hand a
+// trampolined class back as its C++ subclass).
 #include <pybind11/stl.h>
 
 #include "bindings.h"
@@ -28,7 +29,7 @@ void init_hfx(py::module_& m) {
   m.def("hfx_token_budget", &token_budget, py::arg("ttft"), py::arg("tpot"), py::arg("e_d"), py::arg("a"),
         py::arg("b"), "HFX Eq. 5: largest prefill token count that keeps the tightest TTFT/TPOT.");
   m.def("hfx_admission_p", &admission_p, py::arg("arrival"), py::arg("ttft"), py::arg("prefill_s"), py::arg("now"),
-        py::arg("util") = 0.0, py::arg("util_exp") = 0.0, "HFX Alg. 1 calculate_p (DESIGN.md form).");
+        py::arg("util") = 0.0, py::arg("util_exp") = 0.0, "HFX Alg. 1 calculate_p: clamp(slack / TTFT, 0, 1) * (1 - util)^util_exp.");
   m.def("hfx_maturity_time", &maturity_time, py::arg("now"), py::arg("e_p"), py::arg("e_d"), py::arg("min_tpot"),
         "HFX Alg. 1 maturity: now + E_p + (E_p / relax) * E_d, relax = min TPOT - E_d.");
   m.def(
@@ -58,7 +59,7 @@ void init_hfx(py::module_& m) {
                         py::arg("norm_wait") = I.norm_wait, py::arg("max_wait") = I.max_wait, py::arg("kv_mean") = I.kv_mean);
       },
       py::arg("scaler"), py::arg("stage"), py::arg("now"), py::arg("views"),
-      "The three HFX scaling indicators of one pool (Sec. 3.3.3 of 002).");
+      "The three HFX scaling indicators of one pool (HFX-v2 Sec. 3.3.3).");
 
   py::class_<PriorityMapper>(m, "PriorityMapper", "HFX Alg. 2 / Eq. 6 priority-to-SLO mapper.")
       .def(py::init([](int window, std::vector<double> ttft_base, std::vector<double> tpot_base, double spread,

@@ -1,10 +1,11 @@
-// The three policy contracts (DESIGN.md "Contracts") with pybind11 trampolines, so a Python
+// The three policy contracts (the event contract in each header) with pybind11 trampolines, so a Python
 // class can implement a policy for research and run inside the C++ simulator.
 #include <pybind11/stl.h>
 
 #include "bindings.h"
 #include "slocore/batch/batch_scheduler.h"
 #include "slocore/policy/global_policy.h"
+#include "slocore/policy/recording.h"
 #include "slocore/scale/scaler.h"
 
 using namespace slocore;
@@ -25,6 +26,9 @@ class PyGlobalPolicy : public GlobalPolicy, public py::trampoline_self_life_supp
   Time next_wakeup() const override { PYBIND11_OVERRIDE(Time, GlobalPolicy, next_wakeup); }
   bool early_assignment() const override { PYBIND11_OVERRIDE(bool, GlobalPolicy, early_assignment); }
   size_t pending() const override { PYBIND11_OVERRIDE_PURE(size_t, GlobalPolicy, pending); }
+  void on_cancelled(Id request, Time now) override {
+    PYBIND11_OVERRIDE(void, GlobalPolicy, on_cancelled, request, now);
+  }
   void on_prefill_done(Id request, Id instance, Time now) override {
     PYBIND11_OVERRIDE(void, GlobalPolicy, on_prefill_done, request, instance, now);
   }
@@ -102,12 +106,28 @@ void init_interfaces(py::module_& m) {
       .def("next_wakeup", &GlobalPolicy::next_wakeup)
       .def("early_assignment", &GlobalPolicy::early_assignment)
       .def("pending", &GlobalPolicy::pending)
+      .def("on_cancelled", &GlobalPolicy::on_cancelled, py::arg("request"), py::arg("now"))
       .def("on_prefill_done", &GlobalPolicy::on_prefill_done, py::arg("request"), py::arg("instance"), py::arg("now"))
       .def("on_token", &GlobalPolicy::on_token, py::arg("request"), py::arg("instance"), py::arg("generated"),
            py::arg("now"))
       .def("on_finished", &GlobalPolicy::on_finished, py::arg("request"), py::arg("instance"), py::arg("now"))
       .def("on_instance_added", &GlobalPolicy::on_instance_added, py::arg("instance"), py::arg("role"), py::arg("now"))
       .def("on_instance_removed", &GlobalPolicy::on_instance_removed, py::arg("instance"), py::arg("now"));
+
+  py::class_<RecordingPolicy, GlobalPolicy, py::smart_holder>(m, "RecordingPolicy")
+      .def(
+          "events",
+          [](const RecordingPolicy& p) {
+            py::list out;
+            for (const PolicyEvent& e : p.events())
+              out.append(py::make_tuple(e.kind, e.request, e.instance, e.generated, e.now, e.expected_handoff));
+            return out;
+          },
+          "Every call received: (kind, request, instance, generated, now, expected_handoff) tuples.")
+      .def("clear", &RecordingPolicy::clear);
+
+  m.def("expected_handoff", &expected_handoff, py::arg("view"), py::arg("request"), py::arg("now"),
+        "The predicted end of the request's prefill on the instance with this view (early assignment).");
 
   py::class_<ScheduledItem>(m, "ScheduledItem")
       .def(py::init([](Id request, Tokens tokens) { return ScheduledItem{request, tokens}; }), py::arg("request"),
@@ -138,11 +158,15 @@ void init_interfaces(py::module_& m) {
       .value("SWITCH_ROLE", ScaleAction::SwitchRole);
 
   py::class_<ScaleDecision>(m, "ScaleDecision")
-      .def(py::init([](ScaleAction action, Role role, Id instance) { return ScaleDecision{action, role, instance}; }),
-           py::arg("action"), py::arg_v("role", Role::Colocated, "Role.COLOCATED"), py::arg("instance") = kNoInstance)
+      .def(py::init([](ScaleAction action, Role role, Id instance, std::string profile) {
+             return ScaleDecision{action, role, instance, std::move(profile)};
+           }),
+           py::arg("action"), py::arg_v("role", Role::Colocated, "Role.COLOCATED"), py::arg("instance") = kNoInstance,
+           py::arg("profile") = "")
       .def_readwrite("action", &ScaleDecision::action)
       .def_readwrite("role", &ScaleDecision::role)
-      .def_readwrite("instance", &ScaleDecision::instance);
+      .def_readwrite("instance", &ScaleDecision::instance)
+      .def_readwrite("profile", &ScaleDecision::profile);
 
   py::class_<Scaler, PyScaler, py::smart_holder>(m, "Scaler")
       .def(py::init<>())

@@ -1,4 +1,4 @@
-// ProServe (003_2674c12c132a39ef.txt): TDG token deadline/weight (Eq. 3) and GETMAXCHUNK as
+// ProServe: TDG token deadline/weight (Eq. 3) and GETMAXCHUNK as
 // standalone functions; SlideBatching and GoRouting are reached through the registries.
 #include <pybind11/stl.h>
 

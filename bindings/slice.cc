@@ -1,4 +1,4 @@
-// SLICE (001_a2337bd0687bbcfa.txt): decode mask, cycle estimate (Eq. 7), utility rate
+// SLICE: decode mask, cycle estimate (Eq. 7), utility rate
 // (Eq. 6) and task selection (Alg. 2) as standalone functions/classes; the scheduler itself
 // is reached through the registry (make_batch_scheduler("slice", ...)).
 #include <pybind11/stl.h>

@@ -9,6 +9,7 @@ OUT=${1:-twin-out}
 VPY=${SLOCORE_VLLM_PYTHON:-/tmp/slocore-vllm-venv/bin/python}
 LOADS=${LOADS:-0.25,0.5,0.75,1.0}
 N=${N:-300}
+slocore() { python3 -m slocore.cli "$@"; }  # the build on PYTHONPATH, installed or not
 mkdir -p "$OUT"
 "$VPY" -c "import sys; sys.path.insert(0, 'python/slocore/integrations/vllm'); import tiny_model; tiny_model.write('$OUT/tiny')"
 serve() {  # PORT CORE
@@ -32,7 +33,7 @@ EOF
 slocore profile --url http://127.0.0.1:8301 -o "$OUT/vllm-cpu-tiny.json" --quiet | tee "$OUT/profile.txt"
 slocore bench twin --url http://127.0.0.1:8301 --profile "$OUT/vllm-cpu-tiny.json" -n "$N" --loads "$LOADS" \
   --quiet --json > "$OUT/twin-1.json"
-slocore serve --config "$OUT/router.yaml" > "$OUT/router.log" 2>&1 & PR=$!
+python3 -m slocore.cli serve --config "$OUT/router.yaml" > "$OUT/router.log" 2>&1 & PR=$!
 wait_up http://127.0.0.1:8310
 slocore bench twin --url http://127.0.0.1:8310 --instances 2 --profile "$OUT/vllm-cpu-tiny.json" -n "$N" \
   --loads "$LOADS" --quiet --json > "$OUT/twin-2.json"

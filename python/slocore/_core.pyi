@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'DecodeMask', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PriorityMapper', 'Recorder', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SibylProjectedLoad', 'SimConfig', 'SimResult', 'Slo', 'SurvivalEstimator', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight']
+__all__: list[str] = ['ApproxPrefixIndex', 'Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'DecodeMask', 'EngineModel', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PrefixCache', 'PrefixLookup', 'PriorityMapper', 'Recorder', 'RecordingPolicy', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SibylProjectedLoad', 'SimConfig', 'SimResult', 'Slo', 'SurvivalEstimator', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'expected_handoff', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'kv_transfer_time', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'policy_info', 'prefix_block_hashes', 'prompt_block_hashes', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight']
 class Role:
     """
     Members:
@@ -127,7 +127,7 @@ class Slo:
 class Request:
     slo: Slo
     task: str
-    def __init__(self, id: typing.SupportsInt | typing.SupportsIndex, arrival: typing.SupportsFloat | typing.SupportsIndex, prompt_len: typing.SupportsInt | typing.SupportsIndex, *, output_len: typing.SupportsInt | typing.SupportsIndex | None = None, expected_output_len: typing.SupportsInt | typing.SupportsIndex | None = None, max_output_len: typing.SupportsInt | typing.SupportsIndex | None = None, ttft: typing.SupportsFloat | typing.SupportsIndex = ..., tpot: typing.SupportsFloat | typing.SupportsIndex = ..., deadline: typing.SupportsFloat | typing.SupportsIndex | None = None, priority: typing.SupportsInt | typing.SupportsIndex = 0, priority_weight: typing.SupportsFloat | typing.SupportsIndex = 1.0, utility: typing.SupportsFloat | typing.SupportsIndex = 1.0, task: str = '') -> None:
+    def __init__(self, id: typing.SupportsInt | typing.SupportsIndex, arrival: typing.SupportsFloat | typing.SupportsIndex, prompt_len: typing.SupportsInt | typing.SupportsIndex, *, output_len: typing.SupportsInt | typing.SupportsIndex | None = None, expected_output_len: typing.SupportsInt | typing.SupportsIndex | None = None, max_output_len: typing.SupportsInt | typing.SupportsIndex | None = None, ttft: typing.SupportsFloat | typing.SupportsIndex = ..., tpot: typing.SupportsFloat | typing.SupportsIndex = ..., deadline: typing.SupportsFloat | typing.SupportsIndex | None = None, priority: typing.SupportsInt | typing.SupportsIndex = 0, priority_weight: typing.SupportsFloat | typing.SupportsIndex = 1.0, utility: typing.SupportsFloat | typing.SupportsIndex = 1.0, task: str = '', prefix: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]] = []) -> None:
         ...
     def __repr__(self) -> str:
         ...
@@ -164,6 +164,14 @@ class Request:
     def output_len(self, arg0: typing.SupportsInt | typing.SupportsIndex | None) -> None:
         ...
     @property
+    def prefix(self) -> list[tuple[int, int]]:
+        """
+        prompt segments (group, len) of shared texts (core/prefix.h); empty: no identity
+        """
+    @prefix.setter
+    def prefix(self, arg1: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]]) -> None:
+        ...
+    @property
     def priority(self) -> int:
         ...
     @priority.setter
@@ -193,6 +201,12 @@ class Request:
 class RequestState:
     request: Request
     def __init__(self, request: Request, computed: typing.SupportsInt | typing.SupportsIndex = 0, generated: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+        ...
+    @property
+    def cached(self) -> int:
+        ...
+    @cached.setter
+    def cached(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
     def computed(self) -> int:
@@ -361,6 +375,10 @@ class InstanceView:
         ...
     def blocks_needed(self, state: RequestState, k: typing.SupportsInt | typing.SupportsIndex, is_running: bool) -> int:
         ...
+    def cached_prefix_tokens(self, request: Request, source: str = 'auto') -> int:
+        """
+        leading prompt tokens of `request` this instance holds (precise: the engine's cache; approximate: what the router sent here; auto: precise when known)
+        """
     def validate(self) -> None:
         ...
     @property
@@ -412,6 +430,22 @@ class InstanceView:
     def num_requests(self) -> int:
         ...
     @property
+    def prefix_cache(self) -> ...:
+        """
+        the engine's real prefix cache (precise), or None
+        """
+    @prefix_cache.setter
+    def prefix_cache(self, arg1: ...) -> None:
+        ...
+    @property
+    def prefix_index(self) -> ...:
+        """
+        the router's index of what it sent here (approximate), or None
+        """
+    @prefix_index.setter
+    def prefix_index(self, arg1: ...) -> None:
+        ...
+    @property
     def running(self) -> list[RequestState]:
         ...
     @running.setter
@@ -422,6 +456,21 @@ class InstanceView:
         ...
     @waiting.setter
     def waiting(self, arg0: collections.abc.Sequence[RequestState]) -> None:
+        ...
+class PrefixLookup:
+    def match_blocks(self, chain: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> int:
+        ...
+class ApproxPrefixIndex(PrefixLookup):
+    def __init__(self, capacity_blocks: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __len__(self) -> int:
+        ...
+    def match_blocks(self, chain: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> int:
+        ...
+    def record(self, chain: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+        ...
+    @property
+    def capacity(self) -> int:
         ...
 class TpsQuadratic:
     def __init__(self, a: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex, c: typing.SupportsFloat | typing.SupportsIndex) -> None:
@@ -459,6 +508,12 @@ class HardwareProfile:
         ...
     @block_size.setter
     def block_size(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def cold_start_s(self) -> float:
+        ...
+    @cold_start_s.setter
+    def cold_start_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
     def kv_bandwidth_bytes_per_s(self) -> float:
@@ -531,7 +586,7 @@ class Recorder:
     def total_tokens(self) -> int:
         ...
 class MetricsOptions:
-    def __init__(self, w_prefill: typing.SupportsFloat | typing.SupportsIndex = 1.0, w_decode: typing.SupportsFloat | typing.SupportsIndex = 1.0, cost_unit_s: typing.SupportsFloat | typing.SupportsIndex = 0.05, quantiles: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [0.5, 0.9, 0.99, 0.999]) -> None:
+    def __init__(self, w_prefill: typing.SupportsFloat | typing.SupportsIndex = 1.0, w_decode: typing.SupportsFloat | typing.SupportsIndex = 1.0, cost_unit_s: typing.SupportsFloat | typing.SupportsIndex = 0.05, quantiles: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [0.5, 0.9, 0.99, 0.999], warmup_s: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> None:
         ...
     @property
     def cost_unit_s(self) -> float:
@@ -556,6 +611,12 @@ class MetricsOptions:
         ...
     @w_prefill.setter
     def w_prefill(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def warmup_s(self) -> float:
+        ...
+    @warmup_s.setter
+    def warmup_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
 class RequestMetrics:
     @property
@@ -627,6 +688,8 @@ class GlobalPolicy:
         ...
     def next_wakeup(self) -> float:
         ...
+    def on_cancelled(self, request: typing.SupportsInt | typing.SupportsIndex, now: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
     def on_finished(self, request: typing.SupportsInt | typing.SupportsIndex, instance: typing.SupportsInt | typing.SupportsIndex, now: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     def on_instance_added(self, instance: typing.SupportsInt | typing.SupportsIndex, role: Role, now: typing.SupportsFloat | typing.SupportsIndex) -> None:
@@ -645,6 +708,13 @@ class GlobalPolicy:
         ...
     def submit(self, request: Request, now: typing.SupportsFloat | typing.SupportsIndex, expected_handoff: typing.SupportsFloat | typing.SupportsIndex = ...) -> None:
         ...
+class RecordingPolicy(GlobalPolicy):
+    def clear(self) -> None:
+        ...
+    def events(self) -> list:
+        """
+        Every call received: (kind, request, instance, generated, now, expected_handoff) tuples.
+        """
 class ScheduledItem:
     def __init__(self, request: typing.SupportsInt | typing.SupportsIndex, tokens: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
         ...
@@ -738,8 +808,9 @@ class ScaleAction:
         ...
 class ScaleDecision:
     action: ScaleAction
+    profile: str
     role: Role
-    def __init__(self, action: ScaleAction, role: Role = ..., instance: typing.SupportsInt | typing.SupportsIndex = -1) -> None:
+    def __init__(self, action: ScaleAction, role: Role = ..., instance: typing.SupportsInt | typing.SupportsIndex = -1, profile: str = '') -> None:
         ...
     @property
     def instance(self) -> int:
@@ -772,6 +843,7 @@ class SimConfig:
     disaggregated: bool
     global_policy: GlobalPolicy
     prefill_policy: GlobalPolicy
+    prefix_caching: bool
     processor_sharing: bool
     profile: HardwareProfile
     scaler: Scaler
@@ -808,6 +880,18 @@ class SimConfig:
         ...
     @decode_instances.setter
     def decode_instances(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def decode_profiles(self) -> list[HardwareProfile]:
+        ...
+    @decode_profiles.setter
+    def decode_profiles(self, arg0: collections.abc.Sequence[HardwareProfile]) -> None:
+        ...
+    @property
+    def instance_profiles(self) -> list[HardwareProfile]:
+        ...
+    @instance_profiles.setter
+    def instance_profiles(self, arg0: collections.abc.Sequence[HardwareProfile]) -> None:
         ...
     @property
     def instances(self) -> int:
@@ -858,10 +942,22 @@ class SimConfig:
     def prefill_instances(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
+    def prefill_profiles(self) -> list[HardwareProfile]:
+        ...
+    @prefill_profiles.setter
+    def prefill_profiles(self, arg0: collections.abc.Sequence[HardwareProfile]) -> None:
+        ...
+    @property
     def role_switch_s(self) -> float:
         ...
     @role_switch_s.setter
     def role_switch_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def scale_profiles(self) -> list[HardwareProfile]:
+        ...
+    @scale_profiles.setter
+    def scale_profiles(self, arg0: collections.abc.Sequence[HardwareProfile]) -> None:
         ...
     @property
     def seed(self) -> int:
@@ -915,6 +1011,75 @@ class SimResult:
         ...
     @property
     def timeline(self) -> list[TimelinePoint]:
+        ...
+class EngineModel:
+    """
+    One simulator engine (csrc/slocore/sim/engine.h) stepped by the caller: same planning, plan sanitising, online correction, on_batch_done and iteration times.
+    """
+    def __init__(self, profile: HardwareProfile, scheduler: BatchScheduler, max_batch_tokens: typing.SupportsInt | typing.SupportsIndex = 8192, max_num_seqs: typing.SupportsInt | typing.SupportsIndex = 256, kv_blocks: typing.SupportsInt | typing.SupportsIndex = 0, belief: LatencyCoeffs | None = None, correction_window: typing.SupportsInt | typing.SupportsIndex = 32, noise_sigma: typing.SupportsFloat | typing.SupportsIndex = 0.0, seed: typing.SupportsInt | typing.SupportsIndex = 0, role: Role = ..., processor_sharing: bool = False) -> None:
+        ...
+    def add(self, state: RequestState) -> None:
+        """
+        Queue a request (waiting) on the engine.
+        """
+    def cancel(self, request: typing.SupportsInt | typing.SupportsIndex, now: typing.SupportsFloat | typing.SupportsIndex) -> bool:
+        ...
+    def finish(self, now: typing.SupportsFloat | typing.SupportsIndex) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+        """
+        End the iteration at `now`: ([(request, generated)], finished ids, handed-off ids).
+        """
+    def start(self, now: typing.SupportsFloat | typing.SupportsIndex) -> float:
+        """
+        Plan the next iteration at `now`; its duration in seconds, < 0 when nothing can run.
+        """
+    @property
+    def busy(self) -> bool:
+        ...
+    @property
+    def has_work(self) -> bool:
+        ...
+    @property
+    def iterations(self) -> int:
+        ...
+    @property
+    def plan(self) -> BatchPlan:
+        ...
+    @property
+    def preemptions(self) -> int:
+        ...
+    @property
+    def view(self) -> InstanceView:
+        ...
+    @property
+    def violations(self) -> int:
+        ...
+class PrefixCache(PrefixLookup):
+    """
+    one engine's block-level prefix cache (csrc/slocore/sim/prefix_cache.h)
+    """
+    def __init__(self) -> None:
+        ...
+    def __len__(self) -> int:
+        ...
+    def acquire(self, h: typing.SupportsInt | typing.SupportsIndex) -> bool:
+        ...
+    def evict_lru(self) -> bool:
+        ...
+    def free_queue(self) -> list[int]:
+        ...
+    def insert(self, h: typing.SupportsInt | typing.SupportsIndex) -> bool:
+        ...
+    def match_blocks(self, chain: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> int:
+        ...
+    def refs(self, h: typing.SupportsInt | typing.SupportsIndex) -> int:
+        ...
+    def release(self, h: typing.SupportsInt | typing.SupportsIndex) -> bool:
+        ...
+    @property
+    def cached_free(self) -> int:
+        ...
+    @property
+    def evictions(self) -> int:
         ...
 class PriorityMapper:
     """
@@ -1018,6 +1183,10 @@ class SibylProjectedLoad:
         ...
 def batch_scheduler_names() -> list[str]:
     ...
+def expected_handoff(view: InstanceView, request: Request, now: typing.SupportsFloat | typing.SupportsIndex) -> float:
+    """
+    The predicted end of the request's prefill on the instance with this view (early assignment).
+    """
 def fit_relative_least_squares(X: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]], y: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> FitResult:
     """
     Least squares on relative error (HFX appendix A).
@@ -1026,7 +1195,7 @@ def global_policy_names() -> list[str]:
     ...
 def hfx_admission_p(arrival: typing.SupportsFloat | typing.SupportsIndex, ttft: typing.SupportsFloat | typing.SupportsIndex, prefill_s: typing.SupportsFloat | typing.SupportsIndex, now: typing.SupportsFloat | typing.SupportsIndex, util: typing.SupportsFloat | typing.SupportsIndex = 0.0, util_exp: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> float:
     """
-    HFX Alg. 1 calculate_p (DESIGN.md form).
+    HFX Alg. 1 calculate_p: clamp(slack / TTFT, 0, 1) * (1 - util)^util_exp.
     """
 def hfx_assigned_slos(policy: GlobalPolicy) -> list[tuple[int, float, float]]:
     """
@@ -1056,11 +1225,15 @@ def hfx_maturity_time(now: typing.SupportsFloat | typing.SupportsIndex, e_p: typ
     """
 def hfx_scaler_indicators(scaler: Scaler, stage: typing.SupportsInt | typing.SupportsIndex, now: typing.SupportsFloat | typing.SupportsIndex, views: collections.abc.Sequence[InstanceView]) -> dict:
     """
-    The three HFX scaling indicators of one pool (Sec. 3.3.3 of 002).
+    The three HFX scaling indicators of one pool (HFX-v2 Sec. 3.3.3).
     """
 def hfx_token_budget(ttft: typing.SupportsFloat | typing.SupportsIndex, tpot: typing.SupportsFloat | typing.SupportsIndex, e_d: typing.SupportsFloat | typing.SupportsIndex, a: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex) -> float:
     """
     HFX Eq. 5: largest prefill token count that keeps the tightest TTFT/TPOT.
+    """
+def kv_transfer_time(sender: ..., receiver: ..., tokens: typing.SupportsInt | typing.SupportsIndex) -> float:
+    """
+    seconds to move `tokens` tokens of KV between two instances (the slower link bounds it)
     """
 def make_batch_scheduler(name: str, params: collections.abc.Mapping[str, typing.SupportsFloat | typing.SupportsIndex | str] = {}) -> BatchScheduler:
     ...
@@ -1070,9 +1243,21 @@ def make_global_policy(name: str, params: collections.abc.Mapping[str, typing.Su
     """
 def make_scaler(name: str, params: collections.abc.Mapping[str, typing.SupportsFloat | typing.SupportsIndex | str] = {}) -> Scaler:
     ...
+def policy_info(kind: str, name: str) -> dict:
+    """
+    The registry entry `name` of `kind` (global_policy | batch_scheduler | scaler): {name, summary, params: [{name, type, default, help, range}]}, the one parameter table its factory and params() use.
+    """
+def prefix_block_hashes(request: Request, block_size: typing.SupportsInt | typing.SupportsIndex, max_tokens: typing.SupportsInt | typing.SupportsIndex) -> list[int]:
+    """
+    chained hashes of the full blocks among the first max_tokens identified tokens (core/prefix.h)
+    """
+def prompt_block_hashes(request: Request, block_size: typing.SupportsInt | typing.SupportsIndex) -> list[int]:
+    """
+    the chain a router looks up: full blocks of the first prompt_len - 1 tokens
+    """
 def request_metrics(record: RequestRecord, options: MetricsOptions = ...) -> RequestMetrics:
     ...
-def requests_from_columns(id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], arrival: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], prompt_len: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], output_len: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], ttft: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], tpot: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], deadline: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], priority: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], priority_weight: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], utility: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], task: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], task_names: collections.abc.Sequence[str]) -> list[Request]:
+def requests_from_columns(id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], arrival: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], prompt_len: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], output_len: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], ttft: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], tpot: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], deadline: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], priority: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], priority_weight: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], utility: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], task: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], task_names: collections.abc.Sequence[str], prefix_offsets: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] | None = None, prefix_groups: typing.Annotated[numpy.typing.ArrayLike, numpy.uint64] | None = None, prefix_lens: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] | None = None) -> list[Request]:
     ...
 def scaler_names() -> list[str]:
     ...

@@ -1,5 +1,5 @@
-"""`slocore` command line: simulate | scenarios | fit | profiles | profile | presets | serve | engine |
-bench serve|matrix|twin."""
+"""`slocore` command line: simulate | scenarios | policies | fit | profiles | profile | presets | serve |
+engine | bench serve|matrix|twin."""
 from __future__ import annotations
 
 import argparse
@@ -29,7 +29,7 @@ def cmd_simulate(a) -> int:
     for key in ("profile", "instances", "noise_sigma", "belief_scale", "max_instances"):
         v = getattr(a, key)
         if v is not None:
-            overrides[key] = v
+            overrides[key] = v.split(",") if key == "profile" and "," in v else v  # a,b,...: one per instance
     rows = experiment.run_scenario(sc, loads=a.loads, variants=a.variants.split(",") if a.variants else None,
                                    seeds=a.seeds, overrides=overrides, progress=not a.quiet)
     if a.json:
@@ -51,6 +51,28 @@ def cmd_scenarios(a) -> int:
         print(f"{'':28s}   source: {sc.source}; loads: {', '.join(f'{l:g}' for l in sc.loads)} {sc.load_unit}")
         if missing:
             print(f"{'':28s}   (not in this build: {', '.join(missing)})")
+    return 0
+
+
+def cmd_policies(a) -> int:
+    """Every registered global policy, batch scheduler and scaler with its parameter table."""
+    from slocore import _core
+
+    kinds = {"global_policy": _core.global_policy_names, "batch_scheduler": _core.batch_scheduler_names,
+             "scaler": _core.scaler_names}
+    infos = [_core.policy_info(kind, n) | {"kind": kind} for kind, names in kinds.items()
+             if a.kind in (None, kind) for n in names() if a.name in (None, n)]
+    if not infos:
+        raise ValueError(f"name: no registered {a.kind or 'policy, scheduler or scaler'} named {a.name!r}")
+    if a.json:
+        print(json.dumps(infos, indent=1))
+        return 0
+    for i in infos:
+        print(f"{i['kind']} {i['name']}: {i['summary']}")
+        for p in i["params"]:
+            d = int(p["default"]) if p["type"] in ("int", "bool") else p["default"]
+            shown = p["name"] if p["type"] == "map" else f"{p['name']} = {d!r}"
+            print(f"    {shown}" + (f"  in {p['range']}" if p["range"] else "") + f"  {p['help']}")
     return 0
 
 
@@ -167,7 +189,8 @@ def main(argv=None) -> int:
     s.add_argument("--variants", help="comma-separated variants of the scenario (default: all available)")
     s.add_argument("--loads", type=_floats, help="comma-separated loads (default: the scenario's)")
     s.add_argument("--seeds", type=_ints, default=[0], help="comma-separated seeds (default: 0)")
-    s.add_argument("--profile", help="hardware profile override (see `slocore profiles`)")
+    s.add_argument("--profile", help="hardware profile override (see `slocore profiles`); comma-separated: one "
+                   "per colocated instance (a mixed cluster)")
     s.add_argument("--instances", type=int, help="colocated instance count override")
     s.add_argument("--max-instances", dest="max_instances", type=int, help="scale-out cap override")
     s.add_argument("--noise-sigma", dest="noise_sigma", type=float, help="log-normal noise on iteration times")
@@ -179,6 +202,11 @@ def main(argv=None) -> int:
     s.set_defaults(func=cmd_simulate)
     sc = sub.add_parser("scenarios", help="list built-in scenarios")
     sc.set_defaults(func=cmd_scenarios)
+    po = sub.add_parser("policies", help="list global policies, batch schedulers and scalers with their parameters")
+    po.add_argument("name", nargs="?", help="show only this name")
+    po.add_argument("--kind", choices=["global_policy", "batch_scheduler", "scaler"])
+    po.add_argument("--json", action="store_true")
+    po.set_defaults(func=cmd_policies)
     f = sub.add_parser("fit", help="fit a latency model to measurements (CSV)")
     f.add_argument("--model", default="stage", choices=["stage", "per_request", "tps"])
     f.add_argument("csv", nargs="?", help="measurements (default: bundled sample for --model stage)")

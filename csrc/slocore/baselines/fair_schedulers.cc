@@ -8,9 +8,7 @@ namespace slocore {
 
 // ---- weighted_vtc ------------------------------------------------------------------------
 
-ParamMap WeightedVtcScheduler::params() const {
-  return {{"token_budget", double(p_.token_budget)}, {"w_in", p_.w_in}, {"w_out", p_.w_out}};
-}
+ParamMap WeightedVtcScheduler::params() const { return write_params(p_); }
 
 double WeightedVtcScheduler::counter(int client) const {
   auto it = counter_.find(client);
@@ -71,11 +69,7 @@ BatchPlan WeightedVtcScheduler::schedule(const InstanceView& v, Time) {
 
 // ---- mlfq --------------------------------------------------------------------------------
 
-ParamMap MlfqScheduler::params() const {
-  return {{"levels", double(p_.levels)},
-          {"base_quantum_s", p_.base_quantum_s},
-          {"promote_after_s", p_.promote_after_s}};
-}
+ParamMap MlfqScheduler::params() const { return write_params(p_); }
 
 int MlfqScheduler::level(Id request) const {
   auto it = state_.find(request);

@@ -1,4 +1,4 @@
-// Fairness / preemptive baselines (issue 4; one paragraph each in docs/baselines.md).
+// Fairness / preemptive baselines (one paragraph each in docs/baselines.md).
 //  weighted_vtc  Virtual Token Counter (Sheng et al., "Fairness in Serving Large Language
 //                Models", OSDI'24) with per-class weights, ProServe's Weighted VTC baseline:
 //                a client is a priority class; its counter grows by
@@ -27,11 +27,17 @@ struct VtcParams {
   Tokens token_budget = 512;
   double w_in = 1.0;   // weight of a prompt token
   double w_out = 2.0;  // weight of an output token (VTC's default 1:2)
+  template <class V>
+  void visit(V& v) {
+    v.field("token_budget", token_budget, "tokens per iteration (prefill chunks + decodes)", Range::at_least(1));
+    v.field("w_in", w_in, "counter weight of a prompt token", Range::above(0));
+    v.field("w_out", w_out, "counter weight of an output token (VTC's 1:2)", Range::above(0));
+  }
 };
 
 class WeightedVtcScheduler : public BatchScheduler {
  public:
-  explicit WeightedVtcScheduler(VtcParams p) : p_(p) {}
+  explicit WeightedVtcScheduler(VtcParams p) : p_(p) { check_params(p_, name()); }
   std::string name() const override { return "weighted_vtc"; }
   ParamMap params() const override;
   BatchPlan schedule(const InstanceView& v, Time now) override;
@@ -49,11 +55,17 @@ struct MlfqParams {
   int levels = 6;
   double base_quantum_s = 0.02;   // level-0 quantum: about one decode iteration
   double promote_after_s = 2.0;   // starvation guard
+  template <class V>
+  void visit(V& v) {
+    v.field("levels", levels, "queue levels; level i has quantum base_quantum_s * 2^i", Range::closed(1, 32));
+    v.field("base_quantum_s", base_quantum_s, "level-0 quantum of estimated service, s", Range::above(0));
+    v.field("promote_after_s", promote_after_s, "a request waiting this long returns to level 0, s", Range::above(0));
+  }
 };
 
 class MlfqScheduler : public BatchScheduler {
  public:
-  explicit MlfqScheduler(MlfqParams p) : p_(p) {}
+  explicit MlfqScheduler(MlfqParams p) : p_(p) { check_params(p_, name()); }
   std::string name() const override { return "mlfq"; }
   ParamMap params() const override;
   BatchPlan schedule(const InstanceView& v, Time now) override;

@@ -8,15 +8,16 @@
 #pragma once
 #include <cstdint>
 
+#include "slocore/baselines/routers.h"
 #include "slocore/policy/push_policy.h"
 
 namespace slocore {
 
 class PowerOfTwoPolicy : public PushPolicy {
  public:
-  explicit PowerOfTwoPolicy(uint64_t seed = 0) : seed_(seed), state_(seed) {}
+  explicit PowerOfTwoPolicy(RandomParams p = {}) : seed_(p.seed), state_(p.seed) {}
   std::string name() const override { return "power_of_two"; }
-  ParamMap params() const override { return {{"seed", double(seed_)}}; }
+  ParamMap params() const override { return write_params(RandomParams{seed_}); }
   static uint64_t splitmix64(uint64_t& state);
 
  protected:

@@ -1,4 +1,4 @@
-// Baseline global policies (issue 4). Each places a request on arrival among the instances
+// Baseline global policies (one paragraph each in docs/baselines.md). Each places a request on arrival among the instances
 // that accept traffic:
 //  round_robin: the next instance in id order (Llumnix/HFX "RR" baseline).
 //  random:      uniform choice, seeded (the usual lower bound).
@@ -21,15 +21,23 @@ class RoundRobinPolicy : public PushPolicy {
   Id last_ = -1;
 };
 
+struct RandomParams {
+  uint64_t seed = 0;
+  template <class V>
+  void visit(V& v) {
+    v.field("seed", seed, "seed of the instance choice", Range::at_least(0));
+  }
+};
+
 class RandomPolicy : public PushPolicy {
  public:
-  explicit RandomPolicy(uint64_t seed = 0) : seed_(seed), rng_(seed) {}
+  explicit RandomPolicy(RandomParams p = {}) : p_(p), rng_(p.seed) {}
   std::string name() const override { return "random"; }
-  ParamMap params() const override { return {{"seed", double(seed_)}}; }
+  ParamMap params() const override { return write_params(p_); }
  protected:
   int choose(const Request& r, Time now, const std::vector<InstanceView>& views) override;
  private:
-  uint64_t seed_;
+  RandomParams p_;
   std::mt19937_64 rng_;
 };
 
@@ -40,11 +48,20 @@ class LeastOutstandingPolicy : public PushPolicy {
   int choose(const Request& r, Time now, const std::vector<InstanceView>& views) override;
 };
 
+struct LeastTokensParams {
+  double default_output = 128;
+  template <class V>
+  void visit(V& v) {
+    v.field("default_output", default_output, "output tokens assumed for a request of unknown length",
+            Range::at_least(0));
+  }
+};
+
 class LeastTokensPolicy : public PushPolicy {
  public:
-  explicit LeastTokensPolicy(double default_output = 128) : default_output_(default_output) {}
+  explicit LeastTokensPolicy(LeastTokensParams p = {}) : default_output_(p.default_output) {}
   std::string name() const override { return "least_tokens"; }
-  ParamMap params() const override { return {{"default_output", default_output_}}; }
+  ParamMap params() const override { return write_params(LeastTokensParams{default_output_}); }
   static int64_t outstanding_tokens(const InstanceView& v, Tokens default_output);
  protected:
   int choose(const Request& r, Time now, const std::vector<InstanceView>& views) override;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "slocore/core/metrics.h"
+
 namespace slocore {
 
 namespace {
@@ -79,8 +81,7 @@ BatchPlan SarathiScheduler::schedule(const InstanceView& v, Time) {
 }
 
 double EdfScheduler::next_deadline(const RequestState& s) {
-  const Request& r = s.request;
-  return r.arrival + r.slo.ttft + double(s.generated) * r.slo.tpot;  // ProServe Eq. 3
+  return token_deadline(s.request, s.generated + 1);  // of its next token, ProServe Eq. 3
 }
 
 BatchPlan EdfScheduler::schedule(const InstanceView& v, Time) {

@@ -1,4 +1,4 @@
-// Baseline local batch schedulers (issue 4; one paragraph each in docs/baselines.md).
+// Baseline local batch schedulers (one paragraph each in docs/baselines.md).
 // (weighted_vtc and mlfq are in fair_baselines.h.)
 //  vllm_fcfs        vLLM's classic scheduler (Kwon et al., SOSP'23): prefill-first; waiting
 //                   requests are admitted FCFS with whole prompts, and an iteration that
@@ -18,20 +18,32 @@
 
 namespace slocore {
 
-struct FcfsParams {
-  Tokens token_budget = 512;  // Sarathi chunk / per-iteration token budget
-  bool chunked = false;       // vllm_fcfs: chunked prefill
+struct VllmFcfsParams {
+  bool chunked = false;
+  template <class V>
+  void visit(V& v) {
+    v.field("chunked", chunked, "chunk prompts into the engine's batch token limit");
+  }
+};
+
+// Sarathi, EDF: the per-iteration token budget (Sarathi's chunk).
+struct TokenBudgetParams {
+  Tokens token_budget = 512;
+  template <class V>
+  void visit(V& v) {
+    v.field("token_budget", token_budget, "tokens per iteration (prefill chunks + decodes)", Range::at_least(1));
+  }
 };
 
 class VllmFcfsScheduler : public BatchScheduler {
  public:
-  explicit VllmFcfsScheduler(FcfsParams p) : p_(p) {}
+  explicit VllmFcfsScheduler(VllmFcfsParams p) : p_(p) {}
   std::string name() const override { return "vllm_fcfs"; }
-  ParamMap params() const override { return {{"chunked", double(p_.chunked)}}; }
+  ParamMap params() const override { return write_params(p_); }
   BatchPlan schedule(const InstanceView& v, Time now) override;
 
  private:
-  FcfsParams p_;
+  VllmFcfsParams p_;
 };
 
 class OrcaScheduler : public BatchScheduler {
@@ -42,26 +54,26 @@ class OrcaScheduler : public BatchScheduler {
 
 class SarathiScheduler : public BatchScheduler {
  public:
-  SarathiScheduler(FcfsParams p, bool by_priority) : p_(p), by_priority_(by_priority) {}
+  SarathiScheduler(TokenBudgetParams p, bool by_priority) : p_(p), by_priority_(by_priority) { check_params(p_, name()); }
   std::string name() const override { return by_priority_ ? "sarathi_priority" : "sarathi_fcfs"; }
-  ParamMap params() const override { return {{"token_budget", double(p_.token_budget)}}; }
+  ParamMap params() const override { return write_params(p_); }
   BatchPlan schedule(const InstanceView& v, Time now) override;
 
  private:
-  FcfsParams p_;
+  TokenBudgetParams p_;
   bool by_priority_;
 };
 
 class EdfScheduler : public BatchScheduler {
  public:
-  explicit EdfScheduler(FcfsParams p) : p_(p) {}
+  explicit EdfScheduler(TokenBudgetParams p) : p_(p) { check_params(p_, name()); }
   std::string name() const override { return "edf"; }
-  ParamMap params() const override { return {{"token_budget", double(p_.token_budget)}}; }
+  ParamMap params() const override { return write_params(p_); }
   BatchPlan schedule(const InstanceView& v, Time now) override;
   static double next_deadline(const RequestState& s);
 
  private:
-  FcfsParams p_;
+  TokenBudgetParams p_;
 };
 
 }  // namespace slocore

@@ -15,11 +15,20 @@
 
 namespace slocore {
 
+struct VllmPriorityParams {
+  Tokens token_budget = 0;  // 0: the engine's max_batch_tokens (vLLM's max_num_batched_tokens)
+  template <class V>
+  void visit(V& v) {
+    v.field("token_budget", token_budget, "tokens per iteration; 0 = the engine's max_batch_tokens",
+            Range::at_least(0));
+  }
+};
+
 class VllmPriorityScheduler : public BatchScheduler {
  public:
-  explicit VllmPriorityScheduler(Tokens token_budget = 0) : token_budget_(token_budget) {}
+  explicit VllmPriorityScheduler(VllmPriorityParams p = {}) : token_budget_(p.token_budget) {}
   std::string name() const override { return "vllm_priority"; }
-  ParamMap params() const override { return {{"token_budget", double(token_budget_)}}; }
+  ParamMap params() const override { return write_params(VllmPriorityParams{token_budget_}); }
   BatchPlan schedule(const InstanceView& v, Time now) override;
 
  private:

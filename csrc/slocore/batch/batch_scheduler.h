@@ -1,6 +1,22 @@
-// Local batch scheduler contract (DESIGN.md "Contracts"): which requests run in the next
-// engine iteration, with how many tokens each, given the engine's queue (its view), its
-// latency model and `now`. A prefill item's tokens are a prompt chunk; a decode item's are 1.
+// Local batch scheduler contract: which requests run in the next engine iteration, with
+// how many tokens each, given the engine's queue (its view), its latency model and `now`.
+// A prefill item's tokens are a prompt chunk; a decode item's are 1.
+//
+// The event contract. One engine model (sim/engine.cc) makes these calls, in the simulator
+// and in the emulated engine of `slocore serve` alike (serve/engine.py steps the same C++
+// engine, paced by real time):
+// * schedule(engine, now): when the engine is idle and has work, at `now` (the end of the
+//   previous iteration, or the arrival that woke it). The plan is then sanitised: unknown,
+//   duplicate or infeasible items (over the token budget, max_num_seqs or free KV) and
+//   preemptions of requests that are not running are dropped and counted as violations;
+//   preempted requests lose their KV and go back to the head of the waiting queue.
+// * on_batch_done(engine, plan, predicted_s, actual_s, now): at the end of each iteration,
+//   `now` = its end, with the sanitised plan, the view model's prediction and the truth
+//   duration, after the view's online correction (ProServe 4.1) saw the same pair and
+//   before the tokens of the iteration are emitted.
+// * on_finished(id, now): a request left the engine: its last token (or, on a P/D prefill
+//   instance, its handoff) in this iteration, or it was cancelled (the client went away).
+//   Request ids are the engine's own.
 #pragma once
 #include <string>
 #include <vector>
@@ -27,7 +43,7 @@ class BatchScheduler {
   virtual std::string name() const = 0;
   virtual ParamMap params() const { return {}; }
   virtual BatchPlan schedule(const InstanceView& engine, Time now) = 0;
-  // Called when the iteration ends, with what the scheduler's model predicted and the truth.
+  // Called when the iteration ends, with what the view's model predicted and the truth.
   virtual void on_batch_done(const InstanceView& engine, const BatchPlan& plan,
                              double predicted_s, double actual_s, Time now) {}
   virtual void on_finished(Id request, Time now) {}

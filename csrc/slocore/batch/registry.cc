@@ -21,4 +21,6 @@ std::shared_ptr<BatchScheduler> make_batch_scheduler(const std::string& name, co
 
 std::vector<std::string> batch_scheduler_names() { return names_of(table()); }
 
+RegistryInfo batch_scheduler_info(const std::string& name) { return info_from(table(), "batch scheduler", name); }
+
 }  // namespace slocore

@@ -1,4 +1,4 @@
-// Errors raised on bad input at the library boundary (DESIGN.md "Contracts"): the message
+// Errors raised on bad input at the library boundary (docs/design.md "Contracts"): the message
 // names the offending field. The binding maps InvalidArgument -> ValueError and
 // UnknownId -> KeyError; C++ never aborts on user input.
 #pragma once

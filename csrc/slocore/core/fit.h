@@ -1,4 +1,4 @@
-// Least-squares fitting on relative error (HFX 000_9803815a4e2a1dd4.txt appendix A):
+// Least-squares fitting on relative error (HFX appendix A):
 // minimise sum_i ((x_i . theta - y_i) / y_i)^2. Rows are scaled by 1/y_i and solved by
 // Householder QR, so badly scaled features (l and l^2) stay accurate.
 #pragma once

@@ -1,12 +1,14 @@
-// What a router can know about one engine (DESIGN.md "Contracts"): role, running and
+// What a router can know about one engine (docs/design.md "Contracts"): role, running and
 // waiting requests with their progress, KV blocks, limits, and the engine's latency model.
 // The simulator keeps one view per instance as the engine's own state, so policies read
 // it by const reference without copies; the live router fills it from engine metrics.
 #pragma once
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "slocore/core/latency_model.h"
+#include "slocore/core/prefix.h"
 #include "slocore/core/request.h"
 
 namespace slocore {
@@ -21,6 +23,7 @@ struct RequestState {
   Request request;
   Tokens computed = 0;   // tokens whose KV is computed (held when running)
   Tokens generated = 0;  // output tokens produced
+  Tokens cached = 0;     // of `computed`, tokens found in the prefix cache at admission
   Time first_token = std::nan("");
   Time last_token = std::nan("");
 
@@ -43,6 +46,11 @@ struct InstanceView {
   int max_num_seqs = 256;
   LatencyModel model;
   Time busy_until = 0.0;  // end of the iteration in flight (== now when idle)
+  // Prefix caching (core/prefix.h): the engine's real block cache (precise; the simulator's
+  // engine, live from KV events) and the router's index of what it sent here (approximate).
+  // Either may be null: no information, 0 tokens cached.
+  std::shared_ptr<const PrefixLookup> prefix_cache;
+  std::shared_ptr<const PrefixLookup> prefix_index;
 
   size_t num_requests() const { return running.size() + waiting.size(); }
   double kv_utilization() const {
@@ -52,6 +60,18 @@ struct InstanceView {
   // New KV blocks needed to compute `k` more tokens of s; a waiting request holds none.
   int64_t blocks_needed(const RequestState& s, Tokens k, bool is_running) const {
     return blocks_for(s.computed + k) - (is_running ? blocks_for(s.computed) : 0);
+  }
+  // Leading prompt tokens of r this instance holds: full blocks, at most prompt_len - 1
+  // (`chain` = prompt_block_hashes(r, block_size), computed once per request by the caller).
+  Tokens precise_prefix_tokens(const std::vector<uint64_t>& chain) const {
+    return prefix_cache ? prefix_cache->match_blocks(chain) * block_size : 0;
+  }
+  Tokens approx_prefix_tokens(const std::vector<uint64_t>& chain) const {
+    return prefix_index ? prefix_index->match_blocks(chain) * block_size : 0;
+  }
+  // The precise answer when the engine's cache is known, else the approximate one.
+  Tokens cached_prefix_tokens(const std::vector<uint64_t>& chain) const {
+    return prefix_cache ? precise_prefix_tokens(chain) : approx_prefix_tokens(chain);
   }
   void validate() const;  // InvalidArgument naming the field
 };

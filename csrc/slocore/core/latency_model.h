@@ -1,15 +1,15 @@
-// Latency models (DESIGN.md; one coefficient set serves every paper):
-//  * ProServe per-request model, Eq. 4-7 of 003_2674c12c132a39ef.txt:
+// Latency models (one coefficient set serves every paper; docs/design.md):
+//  * ProServe per-request model, ProServe Eq. 4-7:
 //      T_p(r) = a_p*lq^2 + b_p*lq*lkv + c_p*lq      (Eq. 5, prefill chunk of lq tokens)
 //      T_d(r) = a_d*lkv + b_d                        (Eq. 6, one decode token)
 //      T(B)   = sum T_p + sum T_d + t_c              (Eq. 7)
 //    with the online momentum correction beta <- theta*beta + (1-theta)*mean(real/pred).
-//  * HFX / DistServe stage model, Eq. 1-2 of 000_9803815a4e2a1dd4.txt, is the same model
+//  * HFX / DistServe stage model, HFX Eq. 1-2, is the same model
 //    for a prefill from scratch (lkv = 0) and a pure decode batch:
 //      E_p = a + b*sum(l) + c*sum(l^2)  with a = t_c, b = c_p, c = a_p
 //      E_d = a' + b'*sum(l_cur) + c'*B  with a' = t_c, b' = a_d, c' = b_d
-//  * SLICE's l(b) (001_a2337bd0687bbcfa.txt, Eq. 5/7): a measured decode-latency curve.
-//  * SIBYL's TPS(N) = a*N^2 + b*N + c (004_eab493ab577bb381.txt, appendix I).
+//  * SLICE's l(b) (SLICE Eq. 5/7): a measured decode-latency curve.
+//  * SIBYL's TPS(N) = a*N^2 + b*N + c (SIBYL appendix I).
 #pragma once
 #include <vector>
 

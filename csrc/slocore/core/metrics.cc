@@ -13,6 +13,7 @@ void MetricsOptions::validate() const {
   require_positive(w_decode, "w_decode");
   require_positive(cost_unit_s, "cost_unit_s");
   for (double q : quantiles) require(q >= 0.0 && q <= 1.0, "quantiles", "must be in [0, 1]");
+  require(std::isfinite(warmup_s) && warmup_s >= 0.0, "warmup_s", "must be finite and >= 0");
 }
 
 RequestMetrics request_metrics(const RequestRecord& rec, const MetricsOptions& opt) {
@@ -35,8 +36,7 @@ RequestMetrics request_metrics(const RequestRecord& rec, const MetricsOptions& o
   // TDG, ProServe Eq. 3: token i (1-based) is due at arrival + TTFT + (i-1)*TPOT.
   const double w1 = opt.w_prefill * r.priority_weight, wd = opt.w_decode * r.priority_weight;
   for (size_t i = 0; i < t.size(); ++i) {
-    const double due = r.arrival + r.slo.ttft + double(i) * r.slo.tpot;
-    if (t[i] < due) m.tdg += i == 0 ? w1 : wd;
+    if (t[i] < token_deadline(r, Tokens(i + 1))) m.tdg += i == 0 ? w1 : wd;
   }
   const Tokens n = std::max<Tokens>(r.output_len_or(m.tokens), std::max<Tokens>(m.tokens, 1));
   m.tdg_ideal = w1 + wd * double(n - 1);
@@ -92,8 +92,9 @@ Summary summarize(const Recorder& recorder, const MetricsOptions& opt) {
   size_t met = 0, ttft_met = 0, tpot_met = 0;
   double first_arrival = kNever, last_token = -kNever;
   for (const RequestRecord& rec : recorder.records()) {
-    const RequestMetrics m = request_metrics(rec, opt);
     const Request& r = rec.request;
+    if (r.arrival < opt.warmup_s) continue;  // warm-up excluded
+    const RequestMetrics m = request_metrics(rec, opt);
     ++s.requests;
     s.finished += rec.outcome == Outcome::Finished;
     s.rejected += rec.outcome == Outcome::Rejected;

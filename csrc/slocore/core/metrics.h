@@ -1,7 +1,7 @@
-// Metrics, one definition each (DESIGN.md "Metrics"), computed from per-token times.
+// Metrics, one definition each (docs/design.md "Metrics"), computed from per-token times.
 //  TTFT  = t_1 - arrival;  TPOT = (t_n - t_1)/(n - 1), the mean over decode tokens (n >= 2);
 //  TBT   = t_i - t_{i-1} for every decode token;  E2E = t_n - arrival.
-//  SLO met (ProServe 003 section 5.1: "strictly less"): finished, TTFT < slo.ttft and
+//  SLO met (ProServe Sec. 5.1: "strictly less"): finished, TTFT < slo.ttft and
 //  TPOT < slo.tpot (vacuous for n < 2), and for real-time requests E2E <= deadline.
 //  A rejected or unfinished request never meets its SLO.
 //  TDG (ProServe Eq. 3): sum_i w_r(i) * [t_i < arrival + TTFT + (i-1)*TPOT] with
@@ -19,11 +19,16 @@
 
 namespace slocore {
 
+// Deadline of token i (1-based) of r, absolute time (ProServe Eq. 3): arrival + TTFT + (i-1) * TPOT.
+inline double token_deadline(const Request& r, Tokens i) { return r.arrival + r.slo.ttft + double(i - 1) * r.slo.tpot; }
+
 struct MetricsOptions {
   double w_prefill = 1.0;   // TDG w_p
   double w_decode = 1.0;    // TDG w_d
   double cost_unit_s = 0.05;
   std::vector<double> quantiles{0.5, 0.9, 0.99, 0.999};
+  // Steady-state runs: requests arriving before warmup_s are left out (instance time is not).
+  double warmup_s = 0.0;
   void validate() const;
 };
 

@@ -1,4 +1,4 @@
-// The recorder keeps every token's time for every request (DESIGN.md "The simulator"), so
+// The recorder keeps every token's time for every request (docs/design.md "The simulator"), so
 // each metric is computed afterwards from one definition (metrics.h). The simulator and
 // the live router both fill one.
 #pragma once

@@ -30,6 +30,13 @@ void validate(const Request& r) {
   require_positive(r.priority_weight, "priority_weight");
   require(std::isfinite(r.priority_weight), "priority_weight", "must be finite");
   require_nonneg(r.utility, "utility");
+  Tokens covered = 0;
+  for (const PrefixSegment& seg : r.prefix) {
+    require(seg.len >= 1, "prefix", "segment lengths must be >= 1");
+    covered += seg.len;
+  }
+  require(covered <= r.prompt_len, "prefix",
+          "segments cover " + std::to_string(covered) + " tokens, more than prompt_len " + std::to_string(r.prompt_len));
 }
 
 }  // namespace slocore

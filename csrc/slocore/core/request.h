@@ -1,9 +1,10 @@
-// The request: what a caller knows on arrival (DESIGN.md "Contracts"). Progress (tokens
+// The request: what a caller knows on arrival (docs/design.md "Contracts"). Progress (tokens
 // prefilled/generated, token times) is state the engine or simulator reports back; see
 // RequestState in instance_view.h and Recorder in recorder.h.
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "slocore/core/types.h"
 
@@ -15,6 +16,15 @@ struct Slo {
   double ttft = kNever;
   double tpot = kNever;
   std::optional<double> deadline;
+};
+
+// Prefix identity (prefix caching): `len` prompt tokens equal to the first `len` tokens of
+// a shared text `group` (a system prompt, a document, a chat session's history). Two
+// prompts share a KV block exactly when their segments agree up to that block's end, as
+// vLLM's chained block hashes do for equal token prefixes (see core/prefix.h).
+struct PrefixSegment {
+  uint64_t group = 0;
+  Tokens len = 0;
 };
 
 struct Request {
@@ -32,6 +42,9 @@ struct Request {
   double priority_weight = 1.0;  // ProServe w_{p(r)}
   double utility = 1.0;          // SLICE u_i
   std::string task;              // task / tenant tag
+  // The prompt as segments of shared text, in order (empty: no identity, never cached).
+  // Their lengths sum to at most prompt_len; tokens past them are unique to this request.
+  std::vector<PrefixSegment> prefix;
 
   bool realtime() const { return slo.deadline.has_value(); }
   // Best knowledge of the total output length: true > expected > cap > fallback.

@@ -1,4 +1,4 @@
-// Shared scalar types and roles (DESIGN.md "Contracts"): time is double seconds, token
+// Shared scalar types and roles (docs/design.md "Contracts"): time is double seconds, token
 // counts and ids are 64-bit integers chosen by the caller.
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-// HFX Table 2 (000_9803815a4e2a1dd4.txt Sec. 8.3): seconds to bring up one instance by where
+// HFX Table 2 (HFX Sec. 8.3): seconds to bring up one instance by where
 // its weights come from. "d2d" = Fast Scaling (device-to-device from a running instance),
 // "host" = CPU offloading, "disk" = loading from disk. The one definition of these numbers:
 // python/slocore/sim/runner.py reads them through the binding.

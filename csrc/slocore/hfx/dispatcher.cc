@@ -7,21 +7,7 @@
 
 namespace slocore::hfx {
 
-void DispatcherParams::validate() const {
-  (void)parsed_stage();
-  require(std::isfinite(theta) && theta >= 0.0 && theta <= 1.0, "hfx.theta", "must be in [0, 1]");
-  require_nonneg(util_exp, "hfx.util_exp");
-  require_positive(monitor_interval, "hfx.monitor_interval");
-  require_nonneg(tight_window, "hfx.tight_window");
-  require_nonneg(dispatch_cap, "hfx.dispatch_cap");
-}
-
-Stage DispatcherParams::parsed_stage() const {
-  if (stage == "colocated") return Stage::Colocated;
-  if (stage == "prefill") return Stage::Prefill;
-  if (stage == "decode") return Stage::Decode;
-  throw InvalidArgument("hfx.stage: must be colocated, prefill or decode, got '" + stage + "'");
-}
+void DispatcherParams::validate() const { check_params(*this, "hfx"); }
 
 double token_budget(double ttft, double tpot, double e_d, double a, double b) {
   if (!std::isfinite(ttft) || !std::isfinite(tpot) || b <= 0.0) return kNever;
@@ -72,17 +58,13 @@ InstanceLoad instance_load(const InstanceView& v) {
 
 Dispatcher::Dispatcher(DispatcherParams p, std::string name) : p_(std::move(p)), name_(std::move(name)) {
   p_.validate();
-  stage_ = p_.parsed_stage();
+  stage_ = p_.role;
 }
 
-ParamMap Dispatcher::params() const {
-  return {{"stage", p_.stage}, {"theta", p_.theta}, {"util_exp", p_.util_exp},
-          {"monitor_interval", p_.monitor_interval}, {"best_effort", p_.best_effort ? 1.0 : 0.0},
-          {"tight_window", p_.tight_window}, {"dispatch_cap", p_.dispatch_cap}};
-}
+ParamMap Dispatcher::params() const { return write_params(p_); }
 
 Dispatcher::Key Dispatcher::key_of(const Request& r) const {
-  return {stage_ == Stage::Prefill ? r.slo.ttft : r.slo.tpot, r.arrival, r.id, r.prompt_len, &r};
+  return {stage_ == Role::Prefill ? r.slo.ttft : r.slo.tpot, r.arrival, r.id, r.prompt_len, &r};
 }
 
 void Dispatcher::submit(const Request& r, Time now, Time) {
@@ -96,6 +78,13 @@ void Dispatcher::submit(const Request& r, Time now, Time) {
       q->emplace_back(now, v);
     }
   }
+}
+
+void Dispatcher::on_cancelled(Id request, Time) {
+  if (!reqs_.count(request)) return;
+  for (auto* q : {&incoming_, &queue_})
+    q->erase(std::remove_if(q->begin(), q->end(), [&](const Key& k) { return k.id == request; }), q->end());
+  reqs_.erase(request);
 }
 
 double Dispatcher::recent_min(std::deque<std::pair<Time, double>>& q, Time now) const {
@@ -166,16 +155,24 @@ std::vector<Assignment> Dispatcher::poll(Time now, const std::vector<InstanceVie
 std::vector<Id> Dispatcher::dispatch_one(Time now, const InstanceView& v) {
   const InstanceLoad L = instance_load(v);
   const std::vector<size_t> idx =
-      stage_ == Stage::Decode ? dispatch_decode(now, v, L) : dispatch_prefill_like(now, v, L);
+      stage_ == Role::Decode ? dispatch_decode(now, v, L) : dispatch_prefill_like(now, v, L);
   std::vector<Id> taken;
   for (size_t i : idx) {
     taken.push_back(queue_[i].id);
     queue_[i].gone = true;
     reqs_.erase(queue_[i].id);
+    chains_.erase(queue_[i].id);
   }
   if (!idx.empty())
     queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [](const Key& k) { return k.gone; }), queue_.end());
   return taken;
+}
+
+double Dispatcher::uncached_len(const Key& k, const InstanceView& v) {
+  if (k.req->prefix.empty()) return double(k.len);
+  auto& [bs, chain] = chains_[k.id];
+  if (bs != v.block_size || chain.empty()) bs = v.block_size, chain = prompt_block_hashes(*k.req, v.block_size);
+  return double(std::max<Tokens>(1, k.len - v.cached_prefix_tokens(chain)));
 }
 
 std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceView& v, const InstanceLoad& L) {
@@ -183,7 +180,7 @@ std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceVi
   const double a = m.overhead(), b = m.correction() * m.coeffs().c_p;
   const Request& head = *queue_.front().req;
   double budget;
-  if (stage_ == Stage::Colocated) {
+  if (stage_ == Role::Colocated) {
     // Eq. 5 with the tightest TTFT/TPOT of the instance's requests and the queue head; E_d is
     // the ongoing decode batch (Eq. 2). Prefill work already on the instance uses it first.
     const double e_d = L.decode_batch > 0 ? m.stage_decode(L.decode_ctx, L.decode_batch) : 0.0;
@@ -204,21 +201,22 @@ std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceVi
   std::vector<size_t> taken, late;
   double used = 0.0, sum = L.prefill_tokens, sq = L.prefill_sq;
   size_t first_ok = kNone;
-  auto feasible = [&](const Request& r) {
-    const double l = double(r.prompt_len);
+  auto feasible = [&](const Key& k) {
+    const Request& r = *k.req;
+    const double l = uncached_len(k, v);
     const double p = admission_p(r.arrival, r.slo.ttft, m.stage_prefill(l, l * l), now, util, p_.util_exp);
     return p > 0.0 && p >= p_.theta;
   };
   for (size_t i = 0; i < queue_.size(); ++i) {  // Alg. 1 lines 10-13: stricter SLO first
     const Key& k = queue_[i];
-    const double l = double(k.len);
+    const double l = uncached_len(k, v);
     const bool fits = limit - used >= 1.0 && used + l <= limit;
     if (!fits) {  // p only matters here for the idle fallback below
-      if (L.idle && first_ok == kNone && feasible(*k.req)) first_ok = i;
+      if (L.idle && first_ok == kNone && feasible(k)) first_ok = i;
       if (limit - used < 1.0 && (!L.idle || first_ok != kNone)) break;
       continue;
     }
-    const bool ok = feasible(*k.req);
+    const bool ok = feasible(k);
     if (ok && first_ok == kNone) first_ok = i;
     if (!ok) {
       late.push_back(i);
@@ -229,7 +227,7 @@ std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceVi
   }
   if (p_.best_effort)  // TTFT already lost: best effort with the leftover budget, never dropped
     for (size_t i : late) {
-      const double l = double(queue_[i].len);
+      const double l = uncached_len(queue_[i], v);
       if (used + l > limit) continue;
       taken.push_back(i);
       used += l, sum += l, sq += l * l;
@@ -237,12 +235,12 @@ std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceVi
   if (taken.empty() && L.idle) {  // no livelock: an idle instance takes one request
     const size_t i = first_ok != kNone ? first_ok : 0;
     taken.push_back(i);
-    const double l = double(queue_[i].len);
+    const double l = uncached_len(queue_[i], v);
     sum += l, sq += l * l;
   }
   // Next maturity (Alg. 1 lines 15-19 for colocated; end of the prefill batch for P stage).
   const double e_p = m.stage_prefill(sum, sq);
-  if (stage_ == Stage::Prefill) {
+  if (stage_ == Role::Prefill) {
     workers_.set(v.id, std::max(now, v.busy_until) + e_p);
   } else {
     double ctx = L.all_ctx, batch = L.all_batch, tpot = L.min_tpot;

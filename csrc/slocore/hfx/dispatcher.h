@@ -1,5 +1,5 @@
-// HFX / HyperFlexis SLO-aware dispatcher, 000_9803815a4e2a1dd4.txt Sec. 5.1, Alg. 1,
-// Eq. 1-2, 5, 7 and appendix B; P/D stages from 002_408d77c14f04127d.txt Sec. 3.3.1.
+// HFX (HyperFlexis) SLO-aware dispatcher, HFX Sec. 5.1, Alg. 1, Eq. 1-2, 5, 7 and
+// appendix B; P/D stages from HFX-v2 Sec. 3.3.1.
 //  * Q_R: queued requests ordered by (SLO, arrival): TPOT for the colocated dispatcher and
 //    the D-stage migrator, TTFT for the P-stage dispatcher (its "priority-ordered queue").
 //    A sorted vector: every dispatch scans it, so it is contiguous; arrivals are buffered
@@ -22,15 +22,14 @@
 
 namespace slocore::hfx {
 
-enum class Stage { Colocated = 0, Prefill = 1, Decode = 2 };
-
 struct DispatcherParams {
-  std::string stage = "colocated";  // colocated | prefill | decode
+  Role role = Role::Colocated;      // colocated dispatcher, P-stage dispatcher, D-stage migrator:
+                                    // fixed by the registry name (hfx, hfx_prefill, hfx_migrator)
   double theta = 0.0;               // admission threshold on calculate_p (Alg. 1 line 12)
-  double util_exp = 0.0;            // k in p = clamp(slack/TTFT) * (1 - util)^k (DESIGN.md)
+  double util_exp = 0.0;            // k in p = clamp(slack/TTFT) * (1 - util)^k (docs/design.md)
   double monitor_interval = 1.0;    // s, monitor correction period (paper: 1 s, Sec. 9.3)
   bool best_effort = true;          // serve late requests from leftover budget
-  // Eq. 5's "tightest TTFT/TPOT": 0 = the instance's requests and the queue head (DESIGN.md);
+  // Eq. 5's "tightest TTFT/TPOT": 0 = the instance's requests and the queue head (docs/design.md);
   // > 0 = also every request submitted in the last `tight_window` seconds (the worst-case
   // future arrival of appendix B is of the strictest class seen lately, not the head's).
   double tight_window = 0.0;
@@ -39,19 +38,31 @@ struct DispatcherParams {
   // (0: no cap). Without a cap a queue of loose-TTFT requests (WikiSQL, TTFT 20 s: Eq. 5
   // gives ~166k tokens) is committed to the first matured instance while others idle.
   double dispatch_cap = 1.0;
+  template <class V>
+  void visit(V& v) {
+    v.field("theta", theta, "admission threshold on calculate_p (Alg. 1 line 12)", Range::closed(0, 1));
+    v.field("util_exp", util_exp, "k in p = clamp(slack / TTFT) * (1 - KV utilisation)^k", Range::at_least(0));
+    v.field("monitor_interval", monitor_interval, "monitor correction period, s (Sec. 9.3: 1 s)", Range::above(0));
+    v.field("best_effort", best_effort, "serve requests already past their TTFT from leftover budget");
+    v.field("tight_window", tight_window,
+            "s; > 0: Eq. 5 also takes the tightest SLO submitted this recently (0: instance + queue head)",
+            Range::at_least(0));
+    v.field("dispatch_cap", dispatch_cap, "token_limit cap, x the engine's per-iteration token budget (0: none)",
+            Range::at_least(0));
+  }
   void validate() const;
-  Stage parsed_stage() const;
 };
 
 // --- Pure formulas (bound to Python; the reference checks them) ---------------------------
 // Eq. 5 / appendix B: n_token <= (TTFT*TPOT - TTFT*E_d - a*TPOT) / (b*TPOT). +inf when
 // either target is infinite or b == 0; may be negative (no budget).
 double token_budget(double ttft, double tpot, double e_d, double a, double b);
-// Alg. 1 calculate_p (DESIGN.md): slack = arrival + TTFT - (now + E_prefill);
+// Alg. 1 calculate_p (the paper names it without a formula; ours): slack = arrival + TTFT - (now + E_prefill);
 // p = clamp(slack / TTFT, 0, 1) * (1 - util)^k; 1 when TTFT is infinite.
 double admission_p(Time arrival, double ttft, double prefill_s, Time now, double util, double util_exp);
 // Alg. 1 maturity: now + E_p + (E_p / relax) * E_d with relax = min TPOT - E_d; when
-// relax <= 0 the instance is over budget and matures after one decode step (DESIGN.md).
+// relax <= 0 the instance is over budget and matures after one decode step
+// (Alg. 1 divides by relax; a non-positive relax would mean never or the past).
 Time maturity_time(Time now, double e_p, double e_d, double min_tpot);
 
 // What the dispatcher derives from one instance view.
@@ -75,6 +86,7 @@ class Dispatcher : public GlobalPolicy {
   std::vector<Assignment> poll(Time now, const std::vector<InstanceView>& views) override;
   Time next_wakeup() const override;
   size_t pending() const override { return queue_.size() + incoming_.size(); }
+  void on_cancelled(Id request, Time now) override;
   void on_instance_added(Id instance, Role role, Time now) override { workers_.set(instance, now); }
   void on_instance_removed(Id instance, Time now) override { workers_.erase(instance); }
 
@@ -108,11 +120,15 @@ class Dispatcher : public GlobalPolicy {
   void merge_incoming();
 
   DispatcherParams p_;
-  Stage stage_;
+  Role stage_;  // DispatcherParams::role
   std::string name_;
   std::vector<Key> queue_;     // sorted
   std::vector<Key> incoming_;  // submitted since the last poll, unsorted
   std::unordered_map<Id, Request> reqs_;
+  // Prefix caching: prompt tokens of k that instance v must still compute (its cached prefix
+  // subtracted; the prompt chain of each queued request with prefix identity kept once).
+  double uncached_len(const Key& k, const InstanceView& v);
+  std::unordered_map<Id, std::pair<int, std::vector<uint64_t>>> chains_;
   IndexedHeap workers_;
   std::unordered_map<Id, double> budget_;
   Time next_monitor_ = 0.0;

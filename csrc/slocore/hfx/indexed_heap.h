@@ -1,5 +1,4 @@
-// Indexed binary min-heap keyed by id (CONVENTIONS.md: "an indexed heap that supports
-// update/remove in O(log n)"). HFX Alg. 1 keeps its worker queue Q_W in one, ordered by
+// Indexed binary min-heap keyed by id: update and remove in O(log n). HFX Alg. 1 keeps its worker queue Q_W in one, ordered by
 // maturity time; ties break on the smaller id so the order is deterministic.
 #pragma once
 #include <unordered_map>

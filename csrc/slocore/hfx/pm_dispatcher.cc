@@ -4,28 +4,13 @@
 
 namespace slocore::hfx {
 
-PmDispatcher::PmDispatcher(DispatcherParams dp, MapperParams mp) : inner_(std::move(dp), "hfx_pm"), mapper_(std::move(mp)) {
-  require(inner_.config().stage == "colocated", "hfx_pm.stage",
+PmDispatcher::PmDispatcher(const PmParams& p) : inner_(p.dispatcher, "hfx_pm"), mapper_(p.mapper) {
+  require(inner_.config().role == Role::Colocated, "hfx_pm.role",
           "priority mapping needs completions, so it runs on the colocated dispatcher only");
   queued_.assign(size_t(mapper_.config().levels()), 0);
 }
 
-ParamMap PmDispatcher::params() const {
-  ParamMap out = inner_.params();
-  const MapperParams& m = mapper_.config();
-  out["window"] = double(m.window);
-  out["spread"] = m.spread;
-  out["relaxed_min"] = m.relaxed_min;
-  out["queue_correction"] = m.queue_correction ? 1.0 : 0.0;
-  std::string t, p;
-  for (size_t i = 0; i < m.ttft_base.size(); ++i) {
-    t += (i ? "," : "") + std::to_string(m.ttft_base[i]);
-    p += (i ? "," : "") + std::to_string(m.tpot_base[i]);
-  }
-  out["ttft_base"] = t;
-  out["tpot_base"] = p;
-  return out;
-}
+ParamMap PmDispatcher::params() const { return write_params(PmParams{inner_.config(), mapper_.config()}); }
 
 void PmDispatcher::submit(const Request& r, Time now, Time expected_handoff) {
   validate(r);
@@ -57,6 +42,14 @@ std::vector<Assignment> PmDispatcher::poll(Time now, const std::vector<InstanceV
     mapper_.on_dispatch(t.priority, now - t.arrival);
   }
   return out;
+}
+
+void PmDispatcher::on_cancelled(Id request, Time now) {
+  auto it = track_.find(request);
+  if (it == track_.end()) return;
+  if (it->second.dispatched < 0) --queued_[size_t(it->second.priority)];
+  track_.erase(it);
+  inner_.on_cancelled(request, now);
 }
 
 void PmDispatcher::on_token(Id request, Id, Tokens generated, Time now) {

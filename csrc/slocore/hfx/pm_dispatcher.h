@@ -13,15 +13,27 @@
 
 namespace slocore::hfx {
 
+// The colocated dispatcher's parameters and the mapper's, in one table.
+struct PmParams {
+  DispatcherParams dispatcher;
+  MapperParams mapper;
+  template <class V>
+  void visit(V& v) {
+    dispatcher.visit(v);
+    mapper.visit(v);
+  }
+};
+
 class PmDispatcher : public GlobalPolicy {
  public:
-  PmDispatcher(DispatcherParams dp, MapperParams mp);
+  explicit PmDispatcher(const PmParams& p);
   std::string name() const override { return "hfx_pm"; }
   ParamMap params() const override;
   void submit(const Request& r, Time now, Time expected_handoff) override;
   std::vector<Assignment> poll(Time now, const std::vector<InstanceView>& views) override;
   Time next_wakeup() const override { return inner_.next_wakeup(); }
   size_t pending() const override { return inner_.pending(); }
+  void on_cancelled(Id request, Time now) override;
   void on_token(Id request, Id instance, Tokens generated, Time now) override;
   void on_finished(Id request, Id instance, Time now) override;
   void on_instance_added(Id instance, Role role, Time now) override { inner_.on_instance_added(instance, role, now); }

@@ -2,57 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 namespace slocore::hfx {
 
 void MapperParams::validate() const {
-  require(window >= 1, "hfx_pm.window", "must be >= 1");
+  check_params(*this, "hfx_pm");
   require(!ttft_base.empty() && ttft_base.size() == tpot_base.size(), "hfx_pm.tpot_base",
           "need one TTFT and one TPOT per priority level");
-  for (double v : ttft_base) require_positive(v, "hfx_pm.ttft_base");
-  for (double v : tpot_base) require_positive(v, "hfx_pm.tpot_base");
-  require(std::isfinite(spread) && spread >= 0 && spread < 1, "hfx_pm.spread", "must be in [0, 1)");
-  require(std::isfinite(relaxed_min) && relaxed_min >= 0 && relaxed_min <= 1, "hfx_pm.relaxed_min",
-          "must be in [0, 1]");
-}
-
-namespace {
-std::vector<double> parse_list(const std::string& s, const std::string& field) {
-  std::vector<double> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      size_t used = 0;
-      out.push_back(std::stod(item, &used));
-      require(item.find_first_not_of(" ", used) == std::string::npos, field, "bad number '" + item + "'");
-    } catch (const std::logic_error&) {
-      throw InvalidArgument(field + ": bad number '" + item + "' (expected comma-separated seconds)");
-    }
-  }
-  return out;
-}
-std::string join(const std::vector<double>& v) {
-  std::ostringstream os;
-  for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
-  return os.str();
-}
-}  // namespace
-
-MapperParams read_mapper_params(ParamReader& rd) {
-  MapperParams p;
-  std::string ttft = join(p.ttft_base), tpot = join(p.tpot_base);
-  rd.get("window", p.window);
-  rd.get("ttft_base", ttft);
-  rd.get("tpot_base", tpot);
-  rd.get("spread", p.spread);
-  rd.get("relaxed_min", p.relaxed_min);
-  rd.get("queue_correction", p.queue_correction);
-  p.ttft_base = parse_list(ttft, "hfx_pm.ttft_base");
-  p.tpot_base = parse_list(tpot, "hfx_pm.tpot_base");
-  p.validate();
-  return p;
 }
 
 PriorityMapper::PriorityMapper(MapperParams p) : p_(std::move(p)) {

@@ -1,4 +1,4 @@
-// HFX priority-to-SLO mapping, 000_9803815a4e2a1dd4.txt Sec. 5.2, Alg. 2, Eq. 6.
+// HFX priority-to-SLO mapping, HFX Sec. 5.2, Alg. 2, Eq. 6.
 //  * Sliding windows of the last W completed requests' TTFT (with their queue time) and
 //    TPOT, kept sorted; C_i counts the window's requests of priority i.
 //  * Eq. 6: index = sum_{i<p} C_i + floor((p+1)/(N+1) * C_p) into the sorted windows.
@@ -6,8 +6,8 @@
 //    last_queue_time[p] is the queue time of the latest dispatched request of priority p
 //    (the text's "most recent request of the same priority"; Alg. 2 instead overwrites it
 //    with the reference's, which makes the correction a difference of two references).
-//  * Clamp (DESIGN.md): with higher-priority requests pending, to [min(p), max(p)];
-//    otherwise to [relaxed_min * min(p), max(p)]. DESIGN.md says "maximum only"
+//  * Clamp (Alg. 2): with higher-priority requests pending, to [min(p), max(p)];
+//    otherwise to [relaxed_min * min(p), max(p)]. The paper clamps to the maximum only
 //    (relaxed_min = 0); that lets a lone low priority collapse to near-zero targets, which
 //    then starve it in the (TPOT, arrival)-ordered queue once others arrive, so the default
 //    keeps half the lower bound. Ranges default to Table 1 medians +-25% (Sec. 7.3).
@@ -31,10 +31,17 @@ struct MapperParams {
   double relaxed_min = 0.5;   // lower bound factor when no higher priority is pending
   bool queue_correction = true;
   int levels() const { return int(ttft_base.size()); }
+  template <class V>
+  void visit(V& v) {
+    v.field("window", window, "completed requests in the sliding windows (W)", Range::at_least(1));
+    v.field("ttft_base", ttft_base, "median TTFT per priority, s, priority 0 first ('0.7,1,2,20')", Range::above(0));
+    v.field("tpot_base", tpot_base, "median TPOT per priority, s, one per ttft_base entry", Range::above(0));
+    v.field("spread", spread, "each priority's range is base * (1 -+ spread)", Range::closed_open(0, 1));
+    v.field("relaxed_min", relaxed_min, "lower-bound factor when no higher priority is pending", Range::closed(0, 1));
+    v.field("queue_correction", queue_correction, "subtract the queue-time difference from the mapped TTFT");
+  }
   void validate() const;
 };
-
-MapperParams read_mapper_params(ParamReader& rd);  // window, ttft_base, tpot_base ("a,b,c"), ...
 
 class PriorityMapper {
  public:

@@ -6,20 +6,8 @@
 namespace slocore::hfx {
 
 void ScalerParams::validate() const {
-  require_positive(interval, "hfx.interval");
-  require_positive(window, "hfx.window");
-  require(min_samples >= 0, "hfx.min_samples", "must be >= 0");
-  require(lag_alpha > 0 && lag_alpha <= 1, "hfx.lag_alpha", "must be in (0, 1]");
-  require_nonneg(warmup, "hfx.warmup");
-  require_positive(out_rate, "hfx.out_rate");
-  require(in_rate >= 0 && in_rate < out_rate, "hfx.in_rate", "must be in [0, out_rate)");
-  require_positive(out_wait, "hfx.out_wait");
-  require(kv_high > 0 && kv_high <= 1, "hfx.kv_high", "must be in (0, 1]");
-  require(in_patience >= 1, "hfx.in_patience", "must be >= 1");
-  require(out_patience >= 1, "hfx.out_patience", "must be >= 1");
-  require_nonneg(rate_wait, "hfx.rate_wait");
-  require_positive(forget_s, "hfx.forget_s");
-  require_nonneg(cooldown, "hfx.cooldown");
+  check_params(*this, "hfx");
+  require(in_rate < out_rate, "hfx.in_rate", "must be in [0, out_rate)");
 }
 
 double kv_load(const InstanceView& v) {
@@ -31,12 +19,7 @@ double kv_load(const InstanceView& v) {
 
 HfxScaler::HfxScaler(ScalerParams p) : p_(p) { p_.validate(); }
 
-ParamMap HfxScaler::params() const {
-  return {{"interval", p_.interval}, {"window", p_.window}, {"min_samples", double(p_.min_samples)}, {"lag_alpha", p_.lag_alpha}, {"warmup", p_.warmup},
-          {"out_rate", p_.out_rate}, {"in_rate", p_.in_rate}, {"out_wait", p_.out_wait},
-          {"kv_high", p_.kv_high}, {"in_patience", double(p_.in_patience)}, {"out_patience", double(p_.out_patience)}, {"rate_wait", p_.rate_wait}, {"cooldown", p_.cooldown},
-          {"role_switch", p_.role_switch ? 1.0 : 0.0}, {"forget_s", p_.forget_s}};
-}
+ParamMap HfxScaler::params() const { return write_params(p_); }
 
 void HfxScaler::push(std::deque<Time>& q, Time t) { q.push_back(t); }
 

@@ -1,5 +1,5 @@
-// HFX SLO-aware scaler: 000_9803815a4e2a1dd4.txt Sec. 6 / Alg. 3, with the indicators and
-// defaults of 002_408d77c14f04127d.txt Sec. 3.3.3 (DESIGN.md fixes the thresholds):
+// HFX SLO-aware scaler: HFX Sec. 6 / Alg. 3, with the indicators and defaults of HFX-v2
+// Sec. 3.3.3 (the thresholds the papers leave open are fixed below and in docs/design.md):
 //  1. rho = R_in / R_out over a 10 s window of arrival and completion times, suppressed
 //     until min_samples events. The arrival window is shifted back by the stage's mean
 //     latency (EMA of E2E, TTFT or decode time): a completion belongs to an arrival that
@@ -43,6 +43,24 @@ struct ScalerParams {
   bool role_switch = true;
   double forget_s = 600.0; // a request with no first token after this long is forgotten (lost or
                            // rejected upstream: it must not hold the wait indicator up forever)
+  template <class V>
+  void visit(V& v) {
+    v.field("interval", interval, "decision period tau, s", Range::above(0));
+    v.field("window", window, "rate window of indicator 1, s", Range::above(0));
+    v.field("min_samples", min_samples, "events in the window before rho counts", Range::at_least(0));
+    v.field("lag_alpha", lag_alpha, "EMA weight of the stage-latency lag", Range::open_closed(0, 1));
+    v.field("warmup", warmup, "s of arrivals before rho counts", Range::at_least(0));
+    v.field("out_rate", out_rate, "rho above this scales out", Range::above(0));
+    v.field("in_rate", in_rate, "rho below this scales in (< out_rate)", Range::at_least(0));
+    v.field("out_wait", out_wait, "SLO-normalised wait above this scales out", Range::above(0));
+    v.field("kv_high", kv_high, "a pool's mean KV load above this scales out", Range::open_closed(0, 1));
+    v.field("in_patience", in_patience, "consecutive low ticks before a scale-in", Range::at_least(1));
+    v.field("out_patience", out_patience, "consecutive high ticks before a rate-driven scale-out", Range::at_least(1));
+    v.field("rate_wait", rate_wait, "normalised wait a rate-driven scale-out also needs", Range::at_least(0));
+    v.field("cooldown", cooldown, "s a pool waits after a scale-out (the cold start)", Range::at_least(0));
+    v.field("role_switch", role_switch, "P/D: switch a drained instance's role instead of scaling");
+    v.field("forget_s", forget_s, "s after which a request with no first token is forgotten", Range::above(0));
+  }
   void validate() const;
 };
 

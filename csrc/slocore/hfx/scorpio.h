@@ -1,4 +1,4 @@
-// SCORPIO-style baseline as HFX evaluates it (000_9803815a4e2a1dd4.txt Sec. 7.4: "SCORPIO
+// SCORPIO-style baseline as HFX evaluates it (HFX Sec. 7.4: "SCORPIO
 // [40] ... we added Round Robin logic to it to support multi-instance scheduling").
 // SCORPIO's two guards, reduced to what a router can do:
 //  * TTFT guard: least-deadline-first queue (deadline = arrival + TTFT) and rejection of
@@ -22,6 +22,13 @@ class ScorpioPolicy : public GlobalPolicy {
   std::vector<Assignment> poll(Time now, const std::vector<InstanceView>& views) override;
   Time next_wakeup() const override { return queue_.empty() && rejected_.empty() ? kNever : now_ + 0.01; }
   size_t pending() const override { return queue_.size() + rejected_.size(); }
+  void on_cancelled(Id request, Time now) override {
+    auto r = reqs_.find(request);
+    if (r == reqs_.end()) return;
+    queue_.erase({r->second.arrival + r->second.slo.ttft, request});
+    rejected_.erase({r->second.arrival, request});
+    reqs_.erase(r);
+  }
 
  private:
   std::set<std::pair<Time, Id>> queue_;     // (TTFT deadline, id)

@@ -4,6 +4,14 @@ namespace slocore {
 
 void PushPolicy::submit(const Request& r, Time now, Time expected_handoff) { queue_.push_back(r); }
 
+void PushPolicy::on_cancelled(Id request, Time) {
+  for (auto it = queue_.begin(); it != queue_.end(); ++it)
+    if (it->id == request) {
+      queue_.erase(it);
+      return;
+    }
+}
+
 int64_t PushPolicy::placed_requests(Id id) const {
   auto it = placed_.find(id);
   return it == placed_.end() ? 0 : it->second.first;

@@ -1,4 +1,4 @@
-// Base for push policies (DESIGN.md "Contracts"): each submitted request is placed by
+// Base for push policies (docs/design.md "Contracts"): each submitted request is placed by
 // choose() at the next poll, in arrival order. Requests placed in the same poll are
 // counted against their instance (`placed_`) so one poll does not pile onto one instance
 // before the views catch up.
@@ -16,6 +16,7 @@ class PushPolicy : public GlobalPolicy {
   std::vector<Assignment> poll(Time now, const std::vector<InstanceView>& views) override;
   Time next_wakeup() const override { return queue_.empty() ? kNever : 0.0; }
   size_t pending() const override { return queue_.size(); }
+  void on_cancelled(Id request, Time now) override;
 
  protected:
   // Index into `views` of the instance for r, or -1 to keep r queued (no instance accepts).

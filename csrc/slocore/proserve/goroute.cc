@@ -1,4 +1,4 @@
-// ProServe GoRouting, Alg. 2 of 003_2674c12c132a39ef.txt (see proserve/goroute.h).
+// ProServe GoRouting, ProServe Alg. 2 (see proserve/goroute.h).
 #include "slocore/proserve/goroute.h"
 
 #include <algorithm>
@@ -9,26 +9,15 @@
 namespace slocore::proserve {
 
 void GoRouteParams::validate() const {
-  require(mode == "colocated" || mode == "pd" || mode == "decode", "goroute.mode",
-          "must be colocated, pd or decode, got '" + mode + "'");
-  require(std::isfinite(alpha) && alpha >= 0 && alpha <= 1, "goroute.alpha", "must be in [0, 1]");
-  require(std::isfinite(mu) && mu >= 0, "goroute.mu", "must be finite and >= 0");
-  require(std::isfinite(lambda) && lambda >= mu, "goroute.lambda", "must be finite and >= mu");
- require(gain_phi == "a" || gain_phi == "c", "goroute.gain_phi", "must be a or c, got '" + gain_phi + "'");
-  require(fallback == "min_exec" || fallback == "random", "goroute.fallback",
-          "must be min_exec or random, got '" + fallback + "'");
-  require(std::isfinite(weights.w_prefill) && weights.w_prefill >= 0, "goroute.w_prefill", "must be >= 0");
+  check_params(*this, "goroute");
+  require(lambda >= mu, "goroute.lambda", "must be >= mu");
 }
 
-ParamMap GoRoutePolicy::params() const {
-  return {{"mode", p_.mode}, {"alpha", p_.alpha}, {"mu", p_.mu}, {"lambda", p_.lambda},
-          {"w_prefill", p_.weights.w_prefill}, {"fallback", p_.fallback}, {"gain_phi", p_.gain_phi}, {"compensate", double(p_.compensate)},
-          {"seed", double(p_.seed)}};
-}
+ParamMap GoRoutePolicy::params() const { return write_params(p_); }
 
 namespace {
 
-double ttft_deadline(const Request& r) { return r.arrival + r.slo.ttft; }
+double ttft_deadline(const Request& r) { return token_deadline(r, 1); }
 
 // The queue (plus `extra`) in first-token deadline order, stable.
 std::vector<const Request*> ordered(const RouteQueue& q, const Request* extra) {
@@ -70,7 +59,7 @@ double estimate_exec(const GoRouteParams& p, const RouteQueue& q, const LatencyM
   for (const Request& r : q.queue) work += m.prefill_cost(r.prompt_len, 0), ++n;
   if (extra) work += m.prefill_cost(extra->prompt_len, 0), ++n;
   double t;
-  if (p.mode == "colocated") {
+  if (p.mode == GoMode::Colocated) {
     const double f = colocated_factor(q, m, extra, req, now);
     t = n == 0 ? 0.0 : (f >= kNever ? kNever : f * work);
   } else {
@@ -83,7 +72,7 @@ double estimate_gain(const GoRouteParams& p, const RouteQueue& q, const LatencyM
                      const Request& req, Time now) {
   const double start = now - elapsed(p, q, now);
   double gain = 0.0;
-  if (p.mode == "colocated" && p.gain_phi == "c") {  // phi_c: each at its deadline-order position
+  if (p.mode == GoMode::Colocated && p.gain_phi == Phi::Conservative) {  // phi_c: each at its deadline-order position
     const double f = colocated_factor(q, m, extra, req, now);
     double t = start;
     for (const Request* r : ordered(q, extra)) {
@@ -92,7 +81,7 @@ double estimate_gain(const GoRouteParams& p, const RouteQueue& q, const LatencyM
     }
     return gain;
   }
-  if (p.mode == "colocated") {  // phi_a: every queued prefill done when the whole queue is
+  if (p.mode == GoMode::Colocated) {  // phi_a: every queued prefill done when the whole queue is
     const double done = now + estimate_exec(p, q, m, extra, req, now);
     for (const Request& r : q.queue) gain += done < ttft_deadline(r) ? token_weight(r, 1, p.weights) : 0.0;
     if (extra && done < ttft_deadline(*extra)) gain += token_weight(*extra, 1, p.weights);
@@ -117,7 +106,7 @@ int GoRoutePolicy::choose(const Request& r, Time now, const std::vector<Instance
     if (views[i].accepting) ok.push_back(int(i));
   if (ok.empty()) return -1;
   int pick = -1;
-  if (p_.mode == "decode") {  // LOADBALANCE: most free KV blocks, net of this poll's placements
+  if (p_.mode == GoMode::Decode) {  // LOADBALANCE: most free KV blocks, net of this poll's placements
     double best = -kNever;
     for (int i : ok) {
       const InstanceView& v = views[size_t(i)];
@@ -127,15 +116,20 @@ int GoRoutePolicy::choose(const Request& r, Time now, const std::vector<Instance
     return pick;
   }
   std::vector<double> delta(ok.size()), exec0(ok.size()), exec1(ok.size());
+  std::vector<Request> uncached(ok.size(), r);  // r as each candidate would prefill it
+  PromptChains chains(r);
   double dmax = -kNever;
   static const RouteQueue kEmpty;
   for (size_t k = 0; k < ok.size(); ++k) {  // lines 2-7
     const InstanceView& v = views[size_t(ok[k])];
+    if (!r.prefix.empty())  // prefix caching: only the uncached prompt tokens are prefilled
+      uncached[k].prompt_len = std::max<Tokens>(1, r.prompt_len - v.cached_prefix_tokens(chains.get(v.block_size)));
+    const Request& rk = uncached[k];
     auto it = queues_.find(v.id);
     const RouteQueue& q = it == queues_.end() ? kEmpty : it->second;
-    delta[k] = estimate_gain(p_, q, v.model, &r, r, now) - estimate_gain(p_, q, v.model, nullptr, r, now);
+    delta[k] = estimate_gain(p_, q, v.model, &rk, r, now) - estimate_gain(p_, q, v.model, nullptr, r, now);
     exec0[k] = estimate_exec(p_, q, v.model, nullptr, r, now);
-    exec1[k] = estimate_exec(p_, q, v.model, &r, r, now);
+    exec1[k] = estimate_exec(p_, q, v.model, &rk, r, now);
     dmax = std::max(dmax, delta[k]);
   }
   auto argbest = [&](const std::vector<size_t>& set, const std::vector<double>& key, bool want_max) {
@@ -156,7 +150,7 @@ int GoRoutePolicy::choose(const Request& r, Time now, const std::vector<Instance
     if (!L.empty()) chosen = argbest(L, exec0, false);          // line 13
     else if (!CmH.empty()) chosen = argbest(CmH, exec0, true);  // line 15
     else chosen = argbest(C, exec0, false);                     // line 17
-  } else if (p_.fallback == "random") {
+  } else if (p_.fallback == Fallback::Random) {
     chosen = std::uniform_int_distribution<size_t>(0, ok.size() - 1)(rng_);  // line 19
   } else {
     std::vector<size_t> all(ok.size());
@@ -165,9 +159,8 @@ int GoRoutePolicy::choose(const Request& r, Time now, const std::vector<Instance
   }
   pick = ok[chosen];
   RouteQueue& q = queues_[views[size_t(pick)].id];  // PrefillQueueMap[p].add(r)
-  q.queue.push_back(r);
+  q.queue.push_back(uncached[chosen]);
   q.ts = now;
-  placed_on_[r.id] = views[size_t(pick)].id;
   return pick;
 }
 
@@ -179,11 +172,9 @@ void GoRoutePolicy::first_token(Id request, Id instance, Time now) {
   if (r == qq.end()) return;
   qq.erase(r);
   it->second.ts = now;
-  if (p_.mode == "colocated") {
+  if (p_.mode == GoMode::Colocated) {
     it->second.n_d += 1;
     decoding_[request] = true;
-  } else {
-    placed_on_.erase(request);
   }
 }
 
@@ -201,7 +192,6 @@ void GoRoutePolicy::on_finished(Id request, Id instance, Time now) {
     if (it != queues_.end()) it->second.n_d = std::max<int64_t>(0, it->second.n_d - 1);
     decoding_.erase(d);
   }
-  placed_on_.erase(request);
 }
 
 void GoRoutePolicy::on_instance_removed(Id instance, Time) { queues_.erase(instance); }

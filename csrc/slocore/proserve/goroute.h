@@ -1,4 +1,4 @@
-// ProServe GoRouting (003_2674c12c132a39ef.txt, Alg. 2 and section 4.3). The router keeps
+// ProServe GoRouting (ProServe Alg. 2, Sec. 4.3). The router keeps
 // PrefillQueueMap: per instance, the requests dispatched and not yet prefilled, with the
 // time ts_p of its last update; the elapsed now - ts_p is subtracted from the estimated
 // execution time (timestamp compensation). For a request it estimates, per instance, the
@@ -24,16 +24,37 @@
 
 namespace slocore::proserve {
 
+enum class GoMode { Colocated, Pd, Decode };
+enum class Fallback { MinExec, Random };
+inline const EnumNames<GoMode> kGoModes = {{"colocated", GoMode::Colocated}, {"pd", GoMode::Pd}, {"decode", GoMode::Decode}};
+inline const EnumNames<Fallback> kFallbacks = {{"min_exec", Fallback::MinExec}, {"random", Fallback::Random}};
+inline const EnumNames<Phi> kGainPhis = {{"a", Phi::Aggressive}, {"c", Phi::Conservative}};
+
 struct GoRouteParams {
-  std::string mode = "colocated";   // colocated | pd | decode
+  GoMode mode = GoMode::Colocated;
   double alpha = 0.9;               // candidate threshold on the gain (line 8)
   double mu = 0.25;                 // light load: ESTIMATEEXEC < mu * TTFT (line 10)
   double lambda = 0.75;             // heavy load: ESTIMATEEXEC(p, req) > lambda * TTFT (line 11)
   TdgWeights weights{};
-  std::string fallback = "min_exec";  // min_exec | random (line 19)
+  Fallback fallback = Fallback::MinExec;  // line 19
   bool compensate = true;           // timestamp compensation of PrefillQueueMap
-  std::string gain_phi = "a";       // colocated ESTIMATEGAIN: a (Eq. 8, paper) | c (per position, Eq. 9)
+  Phi gain_phi = Phi::Aggressive;   // colocated ESTIMATEGAIN: a (Eq. 8, paper) | c (per position, Eq. 9)
   uint64_t seed = 0;
+  template <class V>
+  void visit(V& v) {
+    v.field("mode", mode, "instances routed: P/D prefill, colocated, or P/D decode (LOADBALANCE)", kGoModes);
+    v.field("alpha", alpha, "candidates keep a gain >= alpha * the best (line 8)", Range::closed(0, 1));
+    v.field("mu", mu, "light load: ESTIMATEEXEC < mu * TTFT (line 10)", Range::at_least(0));
+    v.field("lambda", lambda, "heavy load: ESTIMATEEXEC with the request > lambda * TTFT (line 11); >= mu",
+            Range::at_least(0));
+    v.field("w_prefill", weights.w_prefill, "Eq. 3 weight w_p of a first token", Range::at_least(0));
+    v.field("fallback", fallback, "no instance gains (line 19): least ESTIMATEEXEC, or the paper's random",
+            kFallbacks);
+    v.field("compensate", compensate, "subtract the time since a queue's last update (timestamp compensation)");
+    v.field("gain_phi", gain_phi, "colocated ESTIMATEGAIN: whole queue at once (Eq. 8) or per position (Eq. 9)",
+            kGainPhis);
+    v.field("seed", seed, "seed of the random fallback", Range::at_least(0));
+  }
   void validate() const;
 };
 
@@ -70,7 +91,6 @@ class GoRoutePolicy : public PushPolicy {
   GoRouteParams p_;
   std::mt19937_64 rng_;
   std::unordered_map<Id, RouteQueue> queues_;
-  std::unordered_map<Id, Id> placed_on_;  // request -> instance while queued or decoding
   std::unordered_map<Id, bool> decoding_; // request -> counted in n_d
 };
 

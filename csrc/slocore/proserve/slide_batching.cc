@@ -1,4 +1,4 @@
-// ProServe SlideBatching, Alg. 1 of 003_2674c12c132a39ef.txt (see slide_batching.h).
+// ProServe SlideBatching, ProServe Alg. 1 (see slide_batching.h).
 #include "slocore/proserve/slide_batching.h"
 
 #include <algorithm>
@@ -9,22 +9,9 @@
 
 namespace slocore::proserve {
 
-void SlideParams::validate() const {
-  require(std::isfinite(gamma) && gamma >= 0, "slide_batching.gamma", "must be finite and >= 0");
-  require(std::isfinite(eta) && eta > 0, "slide_batching.eta", "must be finite and > 0");
-  require(std::isfinite(weights.w_prefill) && weights.w_prefill >= 0, "slide_batching.w_prefill", "must be >= 0");
-  require(std::isfinite(weights.w_decode) && weights.w_decode >= 0, "slide_batching.w_decode", "must be >= 0");
-  require(order == "slide" || order == "deadline" || order == "density", "slide_batching.order",
-          "must be slide, deadline or density, got '" + order + "'");
-  require(token_budget >= 1, "slide_batching.token_budget", "must be >= 1");
-}
+void SlideParams::validate() const { check_params(*this, "slide_batching"); }
 
-ParamMap SlideBatchingScheduler::params() const {
-  const char* phi = p_.phi == Phi::Aggressive ? "a" : p_.phi == Phi::Conservative ? "c" : "p";
-  return {{"phi", std::string(phi)}, {"gamma", p_.gamma}, {"eta", p_.eta}, {"w_prefill", p_.weights.w_prefill},
-          {"w_decode", p_.weights.w_decode}, {"order", p_.order}, {"latency_aware", double(p_.latency_aware)},
-          {"token_budget", double(p_.token_budget)}};
-}
+ParamMap SlideBatchingScheduler::params() const { return write_params(p_); }
 
 Tokens max_chunk(const LatencyModel& m, const RequestState& s, double time_left) {
   const Tokens n = s.to_compute();
@@ -45,13 +32,13 @@ std::vector<SlideCandidate> slide_order(const InstanceView& v, Time now, const S
   q.reserve(v.num_requests());
   double t_min = kNever, sum_exec = 0.0;
   auto add = [&](const RequestState& s, bool running, size_t i) {  // lines 2-6
-    SlideCandidate c{&s, running, i};
+    SlideCandidate c{{&s, running, i}};
     c.exec = std::max(s.in_prefill() ? m.prefill_cost(s.to_compute(), s.computed) : m.decode_cost(s.computed), 1e-12);
     const Tokens next = next_token(s);
     c.remain = token_deadline(s.request, next) - now;
     c.density = token_weight(s.request, next, p.weights) / c.exec;
     // A token already late cannot be saved by a smaller batch; letting it set the budget
-    // would pin t_budget at eta for as long as any request is late (decided in DESIGN.md).
+    // would pin t_budget at eta for as long as any request is late (the paper's min over all requests).
     if (c.remain > 0) t_min = std::min(t_min, c.remain);
     sum_exec += c.exec;
     q.push_back(c);
@@ -75,7 +62,7 @@ std::vector<SlideCandidate> slide_order(const InstanceView& v, Time now, const S
     for (size_t i : idx) phi[i] = steps * (acc += q[i].exec);
   }
   for (size_t i = 0; i < q.size(); ++i)  // lines 8-12
-    q[i].urgent = p.order == "density" || (p.order == "slide" && q[i].remain < p.gamma * phi[i]);
+    q[i].urgent = p.order == SlideOrder::Density || (p.order == SlideOrder::Slide && q[i].remain < p.gamma * phi[i]);
   std::stable_sort(q.begin(), q.end(), [](const SlideCandidate& a, const SlideCandidate& b) {  // line 13
     if (a.urgent != b.urgent) return a.urgent;
     return a.urgent ? a.density > b.density : a.remain < b.remain;

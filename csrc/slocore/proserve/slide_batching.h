@@ -1,4 +1,4 @@
-// ProServe SlideBatching (003_2674c12c132a39ef.txt, Alg. 1, section 4.2): a latency budget
+// ProServe SlideBatching (ProServe Alg. 1, Sec. 4.2): a latency budget
 // t_budget = max(min_r remain_r, eta) (lines 6-7); requests whose remaining time is below
 // gamma * phi (load judgment, Eq. 8 phi_a / Eq. 9 phi_c / phi_p for P/D prefill) are URGENT
 // and go first by gain density w_r(i)/exec (line 13); NORMAL ones follow by remaining time.
@@ -15,24 +15,36 @@
 
 namespace slocore::proserve {
 
-enum class Phi { Aggressive, Conservative, Prefill };  // phi_a (Eq. 8), phi_c (Eq. 9), phi_p
+enum class SlideOrder { Slide, Deadline, Density };  // Fig. 15 ablations: all NORMAL / all URGENT
+inline const EnumNames<Phi> kSlidePhis = {{"a", Phi::Aggressive}, {"c", Phi::Conservative}, {"p", Phi::Prefill}};
+inline const EnumNames<SlideOrder> kSlideOrders = {
+    {"slide", SlideOrder::Slide}, {"deadline", SlideOrder::Deadline}, {"density", SlideOrder::Density}};
 
 struct SlideParams {
   Phi phi = Phi::Aggressive;     // the paper reports phi_a (section 4.4)
   double gamma = 1.0;            // aggressiveness coefficient (line 9)
   double eta = 0.05;             // lower bound of t_budget, s (line 7); keep it above t_c
   TdgWeights weights{};          // w_p, w_d of Eq. 3
-  std::string order = "slide";   // slide | deadline | density (Fig. 15 ablations)
+  SlideOrder order = SlideOrder::Slide;
   bool latency_aware = true;     // false: token budget instead of latency budget
   Tokens token_budget = 512;     // used when !latency_aware
+  template <class V>
+  void visit(V& v) {
+    v.field("phi", phi, "load judgment: phi_a (Eq. 8), phi_c (Eq. 9) or phi_p (P/D prefill)", kSlidePhis);
+    v.field("gamma", gamma, "aggressiveness: URGENT when remaining time < gamma * phi (line 9)", Range::at_least(0));
+    v.field("eta", eta, "lower bound of the latency budget, s (line 7)", Range::above(0));
+    v.field("w_prefill", weights.w_prefill, "Eq. 3 weight w_p of a first token", Range::at_least(0));
+    v.field("w_decode", weights.w_decode, "Eq. 3 weight w_d of a decode token", Range::at_least(0));
+    v.field("order", order, "slide (Alg. 1), or the Fig. 15 ablations deadline (all NORMAL), density (all URGENT)",
+            kSlideOrders);
+    v.field("latency_aware", latency_aware, "latency budget (Alg. 1); 0: a token budget instead");
+    v.field("token_budget", token_budget, "tokens per iteration when latency_aware is 0", Range::at_least(1));
+  }
   void validate() const;
 };
 
 // One candidate of Alg. 1 lines 2-5.
-struct SlideCandidate {
-  const RequestState* s = nullptr;
-  bool running = false;
-  size_t index = 0;     // into view.running or view.waiting
+struct SlideCandidate : Candidate {  // s, running, index (into view.running or view.waiting)
   double exec = 0.0;    // T~_pd(r): the whole remaining prefill, or one decode (Eq. 5/6)
   double remain = 0.0;  // deadline of its next token - now
   double density = 0.0; // w_r(next) / exec

@@ -1,4 +1,4 @@
-// ProServe Token-level Deadline-aware Gain (003_2674c12c132a39ef.txt, Eq. 3) as the
+// ProServe Token-level Deadline-aware Gain (ProServe Eq. 3) as the
 // scheduler's objective: the i-th token (1-based) of r is due at
 //   deadline_{r,i} = arrival + TTFT_SLO + (i-1) * TPOT_SLO
 // and is worth w_r(i) = w_prio * (i == 1 ? w_p : w_d) when it comes strictly before it.
@@ -6,6 +6,8 @@
 // the per-step quantities SlideBatching and GoRouting reason with.
 #pragma once
 #include "slocore/core/instance_view.h"
+#include "slocore/core/metrics.h"
+#include "slocore/core/params.h"
 
 namespace slocore::proserve {
 
@@ -14,10 +16,10 @@ struct TdgWeights {
   double w_decode = 1.0;   // w_d
 };
 
-// Deadline of token i (1-based) of r, absolute time (Eq. 3).
-inline double token_deadline(const Request& r, Tokens i) {
-  return r.arrival + r.slo.ttft + double(i - 1) * r.slo.tpot;
-}
+// Load judgments of SlideBatching / GoRouting: phi_a (Eq. 8), phi_c (Eq. 9), phi_p (P/D prefill).
+enum class Phi { Aggressive, Conservative, Prefill };
+
+// Deadline of token i (1-based): token_deadline in core/metrics.h (one definition of Eq. 3).
 
 // Gain of token i of r when on time (Eq. 3, w_r(i)).
 inline double token_weight(const Request& r, Tokens i, const TdgWeights& w) {

@@ -21,4 +21,6 @@ std::shared_ptr<Scaler> make_scaler(const std::string& name, const ParamMap& par
 
 std::vector<std::string> scaler_names() { return names_of(table()); }
 
+RegistryInfo scaler_info(const std::string& name) { return info_from(table(), "scaler", name); }
+
 }  // namespace slocore

@@ -1,6 +1,18 @@
-// Scaler contract (DESIGN.md "Contracts"): reads indicators, answers scale-out, scale-in
-// and role-switch decisions. The caller applies them (the simulator with cold starts, the
-// live launcher with real processes) and calls decide() every interval().
+// Scaler contract: reads indicators, answers scale-out, scale-in and role-switch decisions.
+// The caller applies them (the simulator with cold starts, the live launcher with real
+// processes) and calls decide() every interval().
+//
+// The event contract (ids and `now` as in policy/global_policy.h: one id per request, the
+// caller's clock):
+// * on_arrival(r, now): once per request, when it arrives (before any policy sees it).
+// * on_first_token(id, now): when the request's first output token is produced (in P/D,
+//   on the prefill instance).
+// * on_finished(id, now): once, when the request's last token is produced.
+// * decide(now, views): every interval() seconds from the start, with the views of the
+//   instances in the pools (ready ones; starting and draining ones are not listed).
+//   Scale-out adds an instance that joins its pool after its cold start; scale-in and role
+//   switches drain the instance first (it gets no new work) and the caller ignores a
+//   decision that names an instance no longer active or would drain a pool below its floor.
 #pragma once
 #include <string>
 #include <vector>
@@ -16,6 +28,7 @@ struct ScaleDecision {
   ScaleAction action = ScaleAction::ScaleOut;
   Role role = Role::Colocated;      // pool to grow (ScaleOut) or the new role (SwitchRole)
   Id instance = kNoInstance;        // instance to drain (ScaleIn) or switch (SwitchRole)
+  std::string profile;              // ScaleOut: hardware profile by name ("": the pool's default)
 };
 
 class Scaler {

@@ -1,7 +1,7 @@
-// SIBYL decode-instance policy (004_eab493ab577bb381.txt Alg. 1): early assignment at
+// SIBYL decode-instance policy (SIBYL Alg. 1): early assignment at
 // prefill start to the decode instance with the least projected load at the handoff time.
 // tau is `expected_handoff` from the caller (the prefill instance's queue wait plus the
-// prefill, DESIGN.md) when handoff = "queue", or now + the request's own prefill estimate
+// prefill: what the prefill instance knows) when handoff = "queue", or now + the request's own prefill estimate
 // (Alg. 1 line 2, the paper's version) when handoff = "prefill". Requests submitted after
 // their prefill (a target drained meanwhile) are placed with tau = now.
 #pragma once
@@ -14,10 +14,24 @@
 
 namespace slocore::sibyl {
 
+// tau: the caller's expected_handoff (queue wait + prefill), or the paper's own prefill estimate.
+enum class Handoff { Queue, Prefill };
+inline const EnumNames<Handoff> kHandoffs = {{"queue", Handoff::Queue}, {"prefill", Handoff::Prefill}};
+
+struct SibylParams {
+  Options load;
+  Handoff handoff = Handoff::Queue;
+  template <class V>
+  void visit(V& v) {
+    load.visit(v);
+    v.field("handoff", handoff, "tau: the caller's expected handoff (queue), or now + own prefill (Alg. 1 line 2)",
+            kHandoffs);
+  }
+};
+
 class SibylPolicy : public GlobalPolicy {
  public:
-  enum class Handoff { Queue, Prefill };
-  SibylPolicy(const Options& o, Handoff h) : core_(o), handoff_(h) {}
+  explicit SibylPolicy(const SibylParams& p) : core_(p.load), handoff_(p.handoff) {}
 
   std::string name() const override { return "sibyl"; }
   ParamMap params() const override;
@@ -29,6 +43,13 @@ class SibylPolicy : public GlobalPolicy {
 
   void on_prefill_done(Id request, Id instance, Time now) override;
   void on_token(Id request, Id instance, Tokens generated, Time now) override;
+  void on_cancelled(Id request, Time now) override {
+    for (auto it = queue_.begin(); it != queue_.end(); ++it)
+      if (it->r.id == request) {
+        queue_.erase(it);
+        return;
+      }
+  }
   void on_finished(Id request, Id instance, Time now) override;
   void on_instance_removed(Id instance, Time now) override { core_.drop_instance(instance); }
 

@@ -9,9 +9,9 @@
 namespace slocore::sibyl {
 
 void Options::validate() const {
-  require_positive(v_sys_init, "v_sys_init");
-  require_finite(v_sys_init, "v_sys_init");
-  require(type1 || type2 || type3, "type1/type2/type3", "at least one load type must stay on");
+  check_params(*this, "sibyl");
+  require(max_len >= bucket, "sibyl.max_len", "must be >= bucket");
+  require(type1 || type2 || type3, "sibyl.type1/type2/type3", "at least one load type must stay on");
 }
 
 ProjectedLoad::ProjectedLoad(const Options& o) : opt_(o), est_(o.bucket, o.alpha, o.max_len) { opt_.validate(); }

@@ -1,11 +1,11 @@
-// SIBYL projected load at the handoff time tau (004_eab493ab577bb381.txt Sec. 4.3, Eq. 1, 5-8,
+// SIBYL projected load at the handoff time tau (SIBYL Sec. 4.3, Eq. 1, 5-8,
 // Alg. 1). The table tracks every request assigned to a decode instance:
 //  * active (decoding): Type 1, Eq. 6: (l_in + l(tau)) * S(l(tau)) / S(l(now)),
 //    l(tau) = l(now) + v_k (tau - now), v_k the request's observed decode rate;
 //  * pending (prefilling) with tau_k <= tau: Type 2, Eq. 7: (l_in + g) * S(g), g = v_sys (tau - tau_k);
 //  * pending with tau_k > tau: Type 3, Eq. 8: ReLU(l_in - v_sys (tau_k - tau)).
 //    (Alg. 1 line 17 writes l_in - gap with gap < 0, i.e. l_in + |gap|, which contradicts
-//    Eq. 8 and appendix D; we follow Eq. 8, see DESIGN.md.)
+//    Eq. 8 and appendix D; we follow Eq. 8.)
 // v_sys is the token-weighted mean decode rate of the active requests observed so far
 // (sum of tokens decoded / sum of decode time), `v_sys_init` before any observation.
 #pragma once
@@ -13,19 +13,33 @@
 #include <unordered_map>
 #include <vector>
 
+#include "slocore/core/params.h"
 #include "slocore/core/types.h"
 #include "slocore/sibyl/survival.h"
 
 namespace slocore::sibyl {
 
 struct Options {
-  Tokens bucket = 64;          // survival bucket width Delta, tokens (DESIGN.md)
+  Tokens bucket = 64;          // survival bucket width Delta, tokens (the paper leaves it open)
   double alpha = 0.99;         // EMA factor of Eq. 4
   Tokens max_len = 32768;      // longest output the estimator resolves
   double v_sys_init = 30.0;    // tokens/s before any rate is observed
   bool prob = true;            // false: PROB@1 ablation (P = 1 in Eq. 6-7)
   bool type1 = true, type2 = true, type3 = true;  // "w/o Type k" ablations
   bool reqlevel = false;       // REQLEVEL ablation: count requests (M = 1) instead of tokens
+  template <class V>
+  void visit(V& v) {
+    v.field("bucket", bucket, "survival bucket width Delta, tokens", Range::at_least(1));
+    v.field("alpha", alpha, "EMA factor of the survival estimator (Eq. 4)", Range::open(0, 1));
+    v.field("max_len", max_len, "longest output the estimator resolves, tokens (>= bucket)",
+            Range::closed(1, double(Tokens(1) << 30)));
+    v.field("v_sys_init", v_sys_init, "decode rate before any is observed, tokens/s", Range::above(0));
+    v.field("prob", prob, "survival-weighted projection; 0: the PROB@1 ablation (P = 1 in Eq. 6-7)");
+    v.field("type1", type1, "count active requests (Eq. 6); 0: the w/o Type 1 ablation");
+    v.field("type2", type2, "count pending requests handed off before tau (Eq. 7); 0: w/o Type 2");
+    v.field("type3", type3, "count pending requests handed off after tau (Eq. 8); 0: w/o Type 3");
+    v.field("reqlevel", reqlevel, "the REQLEVEL ablation: count requests (M = 1) instead of tokens");
+  }
   void validate() const;
 };
 

@@ -1,9 +1,9 @@
-// SIBYL online survival estimator (004_eab493ab577bb381.txt Sec. 4.2, Eq. 3-4).
+// SIBYL online survival estimator (SIBYL Sec. 4.2, Eq. 3-4).
 // S(l) = P(L > l) is kept at bucket boundaries l in {D, 2D, ..., B*D}; S(l) for l between
 // boundaries is the value at the boundary at or below l (step function), S(l < D) = S(0) = 1.
 // Each completion with final length L updates EVERY bucket (Eq. 4):
 //   S_b <- alpha * S_b + (1 - alpha) * [L >= b*D]
-// (DESIGN.md: otherwise the estimate never falls.) Stored as S_b = decay * T_b: the global
+// (every bucket, not only the one L falls in: otherwise the estimate never falls.) Stored as S_b = decay * T_b: the global
 // factor takes the alpha part in O(1) and a Fenwick range-add of (1-alpha)/decay over the
 // prefix b <= L/D takes the indicator part, so an update and a lookup are O(log B).
 // `decay` is renormalised (an O(B) rebuild) before it underflows; amortised O(1).

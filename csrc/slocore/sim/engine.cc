@@ -10,7 +10,8 @@
 namespace slocore::sim {
 
 Engine::Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr<BatchScheduler> sched,
-               bool processor_sharing, double noise_sigma, uint64_t seed, int correction_window)
+               bool processor_sharing, double noise_sigma, uint64_t seed, int correction_window,
+               bool prefix_caching)
     : v_(view),
       truth_(truth),
       truth_model_(truth.coeffs),
@@ -24,6 +25,63 @@ Engine::Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr
     require(truth.tps.has_value(), "profile.tps", "processor_sharing needs a TPS(N) curve in the profile");
     tps_ = std::make_unique<ThroughputCurve>(truth.tps->a, truth.tps->b, truth.tps->c);
   }
+  if (prefix_caching) {
+    cache_ = std::make_shared<PrefixCache>();
+    v_->prefix_cache = cache_;
+  }
+}
+
+Engine::Hold* Engine::hold_of(const RequestState& s) {
+  if (!cache_ || s.request.prefix.empty()) return nullptr;
+  auto it = holds_.find(s.request.id);
+  if (it != holds_.end()) return &it->second;
+  Hold h;
+  h.chain = prefix_block_hashes(s.request, v_->block_size, s.request.prompt_len + s.request.output_len.value_or(0));
+  return &holds_.emplace(s.request.id, std::move(h)).first->second;
+}
+
+void Engine::refresh_hits() {
+  // vLLM looks a waiting request up when it schedules it; here every waiting request whose
+  // computed tokens came from the cache only (fresh or preempted) shows its hit now, so the
+  // batch scheduler plans just the uncached tokens. Full blocks, at most num_tokens - 1.
+  for (RequestState& s : v_->waiting) {
+    if (s.computed != s.cached) continue;  // e.g. a P/D handoff arriving with its KV
+    Hold* h = hold_of(s);
+    if (!h) continue;
+    const int64_t cap = std::min<int64_t>((s.num_tokens() - 1) / v_->block_size, int64_t(h->chain.size()));
+    const int64_t start = h->memo_evictions == cache_->evictions() ? std::min(h->memo, cap) : 0;
+    h->memo = cache_->match_from(h->chain, start);  // nothing evicted since the memo: only growth
+    h->memo_evictions = cache_->evictions();
+    s.cached = s.computed = std::min(h->memo, cap) * v_->block_size;
+  }
+}
+
+void Engine::take_blocks(int64_t n) {
+  v_->kv_blocks_free -= n;
+  if (cache_)  // cached free blocks are free KV: evict the least recently freed as space runs out
+    while (cache_->cached_free() > v_->kv_blocks_free && cache_->evict_lru()) {}
+}
+
+void Engine::release_kv(RequestState& s) {
+  Hold* h = prefixed_ ? hold_of(s) : nullptr;
+  if (!h) {
+    v_->kv_blocks_free += v_->blocks_for(s.computed);
+    return;
+  }
+  v_->kv_blocks_free += v_->blocks_for(s.computed) - int64_t(h->pinned.size());  // its own blocks
+  for (auto it = h->pinned.rbegin(); it != h->pinned.rend(); ++it)  // tail first: evicted first
+    v_->kv_blocks_free += cache_->release(*it);
+  h->pinned.clear();
+  h->next_block = 0;
+}
+
+void Engine::promote(RequestState& s) {
+  Hold* h = hold_of(s);
+  if (!h) return;
+  const int64_t full = std::min<int64_t>(s.computed / v_->block_size, int64_t(h->chain.size()));
+  for (int64_t j = h->next_block; j < full; ++j)
+    if (cache_->insert(h->chain[size_t(j)])) h->pinned.push_back(h->chain[size_t(j)]);
+  h->next_block = std::max(h->next_block, full);
 }
 
 double Engine::truth_time(const std::vector<BatchItem>& items, size_t decodes) const {
@@ -51,8 +109,8 @@ void Engine::sanitize(BatchPlan& plan) {
     std::vector<RequestState> keep, evicted;
     for (RequestState& s : v_->running) (preempt.count(s.request.id) ? evicted : keep).push_back(std::move(s));
     for (RequestState& s : evicted) {
-      v_->kv_blocks_free += v_->blocks_for(s.computed);
-      s.computed = 0;  // recompute later (vLLM's recompute preemption)
+      release_kv(s);
+      s.computed = s.cached = 0;  // recompute later (vLLM's recompute preemption)
       ++preemptions_;
     }
     v_->running = std::move(keep);
@@ -93,6 +151,7 @@ void Engine::sanitize(BatchPlan& plan) {
 
 double Engine::start(Time now) {
   if (busy_ || !has_work() || state == EngineState::Starting || state == EngineState::Stopped) return -1.0;
+  if (prefixed_) refresh_hits();
   BatchPlan plan = sched_->schedule(*v_, now);
   sanitize(plan);
   if (plan.items.empty()) return -1.0;
@@ -101,10 +160,27 @@ double Engine::start(Time now) {
   std::unordered_map<Id, Tokens> tokens;
   for (const ScheduledItem& it : plan.items) tokens[it.request] = it.tokens;
   const size_t old_running = v_->running.size();
+  if (prefixed_) {  // admitted requests reference their cached blocks before anything is allocated
+    for (RequestState& s : v_->waiting) {
+      if (!tokens.count(s.request.id) || s.computed != s.cached) continue;
+      query_tokens_ += s.num_tokens();
+      hit_tokens_ += s.cached;
+      Hold* h = hold_of(s);
+      if (!h) continue;
+      const int64_t n = s.cached / v_->block_size;
+      for (int64_t j = 0; j < n; ++j) {
+        h->pinned.push_back(h->chain[size_t(j)]);
+        v_->kv_blocks_free -= cache_->acquire(h->chain[size_t(j)]);
+      }
+      h->next_block = n;
+    }
+  }
   std::vector<RequestState> still_waiting;
   for (RequestState& s : v_->waiting) {
     if (tokens.count(s.request.id)) {
-      v_->kv_blocks_free -= v_->blocks_needed(s, tokens[s.request.id], false);
+      const Hold* h = prefixed_ ? hold_of(s) : nullptr;
+      const int64_t pinned = h ? int64_t(h->pinned.size()) : 0;
+      take_blocks(v_->blocks_needed(s, tokens[s.request.id], false) - pinned);
       v_->running.push_back(std::move(s));
     } else {
       still_waiting.push_back(std::move(s));
@@ -118,7 +194,7 @@ double Engine::start(Time now) {
     RequestState& s = v_->running[i];
     auto t = tokens.find(s.request.id);
     if (t == tokens.end()) continue;
-    if (i < old_running) v_->kv_blocks_free -= v_->blocks_needed(s, t->second, true);
+    if (i < old_running) take_blocks(v_->blocks_needed(s, t->second, true));
     const bool prefill = s.in_prefill();
     decodes += !prefill;
     items.push_back(BatchItem{t->second, s.computed, prefill});
@@ -147,18 +223,22 @@ IterationOutcome Engine::finish(Time now) {
     auto t = tokens.find(s.request.id);
     if (t != tokens.end()) {
       s.computed += t->second;
+      if (prefixed_) promote(s);
       if (s.computed == s.num_tokens()) {  // all known tokens computed: sample one
         s.generated += 1;
         if (s.generated == 1) s.first_token = now;
         s.last_token = now;
         out.tokens.push_back({s.request.id, s.generated});
         if (s.generated >= s.request.output_len.value_or(1)) {
-          v_->kv_blocks_free += v_->blocks_for(s.computed);
+          release_kv(s);
+          holds_.erase(s.request.id);
           out.finished.push_back(std::move(s));
           continue;
         }
         if (v_->role == Role::Prefill) {
-          v_->kv_blocks_free += v_->blocks_for(s.computed);
+          release_kv(s);
+          holds_.erase(s.request.id);
+          s.cached = 0;  // the decode instance receives its KV by transfer
           out.handed_off.push_back(std::move(s));
           continue;
         }
@@ -177,6 +257,27 @@ IterationOutcome Engine::finish(Time now) {
   for (const RequestState& s : out.finished) sched_->on_finished(s.request.id, now);
   for (const RequestState& s : out.handed_off) sched_->on_finished(s.request.id, now);
   return out;
+}
+
+bool Engine::cancel(Id request, Time now) {
+  auto same = [&](const RequestState& s) { return s.request.id == request; };
+  auto w = std::find_if(v_->waiting.begin(), v_->waiting.end(), same);
+  if (w != v_->waiting.end()) {
+    v_->waiting.erase(w);
+  } else {
+    auto r = std::find_if(v_->running.begin(), v_->running.end(), same);
+    if (r == v_->running.end()) return false;
+    Tokens in_flight = 0;
+    if (busy_)
+      for (const ScheduledItem& it : plan_.items)
+        if (it.request == request) in_flight = it.tokens;
+    r->computed += in_flight;  // the iteration in flight allocated its blocks too
+    release_kv(*r);
+    v_->running.erase(r);
+  }
+  holds_.erase(request);
+  sched_->on_finished(request, now);
+  return true;
 }
 
 }  // namespace slocore::sim

@@ -1,4 +1,4 @@
-// One simulated engine (DESIGN.md "The simulator"): its InstanceView is its state; a local
+// One simulated engine (docs/design.md "The simulator"): its InstanceView is its state; a local
 // BatchScheduler picks each iteration; the iteration lasts the *truth* time of the batch
 // (hardware profile, optional log-normal noise) while the view's model is the policies'
 // *belief*. Continuous batching with chunked prefill on colocated instances; prefill-only
@@ -7,10 +7,12 @@
 #pragma once
 #include <memory>
 #include <random>
+#include <unordered_map>
 #include <vector>
 
 #include "slocore/batch/batch_scheduler.h"
 #include "slocore/core/profile.h"
+#include "slocore/sim/prefix_cache.h"
 
 namespace slocore::sim {
 
@@ -30,12 +32,17 @@ struct IterationOutcome {
 class Engine {
  public:
   // `view` is owned by the simulator (a pool of views the policies read); rebind() when it moves.
+  // prefix_caching: keep a block-level prefix cache (vLLM's automatic prefix caching); only
+  // requests with prefix identity (Request::prefix) ever hit or fill it.
   Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr<BatchScheduler> sched,
-         bool processor_sharing, double noise_sigma, uint64_t seed, int correction_window);
+         bool processor_sharing, double noise_sigma, uint64_t seed, int correction_window,
+         bool prefix_caching = false);
 
   InstanceView& view() { return *v_; }
   const InstanceView& view() const { return *v_; }
   void rebind(InstanceView* v) { v_ = v; }
+  const HardwareProfile& profile() const { return truth_; }
+  const PrefixCache* prefix_cache() const { return cache_.get(); }
   Id id() const { return v_->id; }
   bool busy() const { return busy_; }
   bool has_work() const { return !v_->running.empty() || !v_->waiting.empty(); }
@@ -47,10 +54,20 @@ class Engine {
   // Applies the plan in flight at its end time `now`.
   IterationOutcome finish(Time now);
 
-  void enqueue(RequestState s) { v_->waiting.push_back(std::move(s)); }
+  void enqueue(RequestState s) {
+    prefixed_ = prefixed_ || (cache_ && !s.request.prefix.empty());
+    v_->waiting.push_back(std::move(s));
+  }
+  // The sanitised plan of the iteration in flight (or of the last one).
+  const BatchPlan& plan() const { return plan_; }
+  // Removes a request that left early (the emulated engine's client went away): frees its
+  // KV (with the tokens of the iteration in flight) and tells the scheduler on_finished.
+  bool cancel(Id request, Time now);
   size_t violations() const { return violations_; }
   int64_t iterations() const { return iterations_; }
   int64_t preemptions() const { return preemptions_; }
+  int64_t prefix_hit_tokens() const { return hit_tokens_; }     // prompt tokens served from the cache
+  int64_t prefix_query_tokens() const { return query_tokens_; } // prompt tokens of admitted requests
 
   EngineState state = EngineState::Starting;
   Time started_at = 0.0;   // when its cost began (cold start included)
@@ -61,6 +78,19 @@ class Engine {
  private:
   void sanitize(BatchPlan& plan);  // drops infeasible items, counting violations
   double truth_time(const std::vector<BatchItem>& items, size_t decodes) const;
+  // KV accounting with prefix caching (no-ops for requests without prefix identity).
+  struct Hold {
+    std::vector<uint64_t> chain;   // block hashes of the request's known tokens
+    std::vector<uint64_t> pinned;  // cached blocks it references (the rest of its blocks are its own)
+    int64_t next_block = 0;        // blocks [0, next_block) are pinned or known duplicates
+    int64_t memo = 0;              // last cache match, valid while no eviction happened
+    int64_t memo_evictions = -1;
+  };
+  Hold* hold_of(const RequestState& s);
+  void refresh_hits();                 // waiting requests: computed = cached prefix now
+  void take_blocks(int64_t n);         // n new blocks; evicts cached free ones as needed
+  void release_kv(RequestState& s);    // frees s's blocks (shared ones only when unreferenced)
+  void promote(RequestState& s);       // caches s's newly full blocks
 
   InstanceView* v_;
   HardwareProfile truth_;
@@ -73,6 +103,10 @@ class Engine {
   int correction_window_;  // fold observed/predicted ratios into the belief every N iterations (0: off)
   bool busy_ = false;
   BatchPlan plan_;
+  std::shared_ptr<PrefixCache> cache_;  // null: prefix caching off
+  bool prefixed_ = false;               // a request with prefix identity came here (else no cache work at all)
+  std::unordered_map<Id, Hold> holds_;
+  int64_t hit_tokens_ = 0, query_tokens_ = 0;
   double predicted_ = 0.0, actual_ = 0.0;
   size_t violations_ = 0;
   int64_t iterations_ = 0, preemptions_ = 0;

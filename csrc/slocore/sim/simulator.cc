@@ -13,6 +13,14 @@ namespace slocore::sim {
 
 void SimConfig::validate() const {
   profile.validate();
+  for (const auto* list : {&instance_profiles, &prefill_profiles, &decode_profiles, &scale_profiles})
+    for (const HardwareProfile& p : *list) p.validate();
+  require(instance_profiles.empty() || int(instance_profiles.size()) == instances, "instance_profiles",
+          "needs one profile per instance (" + std::to_string(instances) + ")");
+  require(prefill_profiles.empty() || int(prefill_profiles.size()) == prefill_instances, "prefill_profiles",
+          "needs one profile per prefill instance (" + std::to_string(prefill_instances) + ")");
+  require(decode_profiles.empty() || int(decode_profiles.size()) == decode_instances, "decode_profiles",
+          "needs one profile per decode instance (" + std::to_string(decode_instances) + ")");
   if (belief) belief->validate();
   require_positive(belief_scale, "belief_scale");
   require_nonneg(noise_sigma, "noise_sigma");
@@ -36,7 +44,11 @@ void SimConfig::validate() const {
   require_positive(timeline_interval_s, "timeline_interval_s");
   require_positive(stall_timeout_s, "stall_timeout_s");
   require(correction_window >= 0, "correction_window", "must be >= 0");
-  if (processor_sharing) require(profile.tps.has_value(), "profile.tps", "processor_sharing needs TPS(N)");
+  if (processor_sharing) {
+    require(profile.tps.has_value(), "profile.tps", "processor_sharing needs TPS(N)");
+    for (const HardwareProfile& p : decode_profiles)
+      require(p.tps.has_value(), "decode_profiles.tps", "processor_sharing needs TPS(N) (profile " + p.name + ")");
+  }
 }
 
 namespace {
@@ -61,7 +73,10 @@ class Simulation {
 
  private:
   // --- cluster ---
-  Engine& add_engine(Role role, Time now, bool ready);
+  Engine& add_engine(Role role, Time now, bool ready, const HardwareProfile& prof);
+  const HardwareProfile& initial_profile(Role role, int i) const;
+  const HardwareProfile& scale_out_profile(Role role, const std::string& name) const;
+  bool fits_somewhere(const Request& r) const;
   void make_ready(Engine& e, Time now);
   void remove_from_pool(Engine& e, Time now);
   void rebind(int pool);
@@ -93,7 +108,7 @@ class Simulation {
 
   const std::vector<Request>& reqs_;
   const SimConfig& cfg_;
-  LatencyCoeffs belief_{};
+  std::unordered_map<Id, std::shared_ptr<ApproxPrefixIndex>> sent_;  // what the router sent where
   SimResult res_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;
@@ -118,6 +133,34 @@ GlobalPolicy* Simulation::policy_for(Role role) const {
   return role == Role::Prefill ? cfg_.prefill_policy.get() : cfg_.decode_policy.get();
 }
 
+const HardwareProfile& Simulation::initial_profile(Role role, int i) const {
+  const auto& list = role == Role::Colocated ? cfg_.instance_profiles
+                     : role == Role::Prefill ? cfg_.prefill_profiles
+                                             : cfg_.decode_profiles;
+  return list.empty() ? cfg_.profile : list[size_t(i)];
+}
+
+const HardwareProfile& Simulation::scale_out_profile(Role role, const std::string& name) const {
+  if (name.empty()) return initial_profile(role, 0);  // the pool's default: its first profile
+  for (const auto* list : {&cfg_.instance_profiles, &cfg_.prefill_profiles, &cfg_.decode_profiles, &cfg_.scale_profiles})
+    for (const HardwareProfile& p : *list)
+      if (p.name == name) return p;
+  require(cfg_.profile.name == name, "decision.profile", "scale-out names unknown profile '" + name + "'");
+  return cfg_.profile;
+}
+
+bool Simulation::fits_somewhere(const Request& r) const {
+  // Some instance of the arrival pool could hold the whole request's KV.
+  const Role role = cfg_.disaggregated ? Role::Prefill : Role::Colocated;
+  const int n = cfg_.disaggregated ? cfg_.prefill_instances : cfg_.instances;
+  for (int i = 0; i < n; ++i) {
+    const HardwareProfile& p = initial_profile(role, i);
+    const Tokens need = (r.prompt_len + r.output_len.value_or(1) + p.block_size - 1) / p.block_size;
+    if (need <= p.kv_blocks) return true;
+  }
+  return false;
+}
+
 SchedulerFactory Simulation::factory_for(Role role) const {
   return role == Role::Decode && cfg_.decode_batch_scheduler ? cfg_.decode_batch_scheduler : cfg_.batch_scheduler;
 }
@@ -132,29 +175,40 @@ void Simulation::rebind(int pool) {
   for (InstanceView& v : pools_[pool]) engines_.at(v.id)->rebind(&v);
 }
 
-Engine& Simulation::add_engine(Role role, Time now, bool ready) {
+Engine& Simulation::add_engine(Role role, Time now, bool ready, const HardwareProfile& prof) {
   InstanceView v;
   v.id = next_instance_++;
   v.role = role;
   v.accepting = false;
-  v.kv_blocks_total = v.kv_blocks_free = cfg_.profile.kv_blocks;
-  v.block_size = cfg_.profile.block_size;
+  v.kv_blocks_total = v.kv_blocks_free = prof.kv_blocks;
+  v.block_size = prof.block_size;
   v.max_batch_tokens = cfg_.max_batch_tokens;
   v.max_num_seqs = cfg_.max_num_seqs;
-  v.model = LatencyModel(perturbed_belief(belief_, cfg_.belief_noise, cfg_.seed, v.id));
+  LatencyCoeffs belief = prof.coeffs;  // each instance's own profile, unless one belief is forced
+  if (cfg_.belief) {
+    belief = *cfg_.belief;
+  } else {
+    for (double* c : {&belief.t_c, &belief.a_p, &belief.b_p, &belief.c_p, &belief.a_d, &belief.b_d})
+      *c *= cfg_.belief_scale;
+  }
+  v.model = LatencyModel(perturbed_belief(belief, cfg_.belief_noise, cfg_.seed, v.id));
   v.busy_until = now;
+  auto sent = std::make_shared<ApproxPrefixIndex>(prof.kv_blocks);
+  v.prefix_index = sent;
   const Id id = v.id;
+  sent_.emplace(id, std::move(sent));
   auto sched = factory_for(role)();
   require(sched != nullptr, "batch_scheduler", "factory returned None");
   auto it = staged_.emplace(id, std::move(v)).first;
-  auto e = std::make_unique<Engine>(&it->second, cfg_.profile, std::move(sched),
+  auto e = std::make_unique<Engine>(&it->second, prof, std::move(sched),
                                     cfg_.processor_sharing && role == Role::Decode, cfg_.noise_sigma,
-                                    cfg_.seed * 1000003ULL + uint64_t(id), cfg_.correction_window);
+                                    cfg_.seed * 1000003ULL + uint64_t(id), cfg_.correction_window,
+                                    cfg_.prefix_caching);
   e->started_at = now;
   Engine& ref = *e;
   engines_.emplace(id, std::move(e));
   if (ready) make_ready(ref, now);
-  else push(now + cfg_.cold_start_s, Kind::InstanceReady, id);
+  else push(now + (prof.cold_start_s >= 0 ? prof.cold_start_s : cfg_.cold_start_s), Kind::InstanceReady, id);
   res_.stats.max_instances = std::max<int>(res_.stats.max_instances, int(live_instances()));
   return ref;
 }
@@ -206,8 +260,7 @@ void Simulation::on_arrival(const Request& r, Time now) {
   res_.recorder.add(r);
   ++in_system_;
   if (cfg_.scaler) cfg_.scaler->on_arrival(r, now);
-  const Tokens need = (r.prompt_len + r.output_len.value_or(1) + cfg_.profile.block_size - 1) / cfg_.profile.block_size;
-  if (need > cfg_.profile.kv_blocks) {  // could never fit on any instance: refuse, don't stall
+  if (!fits_somewhere(r)) {  // could never fit on any instance: refuse, don't stall
     res_.recorder.reject(r.id, now, "request needs more KV blocks than an instance has");
     ++res_.stats.rejected_capacity;
     --in_system_;
@@ -243,16 +296,13 @@ void Simulation::place(const Assignment& a, Role role, Time now) {
   RequestState s;
   s.request = std::move(p->second);
   pending_.erase(p);
+  if (!s.request.prefix.empty())  // the router's approximate index: full prompt blocks sent here
+    sent_.at(a.instance)->record(prefix_block_hashes(s.request, e.view().block_size, s.request.prompt_len));
   if (role == Role::Prefill) {
     prefill_of_[s.request.id] = a.instance;
     GlobalPolicy* d = cfg_.decode_policy.get();
     if (d->early_assignment()) {  // SIBYL: pick the decode instance at prefill start
-      const InstanceView& pv = e.view();
-      double queued = 0.0;
-      for (const RequestState& w : pv.waiting) queued += pv.model.prefill_cost(w.to_compute(), 0);
-      const Time start = std::max(now, pv.busy_until);
-      const Time tau = start + queued + pv.model.overhead() + pv.model.prefill_cost(s.request.prompt_len, 0);
-      d->submit(s.request, now, tau);
+      d->submit(s.request, now, expected_handoff(e.view(), s.request, now));
       poll(d, Role::Decode, now);
     }
   }
@@ -279,14 +329,16 @@ void Simulation::kick(Engine& e, Time now) {
 
 void Simulation::start_transfer(RequestState s, Id decode_instance, Time now) {
   const Id id = s.request.id;
-  const double t = cfg_.profile.kv_transfer_time(s.computed);
+  const double t = kv_transfer_time(engines_.at(prefill_of_.at(id))->profile(), engines_.at(decode_instance)->profile(),
+                                    s.computed);
   awaiting_decode_.emplace(id, std::move(s));
   push(now + t, Kind::TransferDone, id, decode_instance);
 }
 
 void Simulation::handoff(RequestState s, Id from, Time now) {
   const Id id = s.request.id;
-  cfg_.prefill_policy->on_prefill_done(id, from, now);
+  cfg_.prefill_policy->on_prefill_done(id, from, now);  // event contract: done, then it leaves
+  cfg_.prefill_policy->on_finished(id, from, now);
   GlobalPolicy* d = cfg_.decode_policy.get();
   auto t = early_target_.find(id);
   if (t != early_target_.end()) {
@@ -315,15 +367,17 @@ void Simulation::on_iteration_done(Engine& e, Time now) {
   for (const RequestState& s : out.finished) {
     res_.recorder.finish(s.request.id, now);
     --in_system_;
-    p->on_finished(s.request.id, e.id(), now);
     if (cfg_.disaggregated && role == Role::Prefill) {  // one-token output: done at prefill
       cfg_.prefill_policy->on_prefill_done(s.request.id, e.id(), now);
       auto t = early_target_.find(s.request.id);
       if (t != early_target_.end()) {  // release the decode reservation it will not use
         cfg_.decode_policy->on_finished(s.request.id, t->second, now);
         early_target_.erase(t);
+      } else if (cfg_.decode_policy->early_assignment()) {  // early-submitted, not placed yet
+        cfg_.decode_policy->on_cancelled(s.request.id, now);
       }
     }
+    p->on_finished(s.request.id, e.id(), now);
     if (cfg_.scaler) cfg_.scaler->on_finished(s.request.id, now);
   }
   for (RequestState& s : out.handed_off) handoff(std::move(s), e.id(), now);
@@ -337,7 +391,7 @@ void Simulation::apply(const ScaleDecision& d, Time now) {
     const Role role = cfg_.disaggregated ? d.role : Role::Colocated;
     require(!(cfg_.disaggregated && role == Role::Colocated), "decision.role", "P/D scale-out needs prefill or decode");
     if (live_instances() >= max_instances_) return;
-    add_engine(role, now, false);
+    add_engine(role, now, false, scale_out_profile(role, d.profile));
     ++res_.stats.scale_outs;
     sample(now);
     return;
@@ -378,13 +432,6 @@ void Simulation::sample(Time now) {
 
 SimResult Simulation::run() {
   cfg_.validate();
-  if (cfg_.belief) {
-    belief_ = *cfg_.belief;
-  } else {
-    belief_ = cfg_.profile.coeffs;
-    for (double* c : {&belief_.t_c, &belief_.a_p, &belief_.b_p, &belief_.c_p, &belief_.a_d, &belief_.b_d})
-      *c *= cfg_.belief_scale;
-  }
   for (size_t i = 0; i < reqs_.size(); ++i) {
     validate(reqs_[i]);
     require(reqs_[i].output_len.has_value(), "output_len",
@@ -393,10 +440,10 @@ SimResult Simulation::run() {
   }
   res_.recorder.reserve(reqs_.size());
   if (cfg_.disaggregated) {
-    for (int i = 0; i < cfg_.prefill_instances; ++i) add_engine(Role::Prefill, 0.0, true);
-    for (int i = 0; i < cfg_.decode_instances; ++i) add_engine(Role::Decode, 0.0, true);
+    for (int i = 0; i < cfg_.prefill_instances; ++i) add_engine(Role::Prefill, 0.0, true, initial_profile(Role::Prefill, i));
+    for (int i = 0; i < cfg_.decode_instances; ++i) add_engine(Role::Decode, 0.0, true, initial_profile(Role::Decode, i));
   } else {
-    for (int i = 0; i < cfg_.instances; ++i) add_engine(Role::Colocated, 0.0, true);
+    for (int i = 0; i < cfg_.instances; ++i) add_engine(Role::Colocated, 0.0, true, initial_profile(Role::Colocated, i));
   }
   max_instances_ = cfg_.max_instances > 0 ? cfg_.max_instances : int(live_instances());
   if (cfg_.scaler) push(cfg_.scaler->interval(), Kind::ScalerTick);
@@ -441,11 +488,13 @@ SimResult Simulation::run() {
         auto it = engines_.find(ev.b);
         if (it == engines_.end() || it->second->state == EngineState::Stopped ||
             !it->second->view().accepting) {  // target drained meanwhile: ask again
+          cfg_.decode_policy->on_finished(ev.a, ev.b, now);  // event contract: a retry
           awaiting_decode_.emplace(ev.a, std::move(s));
           cfg_.decode_policy->submit(awaiting_decode_.at(ev.a).request, now, std::nan(""));
           poll(cfg_.decode_policy.get(), Role::Decode, now);
           break;
         }
+        prefill_of_.erase(ev.a);
         it->second->enqueue(std::move(s));
         kick(*it->second, now);
         break;
@@ -495,6 +544,8 @@ SimResult Simulation::run() {
     res_.recorder.add_instance_time(std::max(0.0, end - e.started_at));
     res_.stats.preemptions += e.preemptions();
     res_.stats.plan_violations += int64_t(e.violations());
+    res_.stats.prefix_hit_tokens += e.prefix_hit_tokens();
+    res_.stats.prefix_query_tokens += e.prefix_query_tokens();
   }
   res_.stats.end_time = last_work_;
   return std::move(res_);

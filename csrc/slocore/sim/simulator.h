@@ -1,4 +1,4 @@
-// The discrete-event cluster simulator (DESIGN.md "The simulator"): deterministic for a
+// The discrete-event cluster simulator (docs/design.md "The simulator"): deterministic for a
 // seed, no Python in the loop. Requests arrive from a sorted trace; global policies place
 // them on instances (colocated) or on prefill then decode instances (P/D, with KV transfer);
 // each engine runs its local batch scheduler; a scaler may add instances (after a cold
@@ -19,8 +19,16 @@ namespace slocore::sim {
 using SchedulerFactory = std::function<std::shared_ptr<BatchScheduler>()>;
 
 struct SimConfig {
-  HardwareProfile profile;               // truth of every engine
-  std::optional<LatencyCoeffs> belief;   // the policies' model; default: truth * belief_scale
+  HardwareProfile profile;               // truth of every engine not given its own below
+  // Heterogeneous clusters: one profile per initial instance of a pool (empty: `profile` for
+  // each). A pool's first profile is its default for scale-out; a ScaleDecision may name any
+  // profile of these lists or of `scale_profiles`.
+  std::vector<HardwareProfile> instance_profiles;  // colocated pool
+  std::vector<HardwareProfile> prefill_profiles, decode_profiles;
+  std::vector<HardwareProfile> scale_profiles;     // further profiles a scaler may add
+  // The policies' model: `belief` for every instance when set, else each instance's own
+  // truth * belief_scale.
+  std::optional<LatencyCoeffs> belief;
   double belief_scale = 1.0;
   double belief_noise = 0.0;             // per-instance belief factor in [1-x, 1+x] (sim/belief_noise.h)
   double noise_sigma = 0.0;              // log-normal noise on iteration times
@@ -37,7 +45,8 @@ struct SimConfig {
   SchedulerFactory batch_scheduler;              // one scheduler per engine
   SchedulerFactory decode_batch_scheduler;       // decode instances (default: batch_scheduler)
   std::shared_ptr<Scaler> scaler;                // optional
-  double cold_start_s = 4.14;                    // HFX Table 2, Qwen7B from disk
+  double cold_start_s = 4.14;                    // HFX Table 2, Qwen7B from disk (profiles may override)
+  bool prefix_caching = true;                    // vLLM's automatic prefix caching (on by default there)
   double role_switch_s = 0.0;
   bool processor_sharing = false;                // SIBYL decode model on decode instances
   int correction_window = 32;                    // belief correction every N iterations (0: off)
@@ -59,6 +68,7 @@ struct TimelinePoint {
 struct SimStats {
   int64_t events = 0, iterations = 0, preemptions = 0, plan_violations = 0, polls = 0;
   int64_t stalled = 0, rejected_capacity = 0, scale_outs = 0, scale_ins = 0, role_switches = 0;
+  int64_t prefix_hit_tokens = 0, prefix_query_tokens = 0;  // prompt tokens from the cache / admitted
   int max_instances = 0;
   Time end_time = 0.0;
   std::vector<TimelinePoint> timeline;

@@ -1,4 +1,4 @@
-// SLICE decode-mask matrix and task selection (001_a2337bd0687bbcfa.txt):
+// SLICE decode-mask matrix and task selection (SLICE Alg. 2-3, Eq. 6-7):
 //  * rate v_i = ceil(1 / TPOT_i) tokens per cycle (Alg. 3 line 7; a cycle <= 1 s meets TPOT_i);
 //  * utility rate r_i = U_i * TPOT_i (Eq. 6);
 //  * the mask M (|b| x v_0, rows sorted by rate descending): row k has v_k ones, at the

@@ -1,4 +1,4 @@
-// SLICE online scheduler (Alg. 2-4 of 001_a2337bd0687bbcfa.txt; see slice/slice_scheduler.h).
+// SLICE online scheduler (SLICE Alg. 2-4; see slice/slice_scheduler.h).
 #include "slocore/slice/slice_scheduler.h"
 
 #include <algorithm>
@@ -9,20 +9,13 @@
 
 namespace slocore::slice {
 
-void SliceParams::validate() const {
-  require(std::isfinite(max_cycle) && max_cycle > 0, "slice.max_cycle", "must be finite and > 0");
-  require(adaptor == "none" || adaptor == "sjf", "slice.adaptor", "must be none or sjf, got '" + adaptor + "'");
-  require(std::isfinite(sjf_tokens) && sjf_tokens > 0, "slice.sjf_tokens", "must be finite and > 0");
-}
+void SliceParams::validate() const { check_params(*this, "slice"); }
 
-ParamMap SliceScheduler::params() const {
-  return {{"max_cycle", p_.max_cycle}, {"spread", double(p_.spread)}, {"adaptor", p_.adaptor},
-          {"sjf_tokens", p_.sjf_tokens}, {"demote_late", double(p_.demote_late)}};
-}
+ParamMap SliceScheduler::params() const { return write_params(p_); }
 
 double adapted_utility(const RequestState& s, const SliceParams& p, Time now) {
   double u = s.request.utility;
-  if (p.adaptor == "sjf") u /= 1.0 + double(s.generated) / p.sjf_tokens;
+  if (p.adaptor == Adaptor::Sjf) u /= 1.0 + double(s.generated) / p.sjf_tokens;
   if (p.demote_late && s.request.realtime()) {
     const Tokens left = std::max<Tokens>(s.request.output_len_or(1) - s.generated, 0);
     if (now + double(left) * s.request.slo.tpot > s.request.arrival + *s.request.slo.deadline) u *= 1e-3;
@@ -67,11 +60,7 @@ BatchPlan SliceScheduler::schedule(const InstanceView& v, Time now) {
     known_ = std::move(ids);
     reschedule(v, now);
   }
-  struct Where {
-    const RequestState* s;
-    bool running;
-    size_t index;
-  };
+  using Where = Candidate;  // plan_builder.h
   std::unordered_map<Id, Where> where;
   for (size_t i = 0; i < v.running.size(); ++i) where[v.running[i].request.id] = {&v.running[i], true, i};
   for (size_t i = 0; i < v.waiting.size(); ++i) where[v.waiting[i].request.id] = {&v.waiting[i], false, i};

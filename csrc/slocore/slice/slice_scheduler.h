@@ -1,10 +1,10 @@
-// SLICE online scheduler (001_a2337bd0687bbcfa.txt, Alg. 4): on every arrival or departure
+// SLICE online scheduler (SLICE Alg. 4): on every arrival or departure
 // (the engine's task set changes) it re-runs TASKSELECTION (Alg. 2) over all tasks with the
 // utility adaptor applied (Alg. 4 line 17; "sjf" lowers the utility of tasks that already
 // generated many tokens, SJF-like preemption), rebuilds the decode mask and restarts the
 // column scan (Alg. 3). Each iteration decodes the tasks of the current column; selected
-// tasks that still need their prefill run it in the same iteration (DESIGN.md: a task is
-// prefilled before it joins the mask). Unselected tasks wait (running ones keep their KV
+// tasks that still need their prefill run it in the same iteration (the paper's
+// mask only decodes: a task is prefilled before it joins it). Unselected tasks wait (running ones keep their KV
 // and are the first evicted on a KV shortage). l(b) comes from the engine's latency model
 // at the tasks' mean context: t_c + b * (a_d * ctx + b_d).
 #pragma once
@@ -16,14 +16,26 @@
 
 namespace slocore::slice {
 
+enum class Adaptor { None, Sjf };  // the utility adaptor of Alg. 4 line 17
+inline const EnumNames<Adaptor> kAdaptors = {{"none", Adaptor::None}, {"sjf", Adaptor::Sjf}};
+
 struct SliceParams {
   double max_cycle = 1.0;        // s; a cycle must stay below it (Alg. 2 line 13)
   bool spread = false;           // spread each row's ones evenly over the cycle
-  std::string adaptor = "none";  // none | sjf
+  Adaptor adaptor = Adaptor::None;
   double sjf_tokens = 64.0;      // sjf: U' = U / (1 + generated / sjf_tokens)
   // Demote (x 1e-3, never drop) a real-time task that can no longer meet its end-to-end
   // deadline even at its full rate: now + tokens left * TPOT > arrival + deadline.
   bool demote_late = false;
+  template <class V>
+  void visit(V& v) {
+    v.field("max_cycle", max_cycle, "longest decode-mask cycle, s (Alg. 2 line 13)", Range::above(0));
+    v.field("spread", spread, "spread each row's ones evenly over the cycle");
+    v.field("adaptor", adaptor, "utility adaptor (Alg. 4 line 17): none, or sjf U / (1 + generated / sjf_tokens)",
+            kAdaptors);
+    v.field("sjf_tokens", sjf_tokens, "tokens that halve a task's utility under the sjf adaptor", Range::above(0));
+    v.field("demote_late", demote_late, "demote (x 1e-3) a real-time task that can no longer meet its deadline");
+  }
   void validate() const;
 };
 

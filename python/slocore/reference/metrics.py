@@ -47,7 +47,8 @@ def distribution(values: list[float], quantiles=(0.5, 0.9, 0.99, 0.999)) -> dict
     return out
 
 
-def summarize(records, instance_seconds=0.0, w_prefill=1.0, w_decode=1.0, cost_unit_s=0.05) -> dict:
+def summarize(records, instance_seconds=0.0, w_prefill=1.0, w_decode=1.0, cost_unit_s=0.05, warmup_s=0.0) -> dict:
+    records = [(req, t, o) for req, t, o in records if req["arrival"] >= warmup_s]  # warm-up excluded
     ms = [(req, t, o, request_metrics(req, t, o, w_prefill, w_decode)) for req, t, o in records]
     n = len(ms)
     ttft = [m["ttft"] for _, t, _, m in ms if t]

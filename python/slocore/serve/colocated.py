@@ -16,3 +16,7 @@ class ColocatedFlow:
     async def prepare(self, ctx, fwd: dict) -> dict:
         """The body for the final engine (nothing to do before it)."""
         return fwd
+
+    async def assign(self, ctx, req, timeout: float):
+        """The engine that produces the answer (submit at arrival, then poll)."""
+        return await self.colocated.assign(req, timeout)

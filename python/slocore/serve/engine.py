@@ -1,10 +1,12 @@
 """Emulated engine: vLLM's OpenAI API with token timing from a hardware profile.
 
-One continuous-batching loop, as the simulator's engine: each iteration asks a slocore
-batch scheduler (by name, default ``sarathi_fcfs``) which requests run with how many tokens,
-sleeps for the iteration time the profile's latency model gives for that batch (times
-``time_scale``), then advances every scheduled request (a finished prefill yields the first
-token; a decode yields one). ``/metrics`` carries vLLM's names
+The engine is the simulator's own (``slocore.EngineModel``, csrc/slocore/sim/engine.cc):
+each iteration a slocore batch scheduler (by name, default ``sarathi_fcfs``, or an object)
+plans the batch, the plan is sanitised, the iteration lasts the profile's truth time for that
+batch, the view's latency model is corrected online and the scheduler gets
+``on_batch_done``, exactly as in ``slocore simulate``; here each iteration is paced by real
+time (its duration times ``time_scale``; the engine's clock is real seconds / ``time_scale``).
+``stats.history`` keeps the recent plans. ``/metrics`` carries vLLM's names
 (``vllm:num_requests_running``, ``vllm:num_requests_waiting``, ``vllm:kv_cache_usage_perc``)
 so the router polls it exactly like a real vLLM server.
 
@@ -19,6 +21,7 @@ produced in total; ``fault="hang_after:N"`` stops producing tokens (a stuck engi
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import time
@@ -37,12 +40,8 @@ WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "a
 
 @dataclass
 class _Req:
-    state: object  # slocore.RequestState
-    output_len: int
     events: asyncio.Queue
     prefill_only: bool = False
-    running: bool = False
-    blocks: int = 0
     t_arrival: float = 0.0
 
 
@@ -54,21 +53,26 @@ class EngineStats:
     preemptions: int = 0
     prompt_tokens: int = 0
     busy_s: float = 0.0
-    history: list = field(default_factory=list)
+    # recent iterations: ([(request, tokens), ...], [preempted, ...]) of each sanitised plan
+    history: collections.deque = field(default_factory=lambda: collections.deque(maxlen=100_000))
 
 
 class EmulatedEngine:
-    def __init__(self, profile: str | dict = "h100-llama2-7b", scheduler: str = "sarathi_fcfs",
+    def __init__(self, profile: str | dict = "h100-llama2-7b", scheduler: "str | _s.BatchScheduler" = "sarathi_fcfs",
                  scheduler_params: dict | None = None, time_scale: float = 1.0, max_num_seqs: int = 256,
                  max_batch_tokens: int = 8192, kv_blocks: int | None = None, model: str = "slocore-emulated",
-                 default_max_tokens: int = 16, fault: str | None = None, engine_id: str | None = None):
+                 default_max_tokens: int = 16, fault: str | None = None, engine_id: str | None = None,
+                 correction_window: int = 32):
         from slocore.profiles import hardware_profile
 
         if not (time_scale > 0):
             raise ValueError(f"time_scale: must be > 0, got {time_scale}")
         self.hw, self.profile_data = hardware_profile(profile)
-        self.scheduler_name = scheduler
-        self.scheduler = _s.make_batch_scheduler(scheduler, dict(scheduler_params or {}))
+        if isinstance(scheduler, _s.BatchScheduler):
+            self.scheduler_name, self.scheduler = scheduler.name(), scheduler
+        else:
+            self.scheduler_name = scheduler
+            self.scheduler = _s.make_batch_scheduler(scheduler, dict(scheduler_params or {}))
         self.time_scale = float(time_scale)
         self.model_name = model
         self.default_max_tokens = default_max_tokens
@@ -77,7 +81,10 @@ class EmulatedEngine:
         self.max_batch_tokens = max_batch_tokens
         self.kv_total = int(kv_blocks or self.hw.kv_blocks)
         self.block_size = int(self.hw.block_size)
-        self.model = _s.LatencyModel(self.hw.coeffs)
+        self.core = _s.EngineModel(self.hw, self.scheduler, max_batch_tokens=int(max_batch_tokens),
+                                   max_num_seqs=int(max_num_seqs), kv_blocks=self.kv_total,
+                                   correction_window=int(correction_window))
+        self.model = self.core.view.model
         self.reqs: dict[int, _Req] = {}
         self.order = itertools.count()
         self.stats = EngineStats()
@@ -92,20 +99,13 @@ class EmulatedEngine:
 
     # --- engine loop -----------------------------------------------------------------
     def now(self) -> float:
-        return time.monotonic() - self._t0
+        """The engine's clock: real seconds since start / time_scale."""
+        return (time.monotonic() - self._t0) / self.time_scale
 
-    def _view(self):
-        v = _s.InstanceView(0)
-        v.model = self.model
-        v.block_size = self.block_size
-        v.kv_blocks_total = self.kv_total
-        used = sum(r.blocks for r in self.reqs.values() if r.running)
-        v.kv_blocks_free = max(0, self.kv_total - used)
-        v.max_num_seqs = self.max_num_seqs
-        v.max_batch_tokens = self.max_batch_tokens
-        v.running = [r.state for r in self.reqs.values() if r.running]
-        v.waiting = [r.state for r in self.reqs.values() if not r.running]
-        return v
+    def counts(self) -> tuple[int, int, int]:
+        """(running, waiting, KV blocks in use), from the engine's view."""
+        v = self.core.view
+        return len(v.running), len(v.waiting), self.kv_total - int(v.kv_blocks_free)
 
     async def _loop(self):
         try:
@@ -121,56 +121,39 @@ class EmulatedEngine:
     async def _iterate(self):
         idle = 0.002
         while True:
-            if not self.reqs or self._hung:
+            if not self.core.has_work or self._hung:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
             now = self.now()
-            plan = self.scheduler.schedule(self._view(), now)
-            for rid in plan.preempt:
-                r = self.reqs.get(rid)
-                if r is not None and r.running:
-                    r.running, r.blocks = False, 0
-                    r.state.computed = 0
-                    self.stats.preemptions += 1
-            if not plan.items:
+            dt = self.core.start(now)  # plan, sanitise, allocate KV: the simulator's Engine::start
+            if dt < 0:  # nothing can run now (e.g. no KV): wait for a change
                 self._wake.clear()
                 try:
                     await asyncio.wait_for(self._wake.wait(), idle)
                 except asyncio.TimeoutError:
                     pass
                 continue
-            items = []
-            for it in plan.items:
-                st = self.reqs[it.request].state
-                items.append(_s.BatchItem(int(it.tokens), int(st.computed), bool(st.in_prefill)))
-            dt = self.model.batch_time(items)
+            plan = self.core.plan
+            self.stats.history.append(([(it.request, int(it.tokens)) for it in plan.items], list(plan.preempt)))
             await asyncio.sleep(dt * self.time_scale)
+            tokens, finished, _ = self.core.finish(now + dt)  # on_batch_done, online correction
             self.stats.iterations += 1
+            self.stats.preemptions = int(self.core.preemptions)
             self.stats.busy_s += dt * self.time_scale
-            t = self.now()
-            for it in plan.items:
-                r = self.reqs.get(it.request)
-                if r is None:  # cancelled during the iteration
-                    continue
-                st = r.state
-                r.running = True
-                st.computed = min(int(st.num_tokens), int(st.computed) + int(it.tokens))
-                r.blocks = -(-int(st.computed) // self.block_size)
-                if st.computed >= st.num_tokens:
-                    st.generated = st.generated + 1
-                    self._emit(it.request, r, t)
+            done = set(finished)
+            for rid, generated in tokens:
+                r = self.reqs.get(rid)
+                if r is not None:
+                    self._emit(rid, r, int(generated), rid in done)
             if self.fault and self.fault.startswith("hang_after:") and self.stats.tokens >= int(self.fault.split(":")[1]):
                 self._hung = True
 
-    def _emit(self, rid: int, r: _Req, t: float):
-        st = r.state
+    def _emit(self, rid: int, r: _Req, generated: int, done: bool):
         self.stats.tokens += 1
-        done = st.generated >= r.output_len or r.prefill_only
-        r.events.put_nowait(("token", int(st.generated), done))
+        r.events.put_nowait(("token", generated, done))
         if done:
             self.reqs.pop(rid, None)
-            self.scheduler.on_finished(rid, t)
             self.stats.finished += 1
         if self.fault and self.fault.startswith("die_after:") and self.stats.tokens >= int(self.fault.split(":")[1]):
             self._dead = True
@@ -185,12 +168,15 @@ class EmulatedEngine:
             kw["ttft"] = ttft
         if tpot:
             kw["tpot"] = tpot
-        req = _s.Request(rid, self.now(), int(prompt_len), max_output_len=int(output_len), priority=int(priority), **kw)
+        n_out = 1 if prefill_only else int(output_len)
+        req = _s.Request(rid, self.now(), int(prompt_len), output_len=n_out, max_output_len=int(output_len),
+                         priority=int(priority), **kw)
         st = _s.RequestState(req)
         if prefilled:  # P/D handoff: KV of prompt[:-1] arrived, the last prompt token is computed here
             st.computed = int(prompt_len) - 1
         q: asyncio.Queue = asyncio.Queue()
-        self.reqs[rid] = _Req(st, 1 if prefill_only else int(output_len), q, prefill_only, t_arrival=self.now())
+        self.reqs[rid] = _Req(q, prefill_only, t_arrival=self.now())
+        self.core.add(st)
         self.stats.prompt_tokens += int(prompt_len)
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._loop())
@@ -199,7 +185,7 @@ class EmulatedEngine:
 
     def cancel(self, rid: int):
         if self.reqs.pop(rid, None) is not None:
-            self.scheduler.on_finished(rid, self.now())
+            self.core.cancel(rid, self.now())
 
     # --- HTTP ------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -250,6 +236,9 @@ class EmulatedEngine:
         except BadRequest as e:
             return web.json_response(error_body(str(e), e.status), status=e.status)
         max_tokens = f["max_tokens"] or self.default_max_tokens
+        if -(-(plen + max_tokens) // self.block_size) > self.kv_total:  # could never run: refuse, don't stall
+            msg = f"prompt_tokens + max_tokens = {plen + max_tokens} exceed the KV cache ({self.kv_total} blocks)"
+            return web.json_response(error_body(msg, 400), status=400)
         kvp = body.get("kv_transfer_params") or {}
         if not isinstance(kvp, dict):
             return web.json_response(error_body("kv_transfer_params: must be an object", 400), status=400)
@@ -262,7 +251,8 @@ class EmulatedEngine:
         tpot = xargs.get("slo_tpot_ms") if isinstance(xargs, dict) else None
         rid, q = self.submit(plen, max_tokens, prefill_only, prefilled,
                              priority=int(xargs.get("priority", 0)) if isinstance(xargs, dict) else 0,
-                             ttft=ttft / 1e3 if ttft else None, tpot=tpot / 1e3 if tpot else None)
+                             ttft=ttft / 1e3 / self.time_scale if ttft else None,  # real s -> the engine's clock
+                             tpot=tpot / 1e3 / self.time_scale if tpot else None)
         oid = new_id(chat)
         kv_out = None
         if prefill_only:
@@ -325,8 +315,7 @@ class _EngineCollector:
 
     def collect(self):
         e = self.e
-        running = sum(1 for r in e.reqs.values() if r.running)
-        used = sum(r.blocks for r in e.reqs.values() if r.running)
+        running, waiting, used = e.counts()
         labels, values = ["model_name", "engine"], [e.model_name, "0"]
 
         def gauge(name, doc, v):
@@ -339,7 +328,7 @@ class _EngineCollector:
             c.add_metric(values, v)
             return c
         yield gauge("vllm:num_requests_running", "Requests in the running batch", running)
-        yield gauge("vllm:num_requests_waiting", "Requests waiting to run", len(e.reqs) - running)
+        yield gauge("vllm:num_requests_waiting", "Requests waiting to run", waiting)
         yield gauge("vllm:kv_cache_usage_perc", "KV-cache usage (0-1)", used / max(1, e.kv_total))
         yield counter("vllm:num_preemptions", "Preemptions", e.stats.preemptions)
         yield counter("vllm:generation_tokens", "Generated tokens", e.stats.tokens)

@@ -7,7 +7,8 @@ time; a non-streaming client gets the assembled response) -> token times to the 
 
 Retries: a ``BackendError`` before anything reached the client re-sends the request to
 another engine (``retries``); otherwise the client gets a clear error (HTTP 502/504, or an
-SSE ``error`` event then ``[DONE]`` mid-stream).
+SSE ``error`` event then ``[DONE]`` mid-stream). The policies see one id per client request
+(the recorder's), across retries: on_finished for the failed engine, then submit again.
 """
 from __future__ import annotations
 
@@ -30,8 +31,7 @@ log = logging.getLogger("slocore.serve")
 class RequestHandler:
     def __init__(self, router):
         self.r = router  # cfg, recorder, metrics, slo, flow, upstream, now, model_name
-        self.ids = itertools.count(1)  # client requests (recorder ids)
-        self.attempt_ids = itertools.count(1)  # what the policies see: one per attempt
+        self.ids = itertools.count(1)  # client requests: the recorder's and every policy's id
 
     async def completions(self, request):
         return await self.handle(request, chat=False)
@@ -92,7 +92,8 @@ class RequestHandler:
             r.slo.unqueued(ctx)
 
     def new_attempt(self, ctx) -> "_s.Request":
-        """A fresh policy-side request (its own id) for one attempt of client request ctx."""
+        """The policy-side request for one attempt of client request ctx: the client
+        request's id (one id per request, across retries and P/D stages)."""
         t = ctx.template
         kw = dict(ttft=t.slo.ttft, tpot=t.slo.tpot, priority=t.priority, priority_weight=t.priority_weight,
                   task=t.task)
@@ -100,7 +101,7 @@ class RequestHandler:
             kw["deadline"] = t.slo.deadline
         if t.max_output_len:
             kw["max_output_len"] = t.max_output_len
-        return _s.Request(next(self.attempt_ids), t.arrival, t.prompt_len, **kw)
+        return _s.Request(ctx.rid, t.arrival, t.prompt_len, **kw)
 
     async def _run_attempts(self, ctx: RequestContext, fwd: dict):
         r = self.r
@@ -111,7 +112,7 @@ class RequestHandler:
                 body = await r.flow.prepare(ctx, fwd)
                 disp = r.flow.final
                 att = self.new_attempt(ctx)
-                backend = await disp.assign(att, r.cfg.timeouts.first_token_s)
+                backend = await r.flow.assign(ctx, att, r.cfg.timeouts.first_token_s)
                 r.slo.dispatched(ctx)
                 await self._stream(ctx, backend, disp, att, body)
                 return ctx.resp or ctx.assembled(r.model_name)
@@ -158,7 +159,7 @@ class RequestHandler:
         t = r.cfg.timeouts
         async with r.upstream.post(backend, disp.policy, att, body, ctx.chat, t.total_s) as (resp, st):
             await check_status(backend, resp)
-            await relay(ctx, resp, st, att, backend, disp.policy, t, r.now)
+            await relay(ctx, resp, st, att, backend, disp.policy, t, r.now, skip_first=r.cfg.disaggregated)
         backend.served += 1
         # a chunk may carry several tokens (or none, for a partial UTF-8 character): the
         # engine's usage count is the truth; the missing ones are dated at the end

@@ -1,6 +1,7 @@
 """One client request as it moves through the router (``RequestContext``), and reading an
-engine's SSE stream: every token goes to the policy (``on_prefill_done`` for the first,
-``on_token`` for each) and, when the client streams, straight on to the client. A watchdog
+engine's SSE stream: every token goes to the policy (``on_token`` with the request's token
+count; in P/D the decode engine's first token repeats the prefill's token 1 and is not
+reported) and, when the client streams, straight on to the client. A watchdog
 ends a stream that stays silent past the first-token or between-token timeout.
 """
 from __future__ import annotations
@@ -37,6 +38,7 @@ class RequestContext:
         self.text: list[str] = []
         self.times: list = []
         self.extra: dict = {}
+        self.handoff = None  # P/D: (prefill instance, early decode assignment future or None)
 
     async def write(self, data: bytes):
         if self.resp is None:
@@ -74,8 +76,9 @@ class RequestContext:
 
 
 async def relay(ctx: RequestContext, r: aiohttp.ClientResponse, st, att, backend: Backend, policy,
-                t: Timeouts, now) -> None:
-    """Read the engine's SSE stream `r` to ``[DONE]`` for attempt `att` (state `st`)."""
+                t: Timeouts, now, skip_first: bool = False) -> None:
+    """Read the engine's SSE stream `r` to ``[DONE]`` for attempt `att` (state `st`);
+    `skip_first`: P/D decode, whose first token the prefill policy already reported."""
     loop = asyncio.get_running_loop()
     fired = []
 
@@ -118,9 +121,8 @@ async def relay(ctx: RequestContext, r: aiohttp.ClientResponse, st, att, backend
         for _ in range(ntok):
             st.generated = st.generated + 1
             st.computed = att.prompt_len + st.generated - 1
-            if st.generated == 1:
-                policy.on_prefill_done(att.id, backend.id, tnow)
-            policy.on_token(att.id, backend.id, int(st.generated), tnow)
+            if not (skip_first and st.generated == 1):
+                policy.on_token(att.id, backend.id, int(st.generated), tnow)
             ctx.times.append((tnow, backend.id))
         if ctx.client_stream and (obj.get("choices") or ctx.want_usage or not obj.get("usage")):
             await ctx.write(line + b"\n")

@@ -55,7 +55,7 @@ def table(sc: Scenario, rows: list[Row]) -> str:
         if r.variant in seen:
             continue
         seen.add(r.variant)
-        pol = {k: v for k, v in r.config.items() if k.endswith("policy") or k in ("batch_scheduler", "scaler")}
+        pol = {k: v for k, v in r.config.items() if (k.endswith(("policy", "scheduler")) or k == "scaler") and v}
         out.append(f"  {r.variant}: {pol}")
     if sc.headline:
         out.append(f"paper headline: {sc.headline}")

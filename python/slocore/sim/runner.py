@@ -42,6 +42,25 @@ def cold_start_seconds(profile: dict, source: str | float) -> float:
     return COLD_START_S[row][source]
 
 
+ProfileSpec = Union[str, dict, "_core.HardwareProfile"]
+
+
+def profile_list(spec, n: int, what: str, cold_start) -> list:
+    """One HardwareProfile per instance from a single spec or a list of n specs; each list
+    entry carries its own cold start (`cold_start` applied to that profile's model class)."""
+    if not isinstance(spec, (list, tuple)):
+        return []
+    if len(spec) != n:
+        raise ValueError(f"{what}: expected {n} profiles (one per instance), got {len(spec)}")
+    out = []
+    for p in spec:
+        hw, data = hardware_profile(p)
+        if hw.cold_start_s < 0 and "per_request" in data:
+            hw.cold_start_s = cold_start_seconds(data, cold_start)
+        out.append(hw)
+    return out
+
+
 def _split(spec, what: str) -> tuple[str, dict]:
     if isinstance(spec, str):
         return spec, {}
@@ -81,15 +100,30 @@ def describe(obj) -> dict:
         return {"name": type(obj).__name__, "params": {}}
 
 
+def describe_scheduler(spec: SchedulerSpec):
+    """A registry spec as {name, params} with every effective parameter (fed back, it builds the same scheduler)."""
+    if isinstance(spec, (str, tuple, list)):
+        return describe(_core.make_batch_scheduler(*_split(spec, "batch_scheduler")))
+    return repr(spec)
+
+
 def requests_of(workload) -> list:
     """C++ Requests from a Workload (numpy columns) or a list of slocore.Request."""
     if isinstance(workload, (list, tuple)):
         return list(workload)
     n = len(workload.arrival)
+    prefix = {}
+    if getattr(workload, "prefix", None) is not None:
+        segs = [seg or () for seg in workload.prefix]
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([len(x) for x in segs])
+        prefix = dict(prefix_offsets=offsets,
+                      prefix_groups=np.array([g for x in segs for g, _ in x], dtype=np.uint64),
+                      prefix_lens=np.array([ln for x in segs for _, ln in x], dtype=np.int64))
     return _core.requests_from_columns(
         np.arange(n, dtype=np.int64), workload.arrival, workload.prompt_len, workload.output_len,
         workload.ttft, workload.tpot, workload.deadline, workload.priority, workload.priority_weight,
-        workload.utility, workload.task, list(workload.task_names))
+        workload.utility, workload.task, list(workload.task_names), **prefix)
 
 
 def tdg_weights(requests) -> tuple[float, float]:
@@ -113,11 +147,15 @@ class SimResult:
 def simulate(
     workload,
     *,
-    profile: str | dict | _core.HardwareProfile = "h100-llama2-7b",
+    profile: ProfileSpec | list = "h100-llama2-7b",
     mode: str = "colocated",
-    instances: int = 2,
-    prefill_instances: int = 1,
-    decode_instances: int = 1,
+    instances: int | None = None,
+    prefill_instances: int | None = None,
+    decode_instances: int | None = None,
+    prefill_profile: ProfileSpec | list | None = None,
+    decode_profile: ProfileSpec | list | None = None,
+    scale_profiles: list | None = None,
+    prefix_caching: bool = True,
     global_policy: PolicySpec = "round_robin",
     prefill_policy: PolicySpec = "round_robin",
     decode_policy: PolicySpec = "round_robin",
@@ -139,17 +177,50 @@ def simulate(
     tdg_weights_: tuple[float, float] | None = None,
     max_time: float = math.inf,
     seed: int = 0,
+    warmup_s: float | None = None,
 ) -> SimResult:
-    """Simulate `workload` on a cluster and return its summary (see module docstring)."""
+    """Simulate `workload` on a cluster and return its summary (see module docstring).
+
+    Heterogeneous clusters: `profile` may be a list with one profile (name, dict or
+    HardwareProfile) per colocated instance; in P/D, `prefill_profile` / `decode_profile`
+    give one per prefill / decode instance (a single spec: every instance of that pool; None:
+    `profile`). A scale-out adds the pool's first profile unless the scaler's decision names
+    another (any profile given here or in `scale_profiles`); each listed profile cold-starts
+    by its own model class. `prefix_caching` (on, as in vLLM) only matters for workloads with
+    prefix identity. `warmup_s` leaves requests arriving before it out of the summary (None:
+    the workload's params["warmup_s"], e.g. from `workloads.steady`, else 0)."""
+    if warmup_s is None:
+        warmup_s = float(getattr(workload, "params", {}).get("warmup_s", 0.0))
     if mode not in (COLOCATED, "pd"):
         raise ValueError(f"mode: must be 'colocated' or 'pd', got {mode!r}")
     if decode_model not in ("iteration", "processor_sharing"):
         raise ValueError(f"decode_model: must be 'iteration' or 'processor_sharing', got {decode_model!r}")
-    hw, data = hardware_profile(profile)
+    def count(given, spec, default):
+        return given if given is not None else len(spec) if isinstance(spec, (list, tuple)) else default
+
+    pd = mode == "pd"
+    instances = count(instances, None if pd else profile, 2)
+    p_spec = prefill_profile if prefill_profile is not None else profile
+    d_spec = decode_profile if decode_profile is not None else profile
+    prefill_instances = count(prefill_instances, p_spec if pd else None, 1)
+    decode_instances = count(decode_instances, d_spec if pd else None, 1)
+    first = profile[0] if isinstance(profile, (list, tuple)) and profile else profile
+    hw, data = hardware_profile(first)
     cfg = _core.SimConfig()
     cfg.profile = hw
-    cfg.disaggregated = mode == "pd"
+    cfg.disaggregated = pd
     cfg.instances, cfg.prefill_instances, cfg.decode_instances = instances, prefill_instances, decode_instances
+    if pd:
+        single = lambda s, n: [s] * n if s is not None and not isinstance(s, (list, tuple)) else s  # noqa: E731
+        cfg.prefill_profiles = profile_list(single(prefill_profile, prefill_instances) if prefill_profile is not None
+                                            else profile, prefill_instances, "prefill_profile", cold_start)
+        cfg.decode_profiles = profile_list(single(decode_profile, decode_instances) if decode_profile is not None
+                                           else profile, decode_instances, "decode_profile", cold_start)
+    else:
+        cfg.instance_profiles = profile_list(profile, instances, "profile", cold_start)
+    if scale_profiles:
+        cfg.scale_profiles = profile_list(list(scale_profiles), len(scale_profiles), "scale_profiles", cold_start)
+    cfg.prefix_caching = bool(prefix_caching)
     policies = {}
     if cfg.disaggregated:
         cfg.prefill_policy = policies["prefill_policy"] = make_policy(prefill_policy, "prefill_policy")
@@ -178,15 +249,18 @@ def simulate(
     reqs = requests_of(workload)
     raw = _core.simulate(reqs, cfg)
     w_p, w_d = tdg_weights_ or tdg_weights(reqs)
-    summary = _core.summarize(raw.recorder, _core.MetricsOptions(w_prefill=w_p, w_decode=w_d))
+    summary = _core.summarize(raw.recorder, _core.MetricsOptions(w_prefill=w_p, w_decode=w_d, warmup_s=warmup_s))
     config = {
-        "profile": hw.name, "mode": mode, "instances": instances, "prefill_instances": prefill_instances,
+        "profile": hw.name, "mode": mode, "prefix_caching": bool(prefix_caching), "warmup_s": warmup_s,
+        "instance_profiles": [p.name for p in (list(cfg.instance_profiles) or list(cfg.prefill_profiles)
+                                               + list(cfg.decode_profiles))], "instances": instances, "prefill_instances": prefill_instances,
         "decode_instances": decode_instances, "max_instances": max_instances, "cold_start_s": cfg.cold_start_s,
         "decode_model": decode_model, "noise_sigma": noise_sigma, "belief_scale": belief_scale, "belief_noise": belief_noise,
         "belief_profile": belief_profile if isinstance(belief_profile, (str, type(None))) else "custom", "seed": seed,
         "tdg_weights": (w_p, w_d), "max_batch_tokens": max_batch_tokens, "max_num_seqs": max_num_seqs,
         **{k: describe(v) for k, v in policies.items()},
-        "batch_scheduler": batch_scheduler if isinstance(batch_scheduler, (str, tuple)) else repr(batch_scheduler),
+        "batch_scheduler": describe_scheduler(batch_scheduler),
+        "decode_batch_scheduler": None if decode_batch_scheduler is None else describe_scheduler(decode_batch_scheduler),
         "scaler": describe(cfg.scaler) if cfg.scaler is not None else None,
     }
     return SimResult(summary=summary, recorder=raw.recorder, stats=raw.stats, timeline=raw.timeline, config=config)

@@ -46,9 +46,18 @@ class Workload:
     name: str = "workload"
     seed: int | None = None
     params: dict = field(default_factory=dict)
+    # Prefix identity (prefix caching): per request a tuple of (group, len) segments of shared
+    # texts covering its prompt in order (csrc/slocore/core/prefix.h), or None for none at all.
+    prefix: np.ndarray | None = None
 
     def __post_init__(self):
         n = len(self.arrival)
+        if self.prefix is not None:
+            src = list(self.prefix)
+            if len(src) != n:
+                raise ValueError(f"prefix: expected {n} rows, got {len(src)}")
+            pre = _objects([tuple((int(g), int(ln)) for g, ln in (segs or ())) for segs in src])
+            object.__setattr__(self, "prefix", pre)
         casts = dict(arrival=float, prompt_len=np.int64, output_len=np.int64, ttft=float, tpot=float, deadline=float,
                      priority=np.int64, priority_weight=float, utility=float, task=np.int64)
         for col, dt in casts.items():
@@ -70,6 +79,10 @@ class Workload:
         first_bad(~(self.tpot > 0), "tpot", "must be > 0")
         first_bad(~(self.priority_weight > 0), "priority_weight", "must be > 0")
         first_bad((self.task < 0) | (self.task >= len(self.task_names)), "task", "code out of range")
+        if self.prefix is not None:
+            for i, segs in enumerate(self.prefix):
+                if any(ln < 1 for _, ln in segs) or sum(ln for _, ln in segs) > self.prompt_len[i]:
+                    raise ValueError(f"prefix: row {i}: segment lengths must be >= 1 and sum to <= prompt_len")
 
     def __len__(self) -> int:
         return len(self.arrival)
@@ -85,7 +98,14 @@ class Workload:
         return self._with(arrival=self.arrival / factor, params={**self.params, "rate_scale": factor})
 
     def head(self, n: int) -> "Workload":
-        return self._with(**{c: getattr(self, c)[:n] for c in COLUMNS})
+        pre = None if self.prefix is None else self.prefix[:n]
+        return self._with(**{c: getattr(self, c)[:n] for c in COLUMNS}, prefix=pre)
+
+    def prefixes(self) -> np.ndarray:
+        """The prefix column, with empty tuples when the workload has none."""
+        if self.prefix is not None:
+            return self.prefix
+        return _objects([()] * len(self))
 
     def merge(self, other: "Workload") -> "Workload":
         names = tuple(dict.fromkeys(self.task_names + other.task_names))
@@ -93,8 +113,12 @@ class Workload:
         cols = {c: np.concatenate([getattr(self, c), getattr(other, c) if c != "task" else remap[other.task]])
                 for c in COLUMNS}
         order = np.argsort(cols["arrival"], kind="stable")
+        pre = None
+        if self.prefix is not None or other.prefix is not None:
+            pre = np.concatenate([self.prefixes(), other.prefixes()])[order]
         return Workload(**{c: v[order] for c, v in cols.items()}, task_names=names,
-                        name=f"{self.name}+{other.name}", seed=self.seed, params={**self.params, **other.params})
+                        name=f"{self.name}+{other.name}", seed=self.seed, params={**self.params, **other.params},
+                        prefix=pre)
 
     def describe(self) -> dict:
         out = {"requests": len(self), "duration_s": self.duration,
@@ -118,9 +142,17 @@ class Workload:
 
     def _with(self, **changes) -> "Workload":
         kw = {c: getattr(self, c) for c in COLUMNS}
-        kw.update(task_names=self.task_names, name=self.name, seed=self.seed, params=self.params)
+        kw.update(task_names=self.task_names, name=self.name, seed=self.seed, params=self.params, prefix=self.prefix)
         kw.update(changes)
         return Workload(**kw)
+
+
+def _objects(items) -> np.ndarray:
+    """A 1-D object array of `items` (tuples stay elements, never a second axis)."""
+    out = np.empty(len(items), dtype=object)
+    for i, x in enumerate(items):
+        out[i] = x
+    return out
 
 
 # Workloads by name, for scenarios and the CLI; `@workload` adds one.
@@ -162,8 +194,12 @@ def lengths(n: int, mean: float, std: float, rng: np.random.Generator, heavy: bo
 def _build(parts: list[dict], task_names, name, seed, params) -> Workload:
     cols = {c: np.concatenate([p[c] for p in parts]) for c in COLUMNS}
     order = np.argsort(cols["arrival"], kind="stable")
+    pre = None
+    if any("prefix" in p for p in parts):
+        flat = [segs for p in parts for segs in p.get("prefix", [()] * len(p["arrival"]))]
+        pre = _objects(flat)[order]
     return Workload(**{c: v[order] for c, v in cols.items()}, task_names=tuple(task_names), name=name, seed=seed,
-                    params=params)
+                    params=params, prefix=pre)
 
 
 def task_mix(tasks, rate: float, n_per_task: int, seed: int = 0, process="poisson", cv=1.0, name="mix"):
@@ -311,7 +347,7 @@ def slice_table2(n_a: int = 3, n_b: int = 4, n_c: int = 2, prompt_len: int = 64,
 @workload
 def slice_mix(rate: float = 1.0, realtime_share: float = 0.7, n: int = 200, seed: int = 0, ttft: float = 3.0,
               rt_utility: float = 10.0) -> Workload:
-    """SLICE dynamic runs (Sec. V-C/D/E): Poisson arrivals at `rate` tasks/s, a share of
+    """SLICE dynamic runs (Sec. VI-C/D/E): Poisson arrivals at `rate` tasks/s, a share of
     real-time tasks (TPOT 50 ms, end-to-end deadline 1.5 s, utility `rt_utility`), the rest
     voice chat / text Q&A half and half (TTFT `ttft`, utility 1)."""
     if not 0.0 <= realtime_share <= 1.0:
@@ -402,3 +438,185 @@ def sibyl_zeta(rate: float = 1.0, n: int = 1000, seed: int = 0, scale: float = 1
     """SIBYL long-prompt code editing (Zeta-like): prompts ~345 tokens up to 1.7k, capped outputs."""
     return _sibyl_set("zeta", rate, n, seed, scale, ttft, tpot, process, cv)
 
+
+
+# --- Prefix-sharing, bursty and steady-state workloads -------------------------------------
+
+# LMSYS-Chat-1M paper (Zheng et al., ICLR'24), Table 1: turns per conversation, user tokens
+# per turn, response tokens per turn. Dispersion (coefficient of variation) of prompt and
+# output lengths: HFX Table 1's sharegpt row (259 +- 325 in, 208 +- 235 out).
+CHAT_SETS = {"sharegpt": (3.51, 94.46, 348.45), "lmsys": (2.0, 69.5, 214.5)}
+CHAT_CV_IN, CHAT_CV_OUT = 324.88 / 259.19, 234.99 / 207.79
+# Mooncake (Qin et al., FAST'25) open trace: mean input 7,590 tokens, mean output 182 tokens.
+MOONCAKE_IN, MOONCAKE_OUT = 7590.0, 182.0
+NOMINAL_TPOT_S = 0.05  # open loop: a reply is assumed to take output_len x 50 ms before the next call
+
+_KIND = {"chat": 1, "agent_system": 2, "agent_task": 3, "rag_doc": 4, "rag_question": 5}
+
+
+def group_id(kind: str, seed: int, i: int) -> int:
+    """A shared text's id: distinct per kind, seed and index (fits in 63 bits)."""
+    return (_KIND[kind] << 56) | ((int(seed) & 0xFFFFFF) << 32) | (int(i) & 0xFFFFFFFF)
+
+
+def _cv_lengths(n, mean, cv, rng, cap=1 << 20):
+    return lengths(n, mean, mean * cv, rng, heavy=True, cap=cap)
+
+
+def _rows(arrival, prompt, output, prefix, ttft, tpot, task=0):
+    n = len(arrival)
+    return dict(arrival=np.asarray(arrival, float), prompt_len=np.asarray(prompt, np.int64),
+                output_len=np.asarray(output, np.int64), ttft=np.full(n, ttft), tpot=np.full(n, tpot),
+                deadline=np.full(n, np.nan), priority=np.zeros(n), priority_weight=np.ones(n), utility=np.ones(n),
+                task=np.full(n, task), prefix=list(prefix))
+
+
+@workload
+def multi_turn_chat(rate: float = 0.5, sessions: int = 200, seed: int = 0, dataset: str = "sharegpt",
+                    think_s: float = 30.0, max_context: int = 8192, ttft: float = 2.0, tpot: float = 0.1) -> Workload:
+    """Multi-turn chat sessions whose history grows turn by turn. Sessions start as a Poisson
+    stream at `rate` sessions/s; a session has a geometric number of turns with the dataset's
+    mean (LMSYS-Chat-1M Table 1: sharegpt 3.51, lmsys 2.0) and each turn's user message and
+    reply are log-normal with the dataset's means (sharegpt 94.5 / 348.5 tokens, lmsys 69.5 /
+    214.5) and HFX Table 1's ShareGPT dispersion. Turn k's prompt is the whole history (all
+    earlier messages and replies) plus the new message, so it shares the previous turn's
+    prompt and reply as a prefix; a session ends before its context passes `max_context`.
+    The next turn arrives after the reply (open loop: output_len x 50 ms) plus a user think
+    time, exponential with mean `think_s` (no public trace gives it: our assumption)."""
+    if dataset not in CHAT_SETS:
+        raise ValueError(f"dataset: unknown {dataset!r} (known: {', '.join(CHAT_SETS)})")
+    if not (think_s >= 0 and max_context >= 2):
+        raise ValueError(f"think_s, max_context: must be >= 0 and >= 2, got {think_s}, {max_context}")
+    turns_mean, user_mean, reply_mean = CHAT_SETS[dataset]
+    rng = np.random.default_rng(seed)
+    starts = arrivals(sessions, rate, rng)
+    turns = rng.geometric(1.0 / turns_mean, sessions)
+    arr, prompt, out, pre = [], [], [], []
+    for s_i in range(sessions):
+        g, history, t = group_id("chat", seed, s_i), 0, float(starts[s_i])
+        users = _cv_lengths(int(turns[s_i]), user_mean, CHAT_CV_IN, rng)
+        replies = _cv_lengths(int(turns[s_i]), reply_mean, CHAT_CV_OUT, rng)
+        thinks = rng.exponential(think_s, int(turns[s_i])) if think_s > 0 else np.zeros(int(turns[s_i]))
+        for k in range(int(turns[s_i])):
+            p = history + int(users[k])
+            if p + int(replies[k]) > max_context:
+                break
+            arr.append(t), prompt.append(p), out.append(int(replies[k])), pre.append(((g, p),))
+            history = p + int(replies[k])
+            t += int(replies[k]) * NOMINAL_TPOT_S + float(thinks[k])
+    return _build([_rows(arr, prompt, out, pre, ttft, tpot)], ("chat",), "multi_turn_chat", seed,
+                  dict(rate=rate, sessions=sessions, dataset=dataset, think_s=think_s, max_context=max_context))
+
+
+@workload
+def agentic(rate: float = 0.2, tasks: int = 100, seed: int = 0, n_prompts: int = 4, steps_mean: float = 4.0,
+            query_mean: float = 1500.0, tool_mean: float = 600.0, tool_gap_s: float = 1.0, ttft: float = 5.0,
+            tpot: float = 0.1, max_context: int = 32768) -> Workload:
+    """Agentic traffic: a few long shared system prompts with tool definitions, many short
+    suffixes, bursts of dependent calls. Tasks arrive as a Poisson stream at `rate` tasks/s;
+    each uses one of `n_prompts` system prompts (uniformly) and makes a geometric number of
+    calls (mean `steps_mean`). A call's prompt = the system prompt + the task's context (the
+    query, then every earlier reply and tool result), so consecutive calls share all but
+    their last suffix; replies are short. Calibration: system prompts take half of the mean
+    input of Mooncake's open trace (7,590 tokens) and replies its mean output (182 tokens);
+    `steps_mean`, `query_mean`, `tool_mean` and the tool latency (exponential, mean
+    `tool_gap_s`) are our assumptions. A call follows the previous reply (open loop:
+    output_len x 50 ms) plus the tool latency."""
+    if n_prompts < 1 or steps_mean < 1:
+        raise ValueError(f"n_prompts, steps_mean: must be >= 1, got {n_prompts}, {steps_mean}")
+    rng = np.random.default_rng(seed)
+    sys_len = _cv_lengths(n_prompts, MOONCAKE_IN / 2, 0.5, rng)
+    starts = arrivals(tasks, rate, rng)
+    arr, prompt, out, pre = [], [], [], []
+    for t_i in range(tasks):
+        k = int(rng.integers(0, n_prompts))
+        sg, tg = group_id("agent_system", seed, k), group_id("agent_task", seed, t_i)
+        steps = int(rng.geometric(1.0 / steps_mean))
+        ctx, t = int(_cv_lengths(1, query_mean, 1.0, rng)[0]), float(starts[t_i])
+        replies = _cv_lengths(steps, MOONCAKE_OUT, 1.0, rng)
+        tools = _cv_lengths(steps, tool_mean, 1.0, rng)
+        gaps = rng.exponential(tool_gap_s, steps) if tool_gap_s > 0 else np.zeros(steps)
+        for j in range(steps):
+            p = int(sys_len[k]) + ctx
+            if p + int(replies[j]) > max_context:
+                break
+            arr.append(t), prompt.append(p), out.append(int(replies[j])), pre.append(((sg, int(sys_len[k])), (tg, ctx)))
+            ctx += int(replies[j]) + int(tools[j])
+            t += int(replies[j]) * NOMINAL_TPOT_S + float(gaps[j])
+    return _build([_rows(arr, prompt, out, pre, ttft, tpot)], ("agent",), "agentic", seed,
+                  dict(rate=rate, tasks=tasks, n_prompts=n_prompts, steps_mean=steps_mean, query_mean=query_mean,
+                       tool_mean=tool_mean, tool_gap_s=tool_gap_s))
+
+
+@workload
+def rag(rate: float = 1.0, n: int = 500, seed: int = 0, n_docs: int = 2000, chunk: int = 512,
+        k_range=(8, 32), zipf_a: float = 1.2, question_mean: float = 50.0, output_mean: float = 200.0,
+        ttft: float = 5.0, tpot: float = 0.1) -> Workload:
+    """RAG-like long prompts of 4k-16k tokens: each request retrieves k passages of `chunk`
+    tokens (k uniform in `k_range`: 8 x 512 = 4k to 32 x 512 = 16k tokens) from a corpus of
+    `n_docs` whose popularity is Zipf(`zipf_a`), most popular first in the prompt, then a
+    short unique question. Two requests share a prefix while their leading passages agree.
+    Poisson arrivals; output log-normal with mean `output_mean`. The corpus size, Zipf skew,
+    question and output means are our assumptions (no public trace gives them)."""
+    lo, hi = k_range
+    if not (1 <= lo <= hi and chunk >= 1 and n_docs >= hi and zipf_a > 1):
+        raise ValueError("k_range, chunk, n_docs, zipf_a: need 1 <= lo <= hi <= n_docs, chunk >= 1, zipf_a > 1")
+    rng = np.random.default_rng(seed)
+    arr = arrivals(n, rate, rng)
+    qs = _cv_lengths(n, question_mean, 0.5, rng)
+    outs = _cv_lengths(n, output_mean, 1.0, rng)
+    prompt, pre = [], []
+    for i in range(n):
+        k = int(rng.integers(lo, hi + 1))
+        docs: list[int] = []
+        while len(docs) < k:  # distinct popularity ranks, most popular first
+            d = int(rng.zipf(zipf_a)) - 1
+            if d < n_docs and d not in docs:
+                docs.append(d)
+        docs.sort()
+        segs = tuple((group_id("rag_doc", seed, d), chunk) for d in docs) + ((group_id("rag_question", seed, i), int(qs[i])),)
+        pre.append(segs)
+        prompt.append(k * chunk + int(qs[i]))
+    return _build([_rows(arr, prompt, outs, pre, ttft, tpot)], ("rag",), "rag", seed,
+                  dict(rate=rate, n=n, n_docs=n_docs, chunk=chunk, k_range=tuple(k_range), zipf_a=zipf_a))
+
+
+def onoff_arrivals(n: int, rate: float, rng: np.random.Generator, on_s: float, off_s: float) -> np.ndarray:
+    """n arrivals at `rate` req/s on average, Poisson at rate*(on+off)/on inside `on_s`-long
+    bursts separated by `off_s` of silence."""
+    if not (on_s > 0 and off_s >= 0):
+        raise ValueError(f"on_s, off_s: must be > 0 and >= 0, got {on_s}, {off_s}")
+    busy = np.cumsum(rng.exponential(on_s / (rate * (on_s + off_s)), n))  # time spent in bursts
+    return busy + np.floor(busy / on_s) * off_s
+
+
+@workload
+def bursty_chat(rate: float = 4.0, n: int = 1000, seed: int = 0, process: str = "gamma", cv: float = 4.0,
+                on_s: float = 5.0, off_s: float = 15.0, ttft: float = 2.0, tpot: float = 0.1) -> Workload:
+    """ShareGPT-like chat (lengths of `sharegpt_like`) with bursty arrivals at `rate` req/s on
+    average: gamma inter-arrivals with coefficient of variation `cv` (process="gamma"; cv = 1
+    is Poisson), or on/off bursts (process="onoff": Poisson within `on_s`-long bursts
+    separated by `off_s` idle seconds)."""
+    w = sharegpt_like(rate=rate, n=n, seed=seed, ttft=ttft, tpot=tpot,
+                      process="gamma" if process == "gamma" else "poisson", cv=cv if process == "gamma" else 1.0)
+    if process == "onoff":
+        w = w._with(arrival=onoff_arrivals(n, rate, np.random.default_rng(seed + 7919), on_s, off_s))
+    elif process != "gamma":
+        raise ValueError(f"process: must be 'gamma' or 'onoff', got {process!r}")
+    return w._with(name="bursty_chat", params=dict(rate=rate, n=n, process=process, cv=cv, on_s=on_s, off_s=off_s))
+
+
+@workload
+def steady(name: str = "sharegpt_like", rate: float = 4.0, duration_s: float = 600.0, warmup_s: float = 60.0,
+           seed: int = 0, **params) -> Workload:
+    """A steady-state run of workload `name` at `rate`: arrivals over `duration_s` seconds,
+    the first `warmup_s` of which `simulate()` leaves out of the summary (params["warmup_s"])."""
+    if not (duration_s > warmup_s >= 0):
+        raise ValueError(f"duration_s, warmup_s: need duration_s > warmup_s >= 0, got {duration_s}, {warmup_s}")
+    if name not in WORKLOADS or name == "steady":
+        raise ValueError(f"name: unknown workload {name!r}")
+    count = {"multi_turn_chat": "sessions", "agentic": "tasks"}.get(name, "n")
+    w = WORKLOADS[name](rate=rate, seed=seed, **{count: int(rate * duration_s * 1.3) + 20}, **params)
+    keep = int(np.searchsorted(w.arrival, duration_s))
+    w = w.head(keep)
+    return w._with(name=f"steady_{name}", params={**w.params, "duration_s": duration_s, "warmup_s": warmup_s})

@@ -42,36 +42,30 @@ class Identity:
     metrics: bool  # /metrics answers in Prometheus text format
 
 
-def parse_metrics(text: str) -> dict[str, float]:
-    """Prometheus text -> {sample name with sorted labels: value}; sums are left to callers."""
+Metrics = dict  # sample name -> [(labels, value), ...]
+
+
+def parse_metrics(text: str) -> Metrics:
+    """Prometheus text (parsed by prometheus_client) -> {sample name: [(labels, value)]}."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    out: dict[str, float] = {}
+    out: Metrics = {}
     for fam in text_string_to_metric_families(text):
         for s in fam.samples:
-            lbl = ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
-            out[f"{s.name}{{{lbl}}}"] = float(s.value)
+            out.setdefault(s.name, []).append((dict(s.labels), float(s.value)))
     return out
 
 
-def total(metrics: dict[str, float], name: str) -> float | None:
+def total(metrics: Metrics, name: str) -> float | None:
     """Sum of every sample called `name` (any labels); None when there is none."""
-    vals = [v for k, v in metrics.items() if k.split("{", 1)[0] == name]
-    return sum(vals) if vals else None
+    vals = metrics.get(name)
+    return sum(v for _, v in vals) if vals else None
 
 
-def labels_of(metrics: dict[str, float], name: str) -> dict[str, str] | None:
+def labels_of(metrics: Metrics, name: str) -> dict[str, str] | None:
     """Labels of the first sample called `name` (e.g. vllm:cache_config_info)."""
-    for k in metrics:
-        if k.split("{", 1)[0] == name:
-            body = k.split("{", 1)[1].rstrip("}")
-            out = {}
-            for part in body.split('",'):
-                if "=" in part:
-                    key, val = part.split("=", 1)
-                    out[key] = val.strip('"')
-            return out
-    return None
+    vals = metrics.get(name)
+    return dict(vals[0][0]) if vals else None
 
 
 class EngineClient:
@@ -145,7 +139,7 @@ class EngineClient:
         return Identity(self.url, self.model, engine, version, int(mlen) if isinstance(mlen, int) else None,
                         metrics is not None)
 
-    async def metrics(self) -> dict[str, float] | None:
+    async def metrics(self) -> Metrics | None:
         """Parsed /metrics, or None when the endpoint has none in Prometheus text format."""
         try:
             status, text = await self._get("/metrics", timeout=self.timeout)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import sys
 
 import numpy as np
 
@@ -97,13 +96,13 @@ def saturation_rate(profile: dict, workload, instances: int = 1) -> float:
 
 
 def default_slos(profile: dict, workload) -> tuple[float, float]:
-    """(ttft_s, tpot_s): TTFT 5x a lone request's at the mean prompt; TPOT the decode step of
-    a full batch (max_num_seqs) at the mean context. Met at light load, missed near saturation."""
+    """(ttft_s, tpot_s): TTFT 5x a lone request's at the mean prompt; TPOT 2x the decode step
+    of a full batch (max_num_seqs) at the mean context. Met at light load, missed near saturation."""
     co = profile["per_request"]
     S = engine_kwargs(profile)["max_num_seqs"]
     P, O = float(np.mean(workload.prompt_len)), float(np.mean(workload.output_len))
     ttft = 5 * (frontend_s(profile) + co["t_c"] + _prefill(co, P))
-    return ttft, _step(co, S, P + O / 2)
+    return ttft, 2 * _step(co, S, P + O / 2)
 
 
 def prepare(a, profile: dict):

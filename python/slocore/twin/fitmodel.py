@@ -48,7 +48,8 @@ def predict(coeffs: dict, p: Point) -> float:
 
 def medians(points: list[Point]) -> list[Point]:
     """One point per experiment (``detail["experiment"]``, else kind and batch): the repeat
-    with the median time, so a repeat hit by a stall of the machine does not pull the fit."""
+    with the median time (the lower one of an even count), so a repeat hit by a stall of the
+    machine does not pull the fit."""
     groups: dict = {}
     for p in points:
         key = (p.detail or {}).get("experiment") or (p.kind, tuple(p.prefill), len(p.decode))

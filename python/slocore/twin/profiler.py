@@ -37,6 +37,8 @@ def add_arguments(p) -> None:
     p.add_argument("--max-num-batched-tokens", dest="token_budget", type=int,
                    help=f"the engine's per-step token budget (default {VLLM_DEFAULT_TOKEN_BUDGET}, vLLM's)")
     p.add_argument("--repeats", type=int, default=3, help="times the design is run (default 3)")
+    p.add_argument("--decode-tokens", dest="decode_tokens", type=int, default=64,
+                   help="output tokens per request in the decode experiments (default 64; mixed use 4x)")
     p.add_argument("--timeout", type=float, default=60.0, help="per-request timeout, s")
     p.add_argument("--max-first-token-s", dest="max_first_token_s", type=float, default=5.0,
                    help="fail when a 16-token prompt alone takes longer than this to its first token")
@@ -46,7 +48,8 @@ def add_arguments(p) -> None:
 
 async def measure(url: str, *, model: str | None = None, name: str = "measured", max_num_seqs: int | None = None,
                   token_budget: int | None = None, repeats: int = 3, timeout: float = 60.0,
-                  max_first_token_s: float = 5.0, seed: int = 0, progress: bool = True, command: str = "") -> dict:
+                  max_first_token_s: float = 5.0, seed: int = 0, progress: bool = True, command: str = "",
+                  decode_tokens: int = 64) -> dict:
     """Run the design against `url`, fit, and return the profile dict (validated)."""
     load_start = os.getloadavg()[0]
     async with EngineClient(url, model=model, timeout=timeout, seed=seed) as c:
@@ -70,7 +73,7 @@ async def measure(url: str, *, model: str | None = None, name: str = "measured",
             seqs_source = "measured (peak vllm:num_requests_running)"
             if max_num_seqs is None:
                 max_num_seqs, seqs_source = 256, "default (no /metrics)"
-        exps = design.plan(max_len, int(max_num_seqs), budget, repeats=repeats)
+        exps = design.plan(max_len, int(max_num_seqs), budget, repeats=repeats, decode_tokens=decode_tokens)
         bar = None
         if progress:
             from tqdm import tqdm
@@ -95,6 +98,7 @@ async def measure(url: str, *, model: str | None = None, name: str = "measured",
     co = res["coeffs"]
     if engine_timed:  # steps timed by the engine: the front end is what the client saw on top
         co["ttft_overhead_s"] = max(0.0, statistics.median(engine_timed))
+        res["dropped"].remove("ttft_overhead_s")
     resid = [(fitmodel.predict(co, p) - p.seconds) / p.seconds for p in points]
     kv = _kv(m1, max_len, int(max_num_seqs))
     profile = {
@@ -117,7 +121,7 @@ async def measure(url: str, *, model: str | None = None, name: str = "measured",
                    "batch_scheduler": {"name": "sarathi_fcfs", "params": {"token_budget": budget}}},
         "measured": {
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "host": platform.node(), "command": command, "repeats": repeats,
+            "host": platform.node(), "command": command, "repeats": repeats, "decode_tokens": decode_tokens,
             "loadavg_1m": [load_start, os.getloadavg()[0]], "cpu_count": os.cpu_count(),
             "fit": {"method": "relative-error least squares (HFX appendix A), non-negative by active set, "
                               "over the median of each experiment's repeats",
@@ -194,6 +198,7 @@ def main(a) -> int:
     prof = asyncio.run(measure(a.url, model=a.model, name=name, max_num_seqs=a.max_num_seqs,
                                token_budget=a.token_budget, repeats=a.repeats, timeout=a.timeout,
                                max_first_token_s=a.max_first_token_s, seed=a.seed, progress=not a.quiet,
+                               decode_tokens=a.decode_tokens,
                                command="slocore " + " ".join(sys.argv[1:])))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(prof, indent=1) + "\n")

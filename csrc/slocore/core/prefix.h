@@ -1,0 +1,74 @@
+// Prefix identity as vLLM's automatic prefix caching sees it: a prompt is cut into full
+// blocks of `block_size` tokens and block j is keyed by a hash chained over blocks 0..j, so
+// two prompts share block j exactly when their first (j+1)*block_size tokens are equal.
+// Workloads describe token identity compactly as segments of shared texts (Request::prefix);
+// the hashes here stand for the token hashes. Generated tokens continue the last segment
+// when the segments cover the whole prompt (a chat answer becomes the next turn's history).
+//
+// PrefixLookup is what a router may ask of one instance: how many leading blocks of a chain
+// it holds. The engine's real cache answers precisely (the simulator's engine; live, vLLM's
+// KV events); ApproxPrefixIndex answers from what the router itself sent there (LRU-bounded).
+#pragma once
+#include <cstdint>
+#include <list>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "slocore/core/request.h"
+
+namespace slocore {
+
+// Tokens of r whose identity is known once `generated` output tokens exist.
+Tokens identified_tokens(const Request& r, Tokens generated);
+
+// Chained hashes of the full blocks among the first min(max_tokens, identified) tokens of r.
+std::vector<uint64_t> prefix_block_hashes(const Request& r, int block_size, Tokens max_tokens);
+
+// The chain a router looks up for a new request: full blocks of its first prompt_len - 1
+// tokens (vLLM always recomputes at least the last prompt token).
+std::vector<uint64_t> prompt_block_hashes(const Request& r, int block_size);
+
+// The prompt chains of one request, computed once per block size (instances may differ).
+class PromptChains {
+ public:
+  explicit PromptChains(const Request& r) : r_(r) {}
+  const std::vector<uint64_t>& get(int block_size) {
+    for (const auto& [bs, chain] : by_size_)
+      if (bs == block_size) return chain;
+    by_size_.emplace_back(block_size, prompt_block_hashes(r_, block_size));
+    return by_size_.back().second;
+  }
+
+ private:
+  const Request& r_;
+  std::vector<std::pair<int, std::vector<uint64_t>>> by_size_;
+};
+
+class PrefixLookup {
+ public:
+  virtual ~PrefixLookup() = default;
+  // Number of leading hashes of `chain` present.
+  virtual int64_t match_blocks(const std::vector<uint64_t>& chain) const = 0;
+};
+
+// The router's approximate index of one instance: block hashes of the prompts it sent there,
+// least recently sent evicted first beyond `capacity_blocks` (llm-d's approximate
+// prefix-cache scorer and the vLLM router keep such an LRU per server).
+class ApproxPrefixIndex : public PrefixLookup {
+ public:
+  explicit ApproxPrefixIndex(int64_t capacity_blocks);
+  int64_t match_blocks(const std::vector<uint64_t>& chain) const override;
+  // Records `chain` as sent here: every block becomes most recent, the first block last of
+  // all (a chain is evicted from its tail, so its prefix survives longest).
+  void record(const std::vector<uint64_t>& chain);
+  int64_t size() const { return int64_t(pos_.size()); }
+  int64_t capacity() const { return capacity_; }
+
+ private:
+  int64_t capacity_;
+  std::list<uint64_t> lru_;  // front: least recent
+  std::unordered_map<uint64_t, std::list<uint64_t>::iterator> pos_;
+};
+
+}  // namespace slocore

@@ -1,0 +1,188 @@
+"""Prefix caching as vLLM does it: chained block hashes (C++ = Python reference), the engine's
+block cache (refcounts, LRU free queue), hand-checked hit/miss timings, KV accounting with
+shared blocks, and the simulator's invariants with caching on."""
+import pytest
+import slocore as s
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from simkit import PyFcfs, config, profile
+from slocore import _core
+from slocore.reference import prefix as ref
+from slocore.sim import runner, simulate, workloads
+from test_sim_invariants import check_conserved
+
+segments = st.lists(st.tuples(st.integers(0, 2**64 - 1), st.integers(1, 80)), min_size=0, max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(segments, st.integers(0, 60), st.sampled_from([1, 4, 16]), st.integers(0, 500))
+def test_block_hashes_match_reference(segs, extra, bs, max_tokens):
+    prompt = max(1, sum(n for _, n in segs) + extra)
+    r = s.Request(0, 0.0, prompt, output_len=1, prefix=segs)
+    assert _core.prefix_block_hashes(r, bs, max_tokens) == ref.prefix_block_hashes(prompt, segs, bs, max_tokens)
+    assert _core.prompt_block_hashes(r, bs) == ref.prompt_block_hashes(prompt, segs, bs)
+
+
+def test_prompts_share_blocks_until_their_segments_differ():
+    a = s.Request(0, 0.0, 50, output_len=1, prefix=[(7, 40), (1, 10)])
+    b = s.Request(1, 0.0, 50, output_len=1, prefix=[(7, 40), (2, 10)])
+    ha, hb = _core.prefix_block_hashes(a, 16, 50), _core.prefix_block_hashes(b, 16, 50)
+    assert len(ha) == 3 and ha[:2] == hb[:2] and ha[2] != hb[2]  # block 2 holds tokens 32..47
+    # A prompt covered by its segments continues its last one into the reply (chat history).
+    turn1 = s.Request(2, 0.0, 40, output_len=30, prefix=[(9, 40)])
+    turn2 = s.Request(3, 0.0, 90, output_len=1, prefix=[(9, 90)])
+    assert _core.prefix_block_hashes(turn1, 16, 70) == _core.prefix_block_hashes(turn2, 16, 70)
+    tail = s.Request(4, 0.0, 50, output_len=1, prefix=[(7, 40)])  # 10 unique tokens after the segment
+    assert _core.prefix_block_hashes(tail, 16, 10**6) == ha[:2]  # never identified past the segments
+
+
+def test_request_prefix_is_validated():
+    with pytest.raises(ValueError, match="prefix"):
+        s.Request(0, 0.0, 10, output_len=1, prefix=[(1, 11)])
+    with pytest.raises(ValueError, match="prefix"):
+        s.Request(0, 0.0, 10, output_len=1, prefix=[(1, 0)])
+
+
+ops = st.lists(st.tuples(st.sampled_from(["insert", "acquire", "release", "evict"]), st.integers(0, 7)), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops)
+def test_prefix_cache_matches_reference(seq):
+    c, r = _core.PrefixCache(), ref.PrefixCache()
+    for op, h in seq:
+        if op == "insert":
+            assert c.insert(h) == r.insert(h)
+        elif op == "acquire" and r.refs(h) >= 0:
+            assert c.acquire(h) == r.acquire(h)
+        elif op == "release" and r.refs(h) > 0:
+            assert c.release(h) == r.release(h)
+        elif op == "evict":
+            assert c.evict_lru() == r.evict_lru()
+        assert c.free_queue() == r.free_queue() and len(c) == len(r) and c.cached_free == r.cached_free
+        assert [c.refs(x) for x in range(8)] == [r.refs(x) for x in range(8)]
+        assert c.match_blocks(list(range(8))) == r.match_blocks(list(range(8)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 12), st.lists(st.lists(st.integers(0, 20), max_size=6), max_size=20))
+def test_approx_index_matches_reference(cap, chains):
+    c, r = _core.ApproxPrefixIndex(cap), ref.ApproxPrefixIndex(cap)
+    for ch in chains:
+        c.record(ch)
+        r.record(ch)
+        assert len(c) == len(r) <= cap
+        for probe in chains:
+            assert c.match_blocks(probe) == r.match_blocks(probe)
+
+
+def test_eviction_is_least_recently_freed_first():
+    c = _core.PrefixCache()
+    for h in (1, 2, 3):
+        assert c.insert(h)
+    assert c.release(3) and c.release(1) and c.release(2)
+    assert c.free_queue() == [3, 1, 2] and c.cached_free == 3
+    assert c.acquire(1) and c.free_queue() == [3, 2]  # a hit leaves the free queue...
+    assert not c.acquire(1)  # ...once
+    assert c.evict_lru() and c.refs(3) == -1 and c.free_queue() == [2]
+    assert not c.release(1) and c.release(1) and c.free_queue() == [2, 1]
+    assert c.evict_lru() and c.evict_lru() and not c.evict_lru() and len(c) == 0
+
+
+def ttft_of(res, rid):
+    rec = [r for r in res.recorder.records() if r.request.id == rid][0]
+    return rec.token_times[0] - rec.request.arrival
+
+
+def two_identical(prefix=((5, 100),), caching=True, **coeffs):
+    reqs = [s.Request(i, 10.0 * i, 100, output_len=3, ttft=10, tpot=10, prefix=list(prefix)) for i in range(2)]
+    return _core.simulate(reqs, config(profile(**coeffs), instances=1, prefix_caching=caching))
+
+
+def test_second_identical_prompt_prefills_only_its_uncached_tokens():
+    # t_c 10 ms, c_p 0.1 ms/token. The first request computes its 100 prompt tokens; its 6
+    # full blocks (96 tokens) stay cached, and the second (prompt_len - 1 = 99 -> 6 blocks)
+    # prefills 4 tokens: shorter by exactly the 96 cached tokens' cost.
+    res = two_identical()
+    assert ttft_of(res, 0) == pytest.approx(0.01 + 100 * 1e-4, rel=1e-12)
+    assert ttft_of(res, 1) == pytest.approx(0.01 + 4 * 1e-4, rel=1e-12)
+    assert res.stats["prefix_hit_tokens"] == 96 and res.stats["prefix_query_tokens"] == 200
+    # The cached context is still read: b_p (prefill x cached tokens) charges 4 x 96.
+    res = two_identical(b_p=1e-6, a_p=1e-7)
+    assert ttft_of(res, 1) == pytest.approx(0.01 + 1e-7 * 16 + 1e-6 * 4 * 96 + 4 * 1e-4, rel=1e-12)
+    # Off, or without prefix identity: no hit.
+    for res in (two_identical(caching=False), two_identical(prefix=())):
+        assert ttft_of(res, 1) == pytest.approx(ttft_of(res, 0), rel=1e-12)
+        assert res.stats["prefix_hit_tokens"] == 0
+
+
+def test_lru_eviction_in_the_engine():
+    # One instance with 16 blocks of 16 tokens; one-token answers to 96-token prompts (6
+    # blocks) of groups A, B, C, one after the other. Each leaves its 6 blocks cached and
+    # free, a request's tail first in the free queue. A hit is at most (96 - 1) // 16 = 5
+    # blocks (vLLM recomputes the last prompt token).
+    #  C needs 6 new blocks with 10 uncached: A (least recently freed) loses a5, a4.
+    #  A again: hits a0..a3 (64 tokens), needs 2 new blocks: B, now the oldest, loses b5, b4.
+    #  C again: hits 5 blocks (80), needs 1 new block: B loses b3.  B again: hits 48 tokens.
+    seq = [1, 2, 3, 1, 3, 2]
+    reqs = [s.Request(i, 5.0 * i, 96, output_len=1, ttft=10, tpot=10, prefix=[(g, 96)]) for i, g in enumerate(seq)]
+    res = _core.simulate(reqs, config(profile(kv_blocks=16), instances=1))
+    ttft = [ttft_of(res, i) for i in range(len(seq))]
+    cost = lambda cached: 0.01 + (96 - cached) * 1e-4
+    assert ttft == pytest.approx([cost(0), cost(0), cost(0), cost(64), cost(80), cost(48)], rel=1e-12)
+    assert res.stats["prefix_hit_tokens"] == 64 + 80 + 48
+
+
+class CheckingFcfs(PyFcfs):
+    """FCFS that checks the KV accounting at every step: cached free blocks are free KV and
+    never push usage past capacity; shared blocks are counted once (used <= the requests'
+    own block counts); an engine with nothing running holds no block."""
+
+    shared_seen = 0
+
+    def schedule(self, v, now):
+        cache = v.prefix_cache
+        used = v.kv_blocks_total - v.kv_blocks_free
+        assert 0 <= v.kv_blocks_free <= v.kv_blocks_total
+        assert cache.cached_free <= v.kv_blocks_free  # used + cached free <= capacity
+        held = sum(v.blocks_for(x.computed) for x in v.running)
+        assert used <= held
+        CheckingFcfs.shared_seen += used < held
+        if not v.running:
+            assert used == 0 and cache.cached_free == len(cache)  # nothing leaked or pinned
+        for w in v.waiting:  # a waiting request shows its cached prefix, in full blocks
+            assert w.computed % v.block_size == 0 or w.computed == w.request.prompt_len
+        return super().schedule(v, now)
+
+
+def test_kv_accounting_and_invariants_with_caching_on():
+    w = workloads.multi_turn_chat(rate=4.0, sessions=60, seed=1, think_s=0.5, max_context=2048)
+    reqs = runner.requests_of(w)
+    CheckingFcfs.shared_seen = 0
+    runs = [_core.simulate(reqs, config(profile(kv_blocks=200), instances=2, sched=CheckingFcfs, seed=3))
+            for _ in range(2)]
+    res = runs[0]
+    check_conserved(reqs, res)
+    assert res.stats["preemptions"] > 0  # KV pressure was real
+    assert res.stats["prefix_hit_tokens"] > 0 and CheckingFcfs.shared_seen > 0  # and so was sharing
+    assert all(r.outcome == s.Outcome.FINISHED for r in res.recorder.records())
+    times = [[list(r.token_times) for r in x.recorder.records()] for x in runs]
+    assert times[0] == times[1]  # same seed, same run
+
+
+def test_pd_with_caching_hits_on_prefill_instances():
+    w = workloads.agentic(rate=1.0, tasks=20, seed=0, tool_gap_s=0.2)
+    res = simulate(w, mode="pd", prefill_instances=2, decode_instances=2, prefill_policy="kv_router",
+                         decode_policy="least_outstanding", profile="h100-llama2-7b")
+    check_conserved(runner.requests_of(w), res)
+    assert res.stats["prefix_hit_tokens"] > 0 and res.stats["plan_violations"] == 0
+
+
+@pytest.mark.parametrize("policy", ["hfx", "goroute", "sibyl"])
+def test_slo_policies_run_with_cached_prefixes(policy):
+    # HFX budgets, GoRouting's estimates and SIBYL's handoff estimate subtract a candidate's
+    # cached prefix; every request still finishes once.
+    w = workloads.agentic(rate=1.0, tasks=25, seed=4, tool_gap_s=0.3)
+    res = simulate(w, instances=3, global_policy=policy)
+    check_conserved(runner.requests_of(w), res)
+    assert res.stats["prefix_hit_tokens"] > 0 and res.summary["finished"] == len(w)
