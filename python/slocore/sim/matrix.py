@@ -116,6 +116,24 @@ def _sibyl_zeta(rate, seed, n):
     return workloads.sibyl_zeta(rate=rate, n=n, seed=seed, scale=8.0)
 
 
+# Prefix-sharing workloads (workloads.py): `n` requests -> sessions / tasks by their mean
+# requests per session (about 3 chat turns, 4 agent calls).
+def _chat(rate, seed, n):
+    return workloads.multi_turn_chat(rate=rate, sessions=max(1, n // 3), seed=seed)
+
+
+def _agentic(rate, seed, n):
+    return workloads.agentic(rate=rate, tasks=max(1, n // 4), seed=seed)
+
+
+def _rag(rate, seed, n):
+    return workloads.rag(rate=rate, n=n, seed=seed)
+
+
+def _bursty(rate, seed, n):
+    return workloads.bursty_chat(rate=rate, n=n, seed=seed)
+
+
 ASCEND, H100, RTX = "ascend910b-qwen7b", "h100-llama2-7b", "rtx4060ti-chatglm2-6b-int4"
 WORKLOADS: dict[str, MatrixWorkload] = {}
 
@@ -176,6 +194,26 @@ register(
         2000,
         dict(profile=H100, mode="pd", prefill_instances=2, decode_instances=4),
         ASCEND,
+        full_only=True,
+    )
+)
+
+
+for _name, _desc, _make, _n in (
+    ("chat", "multi-turn chat sessions, history grows turn by turn (prefix caching on)", _chat, 2000),
+    ("agentic", "agentic calls: shared long system prompts, short suffixes, dependent bursts", _agentic, 1000),
+    ("rag", "RAG-like 4k-16k-token prompts over a Zipf-popular passage corpus", _rag, 600),
+    ("bursty", "ShareGPT-like chat with gamma arrivals, CV 4", _bursty, 2000),
+):
+    register(MatrixWorkload(_name, f"{_desc}, 4 H100 Llama-2-7B", _make, _n, dict(profile=H100, instances=4), ASCEND))
+register(
+    MatrixWorkload(
+        "sharegpt_mixed",
+        "ShareGPT-like, 2 priorities, on a mixed cluster: 2 H100 + 2 Ascend 910B instances",
+        _sharegpt_prio,
+        2000,
+        dict(profile=[H100, H100, ASCEND, ASCEND], instances=4),
+        RTX,
         full_only=True,
     )
 )
