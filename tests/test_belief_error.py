@@ -1,14 +1,15 @@
 """Predictor error for the benchmark matrix: belief_noise draws one factor per instance (C++ ==
 the pure-Python reference, within +-noise) and belief_profile takes another profile's shape."""
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import slocore as s
+from simkit import PyFcfs, config, profile, requests
 from slocore import _core
 from slocore.reference.belief_noise import belief_factor
 from slocore.sim import simulate, workloads
-from simkit import PyFcfs, config, profile, requests
 
 
 class FirstBelief(PyFcfs):
@@ -27,7 +28,9 @@ class FirstBelief(PyFcfs):
 def test_belief_noise_matches_reference(noise, seed):
     seen = {}
     prof = profile()
-    cfg = config(prof, instances=4, policy="round_robin", sched=lambda: FirstBelief(seen), belief_noise=noise, seed=seed)
+    cfg = config(
+        prof, instances=4, policy="round_robin", sched=lambda: FirstBelief(seen), belief_noise=noise, seed=seed
+    )
     _core.simulate(requests(n=20, rate=100.0), cfg)
     truth = s.LatencyModel(prof.coeffs).prefill_cost(100, 0)
     assert set(seen) == {0, 1, 2, 3}

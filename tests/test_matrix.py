@@ -1,6 +1,7 @@
 """The benchmark matrix in a tiny configuration: every cell filled, the summary computed
 against the strongest baseline, the outputs written; presets resolve and are validated.
 No timing is asserted."""
+
 import json
 import math
 from pathlib import Path
@@ -10,8 +11,15 @@ import pytest
 from slocore import cli
 from slocore.sim import matrix, preset, presets, stacks
 
-TINY = dict(presets=("rr+sarathi_fcfs", "rr+edf", "hfx", "sibyl"), workloads=("hfx_4task", "hfx_4task_pd"),
-            loads=(0.5, 1.2), seeds=(0, 1, 2), errors=matrix.ERRORS, duration_s=1.5, probe_n=200)
+TINY = dict(
+    presets=("rr+sarathi_fcfs", "rr+edf", "hfx", "sibyl"),
+    workloads=("hfx_4task", "hfx_4task_pd"),
+    loads=(0.5, 1.2),
+    seeds=(0, 1, 2),
+    errors=matrix.ERRORS,
+    duration_s=1.5,
+    probe_n=200,
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +66,12 @@ def test_summary_against_the_strongest_baseline(tiny):
         assert s["cells"] == len(ds) and s["mean_vs_strongest"] == pytest.approx(sum(ds) / len(ds))
     assert len(tiny["goodput"]) == len({(c["workload"], c["error"], c["preset"]) for c in tiny["cells"]})
     for g in tiny["goodput"]:
-        ok = [c["load"] for c in tiny["cells"] if (c["workload"], c["error"], c["preset"]) == (g["workload"], g["error"], g["preset"])
-              and c["attainment_mean"] >= matrix.GOODPUT_ATTAINMENT]
+        ok = [
+            c["load"]
+            for c in tiny["cells"]
+            if (c["workload"], c["error"], c["preset"]) == (g["workload"], g["error"], g["preset"])
+            and c["attainment_mean"] >= matrix.GOODPUT_ATTAINMENT
+        ]
         assert g["load"] == (max(ok) if ok else None)
 
 
@@ -79,14 +91,44 @@ def test_ci95_uses_student_t():
 
 
 def test_cli_matrix_and_presets(tmp_path, capsys):
-    rc = cli.main(["bench", "matrix", "--presets", "rr+sarathi_fcfs,rr+edf", "--workloads", "hfx_4task", "--loads", "1",
-                   "--seeds", "0,1,2", "--errors", "exact", "--duration", "1", "--probe-requests", "100",
-                   "--processes", "1", "--quiet", "--no-plot", "--out", str(tmp_path)])
+    rc = cli.main(
+        [
+            "bench",
+            "matrix",
+            "--presets",
+            "rr+sarathi_fcfs,rr+edf",
+            "--workloads",
+            "hfx_4task",
+            "--loads",
+            "1",
+            "--seeds",
+            "0,1,2",
+            "--errors",
+            "exact",
+            "--duration",
+            "1",
+            "--probe-requests",
+            "100",
+            "--processes",
+            "1",
+            "--quiet",
+            "--no-plot",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert rc == 0 and (tmp_path / "matrix.json").exists() and (tmp_path / "matrix.md").exists()
     assert "vs strongest baseline" in capsys.readouterr().out
     assert cli.main(["presets"]) == 0
     out = capsys.readouterr().out
-    for name in ("least_outstanding+edf", "least_outstanding+sarathi_priority", "p2c+edf", "vllm_priority", "hfx", "sibyl"):
+    for name in (
+        "least_outstanding+edf",
+        "least_outstanding+sarathi_priority",
+        "p2c+edf",
+        "vllm_priority",
+        "hfx",
+        "sibyl",
+    ):
         assert name in out
     assert cli.main(["bench", "matrix", "--presets", "nope", "--quiet", "--out", str(tmp_path)]) == 2
     assert cli.main(["bench", "matrix", "--errors", "wrong", "--quiet", "--out", str(tmp_path)]) == 2

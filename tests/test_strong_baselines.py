@@ -1,5 +1,6 @@
 """Strong baselines: power_of_two (global) and vllm_priority (engine) match their pure-Python
 references on random views; plans are feasible; hand-checked behaviour; simulator runs."""
+
 import math
 
 import numpy as np
@@ -47,8 +48,9 @@ def test_power_of_two_picks_the_less_loaded_of_two():
     """With two instances both are always sampled: the emptier one wins every time."""
     pol = _core.make_global_policy("power_of_two", {"seed": 7})
     busy, idle = s.InstanceView(0), s.InstanceView(1)
-    busy.waiting = [s.RequestState(s.Request(100 + k, 0.0, 10, output_len=5, ttft=1.0, tpot=0.1), 0, 0)
-                    for k in range(5)]
+    busy.waiting = [
+        s.RequestState(s.Request(100 + k, 0.0, 10, output_len=5, ttft=1.0, tpot=0.1), 0, 0) for k in range(5)
+    ]
     for i in range(4):
         pol.submit(s.Request(i, 0.0, 10, output_len=5, ttft=1.0, tpot=0.1), 0.0, math.nan)
     # placed requests count: 4 go to the idle one (0 -> 4 < 5 outstanding on the busy one)
@@ -95,7 +97,9 @@ def test_vllm_priority_preempts_lowest_priority_and_skips_waiting():
 
 def test_strong_baselines_drive_a_run_to_completion():
     w = workloads.with_priorities(workloads.sharegpt_like(rate=20, n=120, seed=1), seed=1)
-    for kw in (dict(global_policy="power_of_two", batch_scheduler="edf"),
-               dict(global_policy="least_outstanding", batch_scheduler="vllm_priority")):
+    for kw in (
+        dict(global_policy="power_of_two", batch_scheduler="edf"),
+        dict(global_policy="least_outstanding", batch_scheduler="vllm_priority"),
+    ):
         res = simulate(w, profile="ascend910b-qwen7b", instances=3, **kw)
         assert res.summary["finished"] == len(w), kw

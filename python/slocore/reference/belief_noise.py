@@ -1,4 +1,5 @@
 """Reference for csrc/slocore/sim/belief_noise.h: the per-instance belief factor."""
+
 from __future__ import annotations
 
 MASK = (1 << 64) - 1

@@ -1,5 +1,6 @@
 """Reference for csrc/slocore/baselines/power_of_two.h: the power of two choices with
 SplitMix64 samples, placing a poll's queue in arrival order like PushPolicy."""
+
 from __future__ import annotations
 
 MASK = (1 << 64) - 1

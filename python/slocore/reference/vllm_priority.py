@@ -1,6 +1,7 @@
 """Reference for csrc/slocore/baselines/vllm_priority.h: vLLM V1's scheduler with
 `--scheduling-policy priority` (running pass with lowest-priority preemption, then waiting
 by (priority, arrival) when nothing was preempted)."""
+
 from __future__ import annotations
 
 from slocore.reference.batch_baselines import PlanBuilder, ensure_progress

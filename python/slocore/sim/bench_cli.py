@@ -1,4 +1,5 @@
 """`slocore presets` and `slocore bench matrix` (wired into slocore.cli)."""
+
 from __future__ import annotations
 
 import json
@@ -15,9 +16,23 @@ def presets_main(a) -> int:
 
     ps = stacks.presets(kind=a.kind)
     if a.json:
-        print(json.dumps({n: {"kind": p.kind, "description": p.description, "source": p.source,
-                              "colocated": p.colocated, "pd": p.pd, "tags": list(p.tags)} for n, p in ps.items()},
-                         indent=1, default=str))
+        print(
+            json.dumps(
+                {
+                    n: {
+                        "kind": p.kind,
+                        "description": p.description,
+                        "source": p.source,
+                        "colocated": p.colocated,
+                        "pd": p.pd,
+                        "tags": list(p.tags),
+                    }
+                    for n, p in ps.items()
+                },
+                indent=1,
+                default=str,
+            )
+        )
         return 0
     for n, p in ps.items():
         print(f"{n:36s} [{p.kind}] {p.description}")
@@ -41,15 +56,23 @@ def add_matrix_arguments(p) -> None:
 
     p.add_argument("--presets", type=_list, help="comma-separated presets (default: baselines + paper stacks)")
     p.add_argument("--workloads", type=_list, help=f"comma-separated (known: {', '.join(matrix.WORKLOADS)})")
-    p.add_argument("--loads", type=lambda s: [float(x) for x in _list(s)], default=list(matrix.LOADS),
-                   help="fractions of each workload's capacity (default 0.5,0.8,1,1.2)")
+    p.add_argument(
+        "--loads",
+        type=lambda s: [float(x) for x in _list(s)],
+        default=list(matrix.LOADS),
+        help="fractions of each workload's capacity (default 0.5,0.8,1,1.2)",
+    )
     p.add_argument("--seeds", type=lambda s: [int(x) for x in _list(s)], default=list(matrix.SEEDS))
     p.add_argument("--errors", type=_list, default=list(matrix.ERRORS), help="predictor errors: exact,pm20,shape")
-    p.add_argument("--duration", type=float, default=30.0,
-                   help="seconds of arrivals per run (requests = rate x duration; default 30)")
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=30.0,
+        help="seconds of arrivals per run (requests = rate x duration; default 30)",
+    )
     p.add_argument("--probe-requests", dest="probe_n", type=int, help="capacity probe size (default: per workload)")
     p.add_argument("--processes", type=int, default=2, help="parallel worker processes (default 2)")
-    p.add_argument("--full", action="store_true", help="every preset and workload, 5 seeds, 120 s of arrivals")
+    p.add_argument("--full", action="store_true", help="every preset and workload, 5 seeds, 60 s of arrivals")
     p.add_argument("--out", default="matrix-out", help="directory for matrix.json, matrix.md, matrix.png")
     p.add_argument("--no-plot", dest="plot", action="store_false", help="skip the heatmap")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -62,17 +85,26 @@ def matrix_main(a) -> int:
     seeds, duration = a.seeds, a.duration
     if a.full:
         seeds = seeds if seeds != list(matrix.SEEDS) else [0, 1, 2, 3, 4]
-        duration = duration if duration != 30.0 else 120.0
-    cfg = matrix.MatrixConfig(presets=tuple(a.presets or ()), workloads=tuple(a.workloads or ()), loads=tuple(a.loads),
-                              seeds=tuple(seeds), errors=tuple(a.errors), duration_s=duration, probe_n=a.probe_n,
-                              processes=a.processes,
-                              full=a.full)
+        duration = duration if duration != 30.0 else 60.0
+    cfg = matrix.MatrixConfig(
+        presets=tuple(a.presets or ()),
+        workloads=tuple(a.workloads or ()),
+        loads=tuple(a.loads),
+        seeds=tuple(seeds),
+        errors=tuple(a.errors),
+        duration_s=duration,
+        probe_n=a.probe_n,
+        processes=a.processes,
+        full=a.full,
+    )
     m = matrix.run_matrix(cfg, progress=not a.quiet)
     command = "slocore " + " ".join(shlex.quote(x) for x in sys.argv[1:]) if sys.argv[1:] else "slocore bench matrix"
     paths = matrix.write(m, a.out, command=command, plot=a.plot)
     for s in sorted(m["summary"], key=lambda s: -s["mean_vs_strongest"]):
-        print(f"{s['preset']:36s} vs strongest baseline: mean {100 * s['mean_vs_strongest']:+.1f} pp "
-              f"(min {100 * s['min_vs_strongest']:+.1f}, max {100 * s['max_vs_strongest']:+.1f}; "
-              f"won {s['won']}, lost {s['lost']} of {s['cells']} cells)")
+        print(
+            f"{s['preset']:36s} vs strongest baseline: mean {100 * s['mean_vs_strongest']:+.1f} pp "
+            f"(min {100 * s['min_vs_strongest']:+.1f}, max {100 * s['max_vs_strongest']:+.1f}; "
+            f"won {s['won']}, lost {s['lost']} of {s['cells']} cells)"
+        )
     print(f"{m['runs']} runs in {m['wall_s']:.0f} s; wrote {', '.join(paths.values())}", file=sys.stderr)
     return 0

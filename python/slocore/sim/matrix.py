@@ -15,6 +15,7 @@ Definitions (docs/benchmark.md):
   load with mean attainment >= 90%; summary: each preset minus the strongest baseline (the
   baseline preset with the highest mean attainment) of the same cell.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,12 +34,55 @@ ERRORS = ("exact", "pm20", "shape")
 GOODPUT_ATTAINMENT = 0.9
 CAPACITY_WINDOW = (0.1, 0.7)  # share of finished requests between which the probe's rate is measured
 CAPACITY_PRESET = {"colocated": "least_outstanding+sarathi_fcfs", "pd": "least_outstanding+sarathi_fcfs"}
-DEFAULT_PRESETS = ("rr+sarathi_fcfs", "rr+edf", "least_outstanding+edf", "least_outstanding+sarathi_priority",
-                   "p2c+edf", "vllm_priority", "llmd_scorer+sarathi_fcfs", "kv_router+sarathi_fcfs",
-                   "hfx", "hfx_pm", "goroute+slide_batching", "slice", "sibyl", "slocore")
+DEFAULT_PRESETS = (
+    "rr+sarathi_fcfs",
+    "rr+edf",
+    "least_outstanding+edf",
+    "least_outstanding+sarathi_priority",
+    "p2c+edf",
+    "vllm_priority",
+    "llmd_scorer+sarathi_fcfs",
+    "kv_router+sarathi_fcfs",
+    "hfx",
+    "hfx_pm",
+    "goroute+slide_batching",
+    "slice",
+    "sibyl",
+    "slocore",
+)
 # Student t quantile t_{0.975, df} for df = 1..30 (two-sided 95%); 1.96 beyond.
-T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +116,24 @@ def _sibyl_zeta(rate, seed, n):
     return workloads.sibyl_zeta(rate=rate, n=n, seed=seed, scale=8.0)
 
 
+# Prefix-sharing workloads (workloads.py): `n` requests -> sessions / tasks by their mean
+# requests per session (about 3 chat turns, 4 agent calls).
+def _chat(rate, seed, n):
+    return workloads.multi_turn_chat(rate=rate, sessions=max(1, n // 3), seed=seed)
+
+
+def _agentic(rate, seed, n):
+    return workloads.agentic(rate=rate, tasks=max(1, n // 4), seed=seed)
+
+
+def _rag(rate, seed, n):
+    return workloads.rag(rate=rate, n=n, seed=seed)
+
+
+def _bursty(rate, seed, n):
+    return workloads.bursty_chat(rate=rate, n=n, seed=seed)
+
+
 ASCEND, H100, RTX = "ascend910b-qwen7b", "h100-llama2-7b", "rtx4060ti-chatglm2-6b-int4"
 WORKLOADS: dict[str, MatrixWorkload] = {}
 
@@ -83,17 +145,78 @@ def register(w: MatrixWorkload) -> MatrixWorkload:
     return w
 
 
-register(MatrixWorkload("hfx_4task", "HFX Table 1 4-task multi-SLO mix, 2 colocated Ascend 910B Qwen-7B",
-                        _hfx4, 2000, dict(profile=ASCEND, instances=2), H100))
-register(MatrixWorkload("sharegpt_prio", "ShareGPT-like, 2 priorities (ProServe 5.1), TTFT 1.5 s TPOT 100 ms, 4 instances",
-                        _sharegpt_prio, 2000, dict(profile=ASCEND, instances=4), H100))
-register(MatrixWorkload("hfx_4task_pd", "HFX 4-task mix on 2 prefill + 2 decode instances (P/D)",
-                        _hfx4, 2000, dict(profile=ASCEND, mode="pd", prefill_instances=2, decode_instances=2), H100))
-register(MatrixWorkload("slice_mix", "SLICE 7:3 real-time mix on 2 RTX 4060 Ti instances",
-                        _slice_mix, 1000, dict(profile=RTX, instances=2), H100, full_only=True))
-register(MatrixWorkload("sibyl_zeta_pd", "SIBYL Zeta-like (outputs /8) on 2P4D H100",
-                        _sibyl_zeta, 2000, dict(profile=H100, mode="pd", prefill_instances=2, decode_instances=4),
-                        ASCEND, full_only=True))
+register(
+    MatrixWorkload(
+        "hfx_4task",
+        "HFX Table 1 4-task multi-SLO mix, 2 colocated Ascend 910B Qwen-7B",
+        _hfx4,
+        2000,
+        dict(profile=ASCEND, instances=2),
+        H100,
+    )
+)
+register(
+    MatrixWorkload(
+        "sharegpt_prio",
+        "ShareGPT-like, 2 priorities (ProServe 5.1), TTFT 1.5 s TPOT 100 ms, 4 instances",
+        _sharegpt_prio,
+        2000,
+        dict(profile=ASCEND, instances=4),
+        H100,
+    )
+)
+register(
+    MatrixWorkload(
+        "hfx_4task_pd",
+        "HFX 4-task mix on 2 prefill + 2 decode instances (P/D)",
+        _hfx4,
+        2000,
+        dict(profile=ASCEND, mode="pd", prefill_instances=2, decode_instances=2),
+        H100,
+    )
+)
+register(
+    MatrixWorkload(
+        "slice_mix",
+        "SLICE 7:3 real-time mix on 2 RTX 4060 Ti instances",
+        _slice_mix,
+        1000,
+        dict(profile=RTX, instances=2),
+        H100,
+        full_only=True,
+    )
+)
+register(
+    MatrixWorkload(
+        "sibyl_zeta_pd",
+        "SIBYL Zeta-like (outputs /8) on 2P4D H100",
+        _sibyl_zeta,
+        2000,
+        dict(profile=H100, mode="pd", prefill_instances=2, decode_instances=4),
+        ASCEND,
+        full_only=True,
+    )
+)
+
+
+for _name, _desc, _make, _n in (
+    ("chat", "multi-turn chat sessions, history grows turn by turn (prefix caching on)", _chat, 2000),
+    ("agentic", "agentic calls: shared long system prompts, short suffixes, dependent bursts", _agentic, 1000),
+    ("rag", "RAG-like 4k-16k-token prompts over a Zipf-popular passage corpus", _rag, 600),
+    ("bursty", "ShareGPT-like chat with gamma arrivals, CV 4", _bursty, 2000),
+):
+    register(MatrixWorkload(_name, f"{_desc}, 4 H100 Llama-2-7B", _make, _n, dict(profile=H100, instances=4), ASCEND))
+register(
+    MatrixWorkload(
+        "sharegpt_mixed",
+        "ShareGPT-like, 2 priorities, on a mixed cluster: 2 H100 + 2 Ascend 910B instances",
+        _sharegpt_prio,
+        2000,
+        dict(profile=[H100, H100, ASCEND, ASCEND], instances=4),
+        RTX,
+        full_only=True,
+    )
+)
 
 
 def error_kwargs(error: str, wl: MatrixWorkload) -> dict:
@@ -108,7 +231,11 @@ def error_kwargs(error: str, wl: MatrixWorkload) -> dict:
 
 def _instances(wl: MatrixWorkload) -> int:
     c = wl.cluster
-    return c.get("instances", 2) if wl.mode == "colocated" else c.get("prefill_instances", 1) + c.get("decode_instances", 1)
+    return (
+        c.get("instances", 2)
+        if wl.mode == "colocated"
+        else c.get("prefill_instances", 1) + c.get("decode_instances", 1)
+    )
 
 
 def stack_kwargs(preset: str, wl: MatrixWorkload) -> dict:
@@ -128,8 +255,17 @@ def capacity(wl_name: str, probe_n: int | None = None) -> dict:
         raise RuntimeError(f"capacity probe of {wl_name}: too few requests finished ({len(done)})")
     # Completions per second between the 10th and 70th percentile of finish times: the
     # saturated rate, without the fill at the start or the long-output tail at the end.
-    return {"req_s": (hi - 1 - lo) / (done[hi - 1] - done[lo]), "probe_requests": len(burst),
-            "burst_req_s": res.summary["finished"] / res.summary["duration_s"], "stack": CAPACITY_PRESET[wl.mode]}
+    # The generator's `rate` argument per request/s it produces (sessions or tasks per second
+    # for session workloads): measured on the probe size at rate 1, seed 0.
+    unit = wl.make(1.0, 0, probe_n or wl.probe_n)
+    span = float(unit.arrival[-1] - unit.arrival[0]) if len(unit) > 1 else 0.0
+    return {
+        "req_s": (hi - 1 - lo) / (done[hi - 1] - done[lo]),
+        "rate_arg_per_req_s": span / (len(unit) - 1) if span > 0 else 1.0,
+        "probe_requests": len(burst),
+        "burst_req_s": res.summary["finished"] / res.summary["duration_s"],
+        "stack": CAPACITY_PRESET[wl.mode],
+    }
 
 
 @dataclass(frozen=True)
@@ -139,7 +275,7 @@ class Job:
     load: float
     seed: int
     error: str
-    rate: float
+    rate: float  # the workload generator's rate argument
     n: int
 
 
@@ -151,9 +287,15 @@ def run_job(job: Job) -> tuple[Job, dict]:
     kw = {**wl.cluster, **stack_kwargs(job.preset, wl), **error_kwargs(job.error, wl)}
     res = simulate(wl.make(job.rate, job.seed, job.n), seed=job.seed, **kw)
     s = res.summary
-    return job, {"attainment": s["attainment"], "ttft_p99": s["ttft"]["p99"], "tpot_p99": s["tpot"]["p99"],
-                 "cost": s["instance_seconds"], "finished": s["finished"], "requests": s["requests"],
-                 "wall_s": time.perf_counter() - t}
+    return job, {
+        "attainment": s["attainment"],
+        "ttft_p99": s["ttft"]["p99"],
+        "tpot_p99": s["tpot"]["p99"],
+        "cost": s["instance_seconds"],
+        "finished": s["finished"],
+        "requests": s["requests"],
+        "wall_s": time.perf_counter() - t,
+    }
 
 
 def ci95(xs: list[float]) -> float:
@@ -203,8 +345,18 @@ class MatrixConfig:
             raise ValueError(f"duration_s: must be finite and > 0, got {self.duration_s}")
         if self.processes < 1:
             raise ValueError(f"processes: must be >= 1, got {self.processes}")
-        return MatrixConfig(ps, wls, tuple(self.loads), tuple(self.seeds), tuple(self.errors), self.duration_s,
-                            self.probe_n, self.processes, self.full, dict(self.extra))
+        return MatrixConfig(
+            ps,
+            wls,
+            tuple(self.loads),
+            tuple(self.seeds),
+            tuple(self.errors),
+            self.duration_s,
+            self.probe_n,
+            self.processes,
+            self.full,
+            dict(self.extra),
+        )
 
 
 def _map(fn, items, processes: int, progress: bool, desc: str):
@@ -243,7 +395,9 @@ def run_matrix(cfg: MatrixConfig, progress: bool = True) -> dict:
     cfg = cfg.resolve()
     t0 = time.perf_counter()
     caps = dict(_map(_capacity_job, [(w, cfg.probe_n) for w in cfg.workloads], cfg.processes, progress, "capacity"))
-    sizes = {(w, l): max(10, int(round(l * caps[w]["req_s"] * cfg.duration_s))) for w in cfg.workloads for l in cfg.loads}
+    sizes = {
+        (w, l): max(10, int(round(l * caps[w]["req_s"] * cfg.duration_s))) for w in cfg.workloads for l in cfg.loads
+    }
     jobs = []
     for w in cfg.workloads:
         wl = WORKLOADS[w]
@@ -253,7 +407,8 @@ def run_matrix(cfg: MatrixConfig, progress: bool = True) -> dict:
             for load in cfg.loads:
                 for e in cfg.errors:
                     for s in cfg.seeds:
-                        jobs.append(Job(p, w, load, s, e, load * caps[w]["req_s"], sizes[(w, load)]))
+                        rate_arg = load * caps[w]["req_s"] * caps[w]["rate_arg_per_req_s"]
+                        jobs.append(Job(p, w, load, s, e, rate_arg, sizes[(w, load)]))
     results = _map(run_job, jobs, cfg.processes, progress, "matrix")
     out = summarize(cfg, caps, sizes, results)
     out["wall_s"] = time.perf_counter() - t0
@@ -269,15 +424,25 @@ def summarize(cfg: MatrixConfig, caps: dict, sizes: dict, results: list) -> dict
     for (w, e, load, p), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3])):
         rs.sort()
         att = [r["attainment"] for _, r in rs]
-        cells.append({
-            "workload": w, "error": e, "load": load, "preset": p, "kind": stacks.presets()[p].kind,
-            "rate": load * caps[w]["req_s"], "seeds": [s for s, _ in rs], "attainment": att,
-            "attainment_mean": statistics.fmean(att), "attainment_ci95": ci95(att),
-            "ttft_p99": statistics.fmean(r["ttft_p99"] for _, r in rs),
-            "tpot_p99": statistics.fmean(r["tpot_p99"] for _, r in rs),
-            "cost": statistics.fmean(r["cost"] for _, r in rs),
-            "finished": [r["finished"] for _, r in rs], "requests": [r["requests"] for _, r in rs],
-        })
+        cells.append(
+            {
+                "workload": w,
+                "error": e,
+                "load": load,
+                "preset": p,
+                "kind": stacks.presets()[p].kind,
+                "rate": load * caps[w]["req_s"],
+                "seeds": [s for s, _ in rs],
+                "attainment": att,
+                "attainment_mean": statistics.fmean(att),
+                "attainment_ci95": ci95(att),
+                "ttft_p99": statistics.fmean(r["ttft_p99"] for _, r in rs),
+                "tpot_p99": statistics.fmean(r["tpot_p99"] for _, r in rs),
+                "cost": statistics.fmean(r["cost"] for _, r in rs),
+                "finished": [r["finished"] for _, r in rs],
+                "requests": [r["requests"] for _, r in rs],
+            }
+        )
     # Strongest baseline of each (workload, error, load) cell and every preset's difference.
     by_cell: dict[tuple, list] = {}
     for c in cells:
@@ -294,28 +459,53 @@ def summarize(cfg: MatrixConfig, caps: dict, sizes: dict, results: list) -> dict
     for w in cfg.workloads:
         for e in cfg.errors:
             for p in cfg.presets:
-                ok = [c["load"] for c in cells if (c["workload"], c["error"], c["preset"]) == (w, e, p)
-                      and c["attainment_mean"] >= GOODPUT_ATTAINMENT]
+                ok = [
+                    c["load"]
+                    for c in cells
+                    if (c["workload"], c["error"], c["preset"]) == (w, e, p)
+                    and c["attainment_mean"] >= GOODPUT_ATTAINMENT
+                ]
                 ran = any((c["workload"], c["error"], c["preset"]) == (w, e, p) for c in cells)
                 if ran:
                     best = max(ok) if ok else None
-                    goodput.append({"workload": w, "error": e, "preset": p, "load": best,
-                                    "req_s": best * caps[w]["req_s"] if best is not None else 0.0})
+                    goodput.append(
+                        {
+                            "workload": w,
+                            "error": e,
+                            "preset": p,
+                            "load": best,
+                            "req_s": best * caps[w]["req_s"] if best is not None else 0.0,
+                        }
+                    )
     summary = []
     for p in cfg.presets:
         ds = [c["vs_strongest"] for c in cells if c["preset"] == p and c["vs_strongest"] is not None]
         if not ds:
             continue
-        summary.append({"preset": p, "kind": stacks.presets()[p].kind, "cells": len(ds),
-                        "mean_vs_strongest": statistics.fmean(ds), "min_vs_strongest": min(ds),
-                        "max_vs_strongest": max(ds), "won": sum(d > 0.01 for d in ds),
-                        "lost": sum(d < -0.01 for d in ds)})
+        summary.append(
+            {
+                "preset": p,
+                "kind": stacks.presets()[p].kind,
+                "cells": len(ds),
+                "mean_vs_strongest": statistics.fmean(ds),
+                "min_vs_strongest": min(ds),
+                "max_vs_strongest": max(ds),
+                "won": sum(d > 0.01 for d in ds),
+                "lost": sum(d < -0.01 for d in ds),
+            }
+        )
     requests = {w: {str(l): n for (ww, l), n in sizes.items() if ww == w} for w in cfg.workloads}
-    return {"config": {**asdict(cfg), "requests": requests, "goodput_attainment": GOODPUT_ATTAINMENT},
-            "capacity": caps, "cells": cells, "goodput": goodput, "summary": summary,
-            "strongest_baseline": [{"workload": k[0], "error": k[1], "load": k[2], "preset": v}
-                                   for k, v in sorted(strongest.items())],
-            "presets": {p: stacks.describe(p) for p in cfg.presets}}
+    return {
+        "config": {**asdict(cfg), "requests": requests, "goodput_attainment": GOODPUT_ATTAINMENT},
+        "capacity": caps,
+        "cells": cells,
+        "goodput": goodput,
+        "summary": summary,
+        "strongest_baseline": [
+            {"workload": k[0], "error": k[1], "load": k[2], "preset": v} for k, v in sorted(strongest.items())
+        ],
+        "presets": {p: stacks.describe(p) for p in cfg.presets},
+    }
 
 
 def _pct(x):
@@ -327,22 +517,35 @@ def markdown(m: dict, command: str = "") -> str:
     out = ["# Benchmark matrix", ""]
     if command:
         out += [f"Command: `{command}`", ""]
-    out.append(f"Seeds {cfg['seeds']}; loads {cfg['loads']} x capacity, arrivals over ~{cfg['duration_s']:g} s; "
-               f"predictor errors {cfg['errors']}; "
-               f"{m.get('runs', '?')} runs in {m.get('wall_s', 0):.0f} s on {cfg['processes']} processes.")
-    out += ["", "## Capacity (saturated throughput of the reference stack, whole workload at once)", "",
-            "| workload | cluster | probe requests | capacity req/s | requests per run by load | stack |",
-            "|---|---|---|---|---|---|"]
+    out.append(
+        f"Seeds {cfg['seeds']}; loads {cfg['loads']} x capacity, arrivals over ~{cfg['duration_s']:g} s; "
+        f"predictor errors {cfg['errors']}; "
+        f"{m.get('runs', '?')} runs in {m.get('wall_s', 0):.0f} s on {cfg['processes']} processes."
+    )
+    out += [
+        "",
+        "## Capacity (saturated throughput of the reference stack, whole workload at once)",
+        "",
+        "| workload | cluster | probe requests | capacity req/s | requests per run by load | stack |",
+        "|---|---|---|---|---|---|",
+    ]
     for w, c in m["capacity"].items():
         wl = WORKLOADS[w]
         cl = ", ".join(f"{k}={v}" for k, v in wl.cluster.items())
         per = ", ".join(f"{l}x: {n}" for l, n in cfg["requests"][w].items())
         out.append(f"| {w} | {cl} | {c['probe_requests']} | {c['req_s']:.2f} | {per} | {c['stack']} |")
-    out += ["", "## Summary: preset minus the strongest baseline of each cell (attainment, percentage points)", "",
-            "| preset | kind | cells | mean | min | max | won (>+1 pp) | lost (<-1 pp) |", "|---|---|---|---|---|---|---|---|"]
+    out += [
+        "",
+        "## Summary: preset minus the strongest baseline of each cell (attainment, percentage points)",
+        "",
+        "| preset | kind | cells | mean | min | max | won (>+1 pp) | lost (<-1 pp) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for s in sorted(m["summary"], key=lambda s: -s["mean_vs_strongest"]):
-        out.append(f"| {s['preset']} | {s['kind']} | {s['cells']} | {100 * s['mean_vs_strongest']:+.1f} | "
-                   f"{100 * s['min_vs_strongest']:+.1f} | {100 * s['max_vs_strongest']:+.1f} | {s['won']} | {s['lost']} |")
+        out.append(
+            f"| {s['preset']} | {s['kind']} | {s['cells']} | {100 * s['mean_vs_strongest']:+.1f} | "
+            f"{100 * s['min_vs_strongest']:+.1f} | {100 * s['max_vs_strongest']:+.1f} | {s['won']} | {s['lost']} |"
+        )
     cells = m["cells"]
     loads = cfg["loads"]
     for w in cfg["workloads"]:
@@ -350,27 +553,41 @@ def markdown(m: dict, command: str = "") -> str:
             cs = [c for c in cells if c["workload"] == w and c["error"] == e]
             if not cs:
                 continue
-            out += ["", f"## {w}, predictor error {e}: attainment % (mean ± 95% CI over seeds)", "",
-                    "| preset | " + " | ".join(f"{l:g}x ({l * m['capacity'][w]['req_s']:.1f} req/s)" for l in loads)
-                    + " | goodput |", "|---|" + "---|" * (len(loads) + 1)]
+            out += [
+                "",
+                f"## {w}, predictor error {e}: attainment % (mean ± 95% CI over seeds)",
+                "",
+                "| preset | "
+                + " | ".join(f"{l:g}x ({l * m['capacity'][w]['req_s']:.1f} req/s)" for l in loads)
+                + " | goodput |",
+                "|---|" + "---|" * (len(loads) + 1),
+            ]
             gp = {g["preset"]: g for g in m["goodput"] if g["workload"] == w and g["error"] == e}
             for p in dict.fromkeys(c["preset"] for c in cs):
                 row = []
                 for l in loads:
                     c = next((c for c in cs if c["preset"] == p and c["load"] == l), None)
-                    row.append("-" if c is None else f"{100 * c['attainment_mean']:.1f} ± {100 * c['attainment_ci95']:.1f}")
+                    row.append(
+                        "-" if c is None else f"{100 * c['attainment_mean']:.1f} ± {100 * c['attainment_ci95']:.1f}"
+                    )
                 g = gp.get(p)
                 row.append("none" if g is None or g["load"] is None else f"{g['load']:g}x")
                 out.append(f"| {p} | " + " | ".join(row) + " |")
             sb = [next((c["strongest_baseline"] for c in cs if c["load"] == l), "-") for l in loads]
             out.append("| *strongest baseline* | " + " | ".join(str(x) for x in sb) + " | |")
-    out += ["", "## Latency and cost per cell (means over seeds)", "",
-            "| workload | error | load | preset | TTFT p99 s | TPOT p99 ms | cost inst-s | vs strongest pp |",
-            "|---|---|---|---|---|---|---|---|"]
+    out += [
+        "",
+        "## Latency and cost per cell (means over seeds)",
+        "",
+        "| workload | error | load | preset | TTFT p99 s | TPOT p99 ms | cost inst-s | vs strongest pp |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for c in cells:
-        out.append(f"| {c['workload']} | {c['error']} | {c['load']:g} | {c['preset']} | {c['ttft_p99']:.3g} | "
-                   f"{1e3 * c['tpot_p99']:.3g} | {c['cost']:.3g} | "
-                   f"{'-' if c['vs_strongest'] is None else format(100 * c['vs_strongest'], '+.1f')} |")
+        out.append(
+            f"| {c['workload']} | {c['error']} | {c['load']:g} | {c['preset']} | {c['ttft_p99']:.3g} | "
+            f"{1e3 * c['tpot_p99']:.3g} | {c['cost']:.3g} | "
+            f"{'-' if c['vs_strongest'] is None else format(100 * c['vs_strongest'], '+.1f')} |"
+        )
     out += ["", "## Presets", ""] + [f"- `{p}`: {d}" for p, d in m["presets"].items()]
     return "\n".join(out) + "\n"
 
@@ -388,8 +605,9 @@ def heatmap(m: dict, path: str) -> None:
     presets = list(dict.fromkeys(c["preset"] for c in cells))
     cols = [(w, l) for w in cfg["workloads"] for l in cfg["loads"]]
     errors = cfg["errors"]
-    fig, axes = plt.subplots(len(errors), 1, figsize=(max(6, 0.55 * len(cols) + 3), 0.35 * len(presets) * len(errors) + 1.5),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(errors), 1, figsize=(max(6, 0.55 * len(cols) + 3), 0.35 * len(presets) * len(errors) + 1.5), squeeze=False
+    )
     for ax, e in zip(axes[:, 0], errors):
         grid = [[math.nan] * len(cols) for _ in presets]
         for c in cells:

@@ -75,6 +75,13 @@ def _load_paper_modules() -> None:
                 raise
 
 
+def _strong_baselines() -> dict:
+    """The strong baseline stacks (slocore.sim.stacks presets) as variants."""
+    from slocore.sim.stacks import preset
+
+    return {name: preset(name) for name in ("rr+edf", "least_outstanding+sarathi_priority", "vllm_priority")}
+
+
 def _hfx_4task(load: float, seed: int):
     from slocore.sim import workloads
 
@@ -97,6 +104,7 @@ register(Scenario(
         "least_tokens": dict(global_policy="least_tokens"),
         "hfx": dict(global_policy="hfx"),
         "goroute+slide_batching": dict(global_policy=("goroute", {"mode": "colocated"}), batch_scheduler="slide_batching"),
+        **_strong_baselines(),
     },
     headline="SLO-aware dispatch keeps attainment up as load grows; RR degrades first",
 ))

@@ -5,6 +5,7 @@ means. Used for the paper pages (docs/hfx.md, docs/slice_proserve.md, docs/sibyl
     slocore simulate --scenario hfx_fig3_4task --seeds 0,1,2 --variants rr,hfx,rr+edf --json > run.json
     python -m slocore.sim.seed_table run.json [--metric attainment|tpot_p99|ttft_p99|tdg_ratio]
 """
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,11 @@ def table(data: dict, metric: str = "attainment", extra=("ttft_p99", "tpot_p99")
     groups: dict = {}
     for r in data["rows"]:
         groups.setdefault((r["load"], r["variant"]), []).append(r)
-    head = ["load", "variant", f"{label} mean ± sd", "per seed"] + [METRICS[e][1] + " (mean)" for e in extra] + ["cost inst-s"]
+    head = (
+        ["load", "variant", f"{label} mean ± sd", "per seed"]
+        + [METRICS[e][1] + " (mean)" for e in extra]
+        + ["cost inst-s"]
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     order = list(dict.fromkeys(r["variant"] for r in data["rows"]))
     for load in sorted({k[0] for k in groups}):
@@ -35,8 +40,12 @@ def table(data: dict, metric: str = "attainment", extra=("ttft_p99", "tpot_p99")
                 continue
             xs = [f(r["summary"]) for r in rs]
             sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
-            cells = [f"{load:g}", v, f"{fmt.format(statistics.fmean(xs))} ± {fmt.format(sd)}",
-                     " / ".join(fmt.format(x) for x in xs)]
+            cells = [
+                f"{load:g}",
+                v,
+                f"{fmt.format(statistics.fmean(xs))} ± {fmt.format(sd)}",
+                " / ".join(fmt.format(x) for x in xs),
+            ]
             for e in extra:
                 cells.append(fmt_e(METRICS[e], rs))
             cells.append(f"{statistics.fmean(r['summary']['instance_seconds'] for r in rs):.3g}")
