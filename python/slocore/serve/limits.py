@@ -136,6 +136,9 @@ def check_fields(body: dict, chat: bool, lim: LimitsConfig) -> None:
         v = body.get(key)
         if v is not None and not isinstance(v, dict):
             raise BadRequest(f"{key}: must be an object, got {type(v).__name__}")
+    v = body.get("slo_class")
+    if v is not None and not isinstance(v, str):  # checked even where a tenant ignores it
+        raise BadRequest(f"slo_class: must be a string, got {type(v).__name__}")
     if chat and isinstance(body.get("messages"), list):
         for i, m in enumerate(body["messages"]):
             c = m.get("content") if isinstance(m, dict) else None
