@@ -11,10 +11,9 @@ import time
 import pytest
 
 pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
+from slocore.serve import engine as eng  # noqa: E402
 from test_serve_limits import MALFORMED  # noqa: E402
 from test_serve_router import EMU, free_port, serving  # noqa: E402
-
-from slocore.serve import engine as eng  # noqa: E402
 
 DURATION_S = 20.0
 TENANTS = {"require_key": True, "list": [
