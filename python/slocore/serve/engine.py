@@ -241,7 +241,8 @@ class EmulatedEngine:
         except BadRequest as e:
             return web.json_response(error_body(str(e), e.status), status=e.status)
         max_tokens = f["max_tokens"] or self.default_max_tokens
-        too_long = context_error(plen, max_tokens, self.max_model_len)
+        too_long = context_error(plen, max_tokens, self.max_model_len,
+                                 self.max_model_len == self.kv_total * self.block_size)
         if too_long is not None:  # could never run: refuse as vLLM does, don't stall the queue
             return web.json_response(too_long, status=400)
         kvp = body.get("kv_transfer_params") or {}
@@ -311,9 +312,10 @@ class EmulatedEngine:
             self.cancel(rid)
 
 
-def context_error(prompt_len: int, max_tokens: int, max_model_len: int) -> dict | None:
+def context_error(prompt_len: int, max_tokens: int, max_model_len: int, kv_bound: bool = False) -> dict | None:
     """vLLM's 400 (its ``ErrorResponse``: message, ``BadRequestError``, param, code) for a
-    request whose prompt + max_tokens exceed the model's context; None when it fits."""
+    request whose prompt + max_tokens exceed the model's context; None when it fits.
+    `kv_bound`: the context is what the KV cache holds (said at the end of the message)."""
     if max_tokens > max_model_len:
         msg = (f"max_tokens={max_tokens} cannot be greater than max_model_len={max_model_len}. "
                "Please request fewer output tokens.")
@@ -325,6 +327,8 @@ def context_error(prompt_len: int, max_tokens: int, max_model_len: int) -> dict 
         param = "input_tokens"
     else:
         return None
+    if kv_bound:
+        msg += f" (The context is bounded by the KV cache: {max_model_len} tokens.)"
     return {"error": {"message": msg, "type": "BadRequestError", "param": param, "code": 400}}
 
 
