@@ -91,7 +91,7 @@ def test_completions_chat_stream_health_models():
 
 def test_metrics_endpoint_has_attainment_histograms_queues_decisions():
     async def go():
-        async with serving(two_engines()) as (router, url, s):
+        async with serving(two_engines(limits={"slo_classes": ["chat"]})) as (router, url, s):  # a known class
             for i in range(4):
                 async with s.post(url + "/v1/completions", json={"prompt": "x " * 20, "max_tokens": 3,
                                                                  "slo_class": "chat"}) as r:

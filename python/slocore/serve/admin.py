@@ -7,6 +7,8 @@ and adding/removing backends at run time (what ``slocore.scaling.router_link`` d
 """
 from __future__ import annotations
 
+import hmac
+
 from aiohttp import web
 
 import slocore as _s
@@ -30,7 +32,7 @@ class AdminApi:
                 return web.json_response(error_body("admin endpoints are disabled: set admin_token in the config "
                                                     "or SLOCORE_ADMIN_TOKEN", 403, "forbidden"), status=403)
             auth = request.headers.get("Authorization", "")
-            if auth != f"Bearer {tok}":
+            if not hmac.compare_digest(auth.encode(), f"Bearer {tok}".encode()):  # constant time
                 return web.json_response(error_body("admin endpoints need 'Authorization: Bearer <admin_token>'",
                                                     401, "unauthorized"), status=401)
             return await fn(request)

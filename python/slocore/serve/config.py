@@ -29,6 +29,11 @@ from typing import Annotated, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator, model_validator
 
 from slocore.roles import COLOCATED, PD_ROLES, ROLES
+from slocore.serve.admission import AdmissionConfig
+from slocore.serve.limits import LimitsConfig
+from slocore.serve.retry import RetryBudgetConfig
+from slocore.serve.tenants import TenantsConfig
+
 DEFAULT_PROFILE = "h100-llama2-7b"
 
 
@@ -78,6 +83,10 @@ class ServeConfig:
     host: str = "127.0.0.1"
     port: int = 8000
     model: str | None = None  # name reported by /v1/models when no backend says
+    limits: LimitsConfig = field(default_factory=LimitsConfig)  # serve.limits: body, JSON, state bounds
+    retry_budget: RetryBudgetConfig = field(default_factory=RetryBudgetConfig)  # serve.retry
+    tenants: TenantsConfig = field(default_factory=TenantsConfig)  # serve.tenants: keys, SLO caps, rates
+    admission: AdmissionConfig = field(default_factory=AdmissionConfig)  # serve.admission: shedding
 
     @property
     def disaggregated(self) -> bool:
@@ -161,6 +170,10 @@ class _File(_Section):
     retries: Annotated[int, Strict(), Field(ge=0)] = 2
     poll_interval_s: Positive = 0.5
     model: Optional[str] = None
+    limits: Optional[LimitsConfig] = None
+    retry_budget: Optional[RetryBudgetConfig] = None
+    tenants: Optional[TenantsConfig] = None
+    admission: Optional[AdmissionConfig] = None
 
     @field_validator("policy", "prefill_policy", "decode_policy", mode="before")
     @classmethod
@@ -240,6 +253,10 @@ def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
         cfg.timeouts = Timeouts(**f.timeouts.model_dump())
     cfg.retries = f.retries
     cfg.poll_interval_s = f.poll_interval_s
+    cfg.limits = f.limits or LimitsConfig()
+    cfg.retry_budget = f.retry_budget or RetryBudgetConfig()
+    cfg.tenants = f.tenants or TenantsConfig()
+    cfg.admission = f.admission or AdmissionConfig()
     return cfg
 
 

@@ -62,7 +62,7 @@ class EmulatedEngine:
                  scheduler_params: dict | None = None, time_scale: float = 1.0, max_num_seqs: int = 256,
                  max_batch_tokens: int = 8192, kv_blocks: int | None = None, model: str = "slocore-emulated",
                  default_max_tokens: int = 16, fault: str | None = None, engine_id: str | None = None,
-                 correction_window: int = 32):
+                 correction_window: int = 32, max_model_len: int | None = None):
         from slocore.profiles import hardware_profile
 
         if not (time_scale > 0):
@@ -81,6 +81,11 @@ class EmulatedEngine:
         self.max_batch_tokens = max_batch_tokens
         self.kv_total = int(kv_blocks or self.hw.kv_blocks)
         self.block_size = int(self.hw.block_size)
+        # the context a request may use: vLLM's max_model_len, bounded by what the KV cache holds
+        kv_tokens = self.kv_total * self.block_size
+        if max_model_len is not None and not (isinstance(max_model_len, int) and max_model_len > 0):
+            raise ValueError(f"max_model_len: must be an integer > 0, got {max_model_len!r}")
+        self.max_model_len = min(int(max_model_len or kv_tokens), kv_tokens)
         self.core = _s.EngineModel(self.hw, self.scheduler, max_batch_tokens=int(max_batch_tokens),
                                    max_num_seqs=int(max_num_seqs), kv_blocks=self.kv_total,
                                    correction_window=int(correction_window))
@@ -236,9 +241,10 @@ class EmulatedEngine:
         except BadRequest as e:
             return web.json_response(error_body(str(e), e.status), status=e.status)
         max_tokens = f["max_tokens"] or self.default_max_tokens
-        if -(-(plen + max_tokens) // self.block_size) > self.kv_total:  # could never run: refuse, don't stall
-            msg = f"prompt_tokens + max_tokens = {plen + max_tokens} exceed the KV cache ({self.kv_total} blocks)"
-            return web.json_response(error_body(msg, 400), status=400)
+        too_long = context_error(plen, max_tokens, self.max_model_len,
+                                 self.max_model_len == self.kv_total * self.block_size)
+        if too_long is not None:  # could never run: refuse as vLLM does, don't stall the queue
+            return web.json_response(too_long, status=400)
         kvp = body.get("kv_transfer_params") or {}
         if not isinstance(kvp, dict):
             return web.json_response(error_body("kv_transfer_params: must be an object", 400), status=400)
@@ -306,11 +312,31 @@ class EmulatedEngine:
             self.cancel(rid)
 
 
+def context_error(prompt_len: int, max_tokens: int, max_model_len: int, kv_bound: bool = False) -> dict | None:
+    """vLLM's 400 (its ``ErrorResponse``: message, ``BadRequestError``, param, code) for a
+    request whose prompt + max_tokens exceed the model's context; None when it fits.
+    `kv_bound`: the context is what the KV cache holds (said at the end of the message)."""
+    if max_tokens > max_model_len:
+        msg = (f"max_tokens={max_tokens} cannot be greater than max_model_len={max_model_len}. "
+               "Please request fewer output tokens.")
+        param = "max_tokens"
+    elif prompt_len + max_tokens > max_model_len:
+        msg = (f"This model's maximum context length is {max_model_len} tokens. However, you requested "
+               f"{prompt_len + max_tokens} tokens ({prompt_len} in the messages, {max_tokens} in the completion). "
+               "Please reduce the length of the messages or completion.")
+        param = "input_tokens"
+    else:
+        return None
+    if kv_bound:
+        msg += f" (The context is bounded by the KV cache: {max_model_len} tokens.)"
+    return {"error": {"message": msg, "type": "BadRequestError", "param": param, "code": 400}}
+
+
 class _EngineCollector:
     """The engine's /metrics, read at scrape time, under vLLM's names (the router and the
     launcher scrape it exactly like a real vLLM server)."""
 
-    def __init__(self, engine: "EmulatedEngine"):
+    def __init__(self, engine: EmulatedEngine):
         self.e = engine
 
     def collect(self):
@@ -340,7 +366,9 @@ class _EngineCollector:
 
 async def start(engine: EmulatedEngine, host: str = "127.0.0.1", port: int = 0) -> tuple[web.AppRunner, str]:
     """Serve `engine` on host:port (0 = any free port) in the running loop; returns (runner, url)."""
-    runner = web.AppRunner(engine.app(), access_log=None)
+    # handler_cancellation: a client that leaves cancels its handler, whose `finally` frees the
+    # request in the engine (a request still waiting would otherwise hold its place forever)
+    runner = web.AppRunner(engine.app(), access_log=None, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()

@@ -13,14 +13,19 @@ SSE ``error`` event then ``[DONE]`` mid-stream). The policies see one id per cli
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import logging
 
 from aiohttp import web
 
 import slocore as _s
+from slocore.serve import limits as _lim
+from slocore.serve import tenants as _ten
+from slocore.serve.admission import Admission, Shed
 from slocore.serve.dispatch import NoBackend
-from slocore.serve.openai import BadRequest, common_fields, error_body, parse_json, prompt_tokens, sse
+from slocore.serve.openai import BadRequest, common_fields, error_body, prompt_tokens, sse
+from slocore.serve.retry import RetryBudget
 from slocore.serve.slo import ROUTER_FIELDS
 from slocore.serve.stream import ClientGone, RequestContext, relay
 from slocore.serve.upstream import BackendError, ClientError, check_status
@@ -32,6 +37,23 @@ class RequestHandler:
     def __init__(self, router):
         self.r = router  # cfg, recorder, metrics, slo, flow, upstream, now, model_name
         self.ids = itertools.count(1)  # client requests: the recorder's and every policy's id
+        cfg = router.cfg
+        self.labels = _lim.ClassLabels([*cfg.limits.slo_classes, "priority0",
+                                        *(f"priority{p}" for p in cfg.priorities)])
+        self.records = _lim.RecordWindow(router, cfg.limits.max_records)
+        self.retry = RetryBudget(cfg.retry_budget)
+        self.tenants = _ten.Tenants(cfg.tenants)
+        self.admission = Admission(cfg.admission, self._waiting, router.now)
+        self.labels.known.update(self.tenants.classes())
+
+    def _waiting(self) -> collections.Counter:
+        """Priority -> requests without a first token: in the router's queue or an engine's."""
+        w = collections.Counter({p: n for p, n in self.r.slo.pending.items() if n > 0})
+        for b in self.r.pool:
+            for st in b.inflight.values():
+                if st.generated == 0:
+                    w[st.request.priority] += 1
+        return w
 
     async def completions(self, request):
         return await self.handle(request, chat=False)
@@ -44,22 +66,34 @@ class RequestHandler:
             return await self._handle(request, chat)
         except (asyncio.CancelledError, ConnectionResetError):
             raise
-        except Exception as e:  # noqa: BLE001 - a bug must still answer, with its cause
-            log.exception("internal error")
-            return web.json_response(error_body(f"router internal error: {type(e).__name__}: {e}", 500,
-                                                "internal_error"), status=500)
+        except Exception:  # noqa: BLE001 - a bug must still answer; its cause goes to the log only
+            rid = _lim.request_id(request)
+            log.exception("internal error, request id %s", rid)
+            return _lim.error_response(request, f"router internal error; request id {rid}", 500, "internal_error")
 
     async def _handle(self, request: web.Request, chat: bool):
         r = self.r
         try:
-            body = parse_json(await request.read())
+            body = await _lim.read_body(request, r.cfg.limits)
+            _lim.check_fields(body, chat, r.cfg.limits)
             f = common_fields(body)
             plen = prompt_tokens(body, chat)
-            ttft, tpot, deadline, prio, cls = r.slo.resolve(body, request.headers)
+            tenant = self.tenants.identify(request.headers)
+            sbody, shdrs = tenant.slo_inputs(body, request.headers)
+            ttft, tpot, deadline, prio, cls = r.slo.resolve(sbody, shdrs)
+            ttft, tpot, cls = tenant.apply(_ten.sent_fields(sbody, shdrs), ttft, tpot, cls)
             if f["n"] != 1 and f["stream"]:
                 raise BadRequest("n: the router streams n=1 only")
+            tenant.admit(plen + (f["max_tokens"] or 0))
         except BadRequest as e:
-            return web.json_response(error_body(str(e), e.status), status=e.status)
+            return _lim.error_response(request, str(e), e.status)
+        except _ten.Unauthorized as e:
+            return _lim.error_response(request, str(e), 401, "unauthorized")
+        except _ten.RateLimited as e:
+            r.metrics.failed(self.labels(cls), "rate_limited")
+            return _lim.error_response(request, str(e), 429, "rate_limit_exceeded",
+                                       headers={"Retry-After": str(e.retry_after)})
+        cls = self.labels(cls)
         rid = next(self.ids)
         arrival = r.now()
         kw = dict(ttft=ttft, tpot=tpot, priority=prio, task=cls)
@@ -70,10 +104,21 @@ class RequestHandler:
         try:
             template = _s.Request(rid, arrival, plen, **kw)
             template.validate()
-        except (ValueError, TypeError) as e:
-            return web.json_response(error_body(str(e), 400), status=400)
-        r.recorder.add(template)
-        fwd = {k: v for k, v in body.items() if k not in ROUTER_FIELDS}
+        except (ValueError, TypeError, OverflowError) as e:
+            return _lim.error_response(request, str(e), 400)
+        self.records.add(template)
+        self.retry.on_request()
+        try:
+            return await self._admitted(request, ctx_args=(chat, rid, template, cls), body=body, f=f,
+                                        slo=(ttft, tpot, prio))
+        finally:
+            self.records.done(rid)
+
+    async def _admitted(self, request, ctx_args, body: dict, f: dict, slo):
+        r = self.r
+        chat, rid, template, cls = ctx_args
+        ttft, tpot, prio = slo
+        fwd = {k: v for k, v in _lim.strip_router_owned(body).items() if k not in ROUTER_FIELDS}
         xargs = dict(fwd.get("vllm_xargs") or {})
         xargs.update(slo_ttft_ms=ttft * 1e3, slo_tpot_ms=tpot * 1e3, priority=prio)
         fwd["vllm_xargs"] = xargs
@@ -81,6 +126,12 @@ class RequestHandler:
         simple = f["n"] == 1 and not body.get("logprobs") and not body.get("echo") and not body.get("top_logprobs")
         client_stream = f["stream"]
         ctx = RequestContext(request, chat, rid, template, cls, client_stream, want_usage)
+        try:
+            self.admission.check(prio, ttft)
+        except Shed as e:
+            r.recorder.reject(rid, r.now(), str(e))
+            r.metrics.failed(cls, "shed")
+            return _lim.error_response(request, str(e), 503, "overloaded", headers={"Retry-After": str(e.retry_after)})
         if not client_stream and not simple:
             return await self._passthrough(ctx, fwd)
         fwd["stream"] = True
@@ -91,7 +142,7 @@ class RequestHandler:
         finally:
             r.slo.unqueued(ctx)
 
-    def new_attempt(self, ctx) -> "_s.Request":
+    def new_attempt(self, ctx) -> _s.Request:
         """The policy-side request for one attempt of client request ctx: the client
         request's id (one id per request, across retries and P/D stages)."""
         t = ctx.template
@@ -105,7 +156,7 @@ class RequestHandler:
 
     async def _run_attempts(self, ctx: RequestContext, fwd: dict):
         r = self.r
-        attempts = 0
+        attempts = timeouts = 0
         last: BackendError | None = None
         while True:
             try:
@@ -114,11 +165,13 @@ class RequestHandler:
                 att = self.new_attempt(ctx)
                 backend = await r.flow.assign(ctx, att, r.cfg.timeouts.first_token_s)
                 r.slo.dispatched(ctx)
+                self.admission.on_assigned()
                 await self._stream(ctx, backend, disp, att, body)
                 return ctx.resp or ctx.assembled(r.model_name)
             except NoBackend as e:
-                msg = str(e) + (f"; last failure: {last}" if last else "")
-                return await self._give_up(ctx, 503, msg, "service_unavailable")
+                if last:  # the failure's text names an engine: logged, not shown
+                    log.warning("request id %s: last failure: %s", _lim.request_id(ctx.request), last)
+                return await self._give_up(ctx, 503, str(e), "service_unavailable")
             except ClientError as e:
                 r.recorder.reject(ctx.rid, r.now(), f"engine rejected: HTTP {e.status}")
                 r.metrics.failed(ctx.cls, "rejected")
@@ -126,9 +179,11 @@ class RequestHandler:
             except BackendError as e:
                 r.upstream.fail(e)
                 last = e
-                if ctx.sent or attempts >= r.cfg.retries:
+                timeouts += e.kind == "timeout"
+                if ctx.sent or attempts >= r.cfg.retries or not self.retry.allow(e.kind, timeouts):
                     why = "after output reached the client" if ctx.sent else f"after {attempts + 1} attempt(s)"
-                    return await self._give_up(ctx, e.status, f"{e} ({why})", "backend_error")
+                    return await self._give_up(ctx, e.status, f"{e} ({why})", "backend_error",
+                                               _lim.public_message(e, why, _lim.request_id(ctx.request)))
                 attempts += 1
                 r.metrics.retries.inc()
                 ctx.reset()
@@ -141,18 +196,25 @@ class RequestHandler:
                 r.metrics.failed(ctx.cls, "failed")
                 raise
 
-    async def _give_up(self, ctx, status: int, msg: str, type_: str):
+    async def _give_up(self, ctx, status: int, msg: str, type_: str, public: str | None = None):
+        """Fail request ctx: `msg` to the recorder and the log, `public` (default `msg`) to the client."""
         self.r.recorder.reject(ctx.rid, self.r.now(), msg)
         self.r.metrics.failed(ctx.cls, "failed")
+        req_id = _lim.request_id(ctx.request)
+        log.warning("request id %s: %s", req_id, msg)  # the cause, with engine names/URLs: log only
+        if public is not None:
+            msg = public
         if ctx.resp is not None:  # mid-stream: an SSE error event, then [DONE]
             try:
-                await ctx.resp.write(sse(error_body(msg, status, type_)))
+                body = error_body(msg, status, type_)
+                body["error"]["request_id"] = req_id
+                await ctx.resp.write(sse(body))
                 await ctx.resp.write(sse("[DONE]"))
                 await ctx.resp.write_eof()
             except (ConnectionResetError, RuntimeError):
                 pass
             return ctx.resp
-        return web.json_response(error_body(msg, status, type_), status=status)
+        return _lim.error_response(ctx.request, msg, status, type_)
 
     async def _stream(self, ctx, backend, disp, att, body: dict):
         r = self.r
@@ -176,7 +238,7 @@ class RequestHandler:
         """Non-streaming requests the router cannot assemble (n > 1, logprobs, echo): sent as they
         are, timed only at the end."""
         r = self.r
-        attempts = 0
+        attempts = timeouts = 0
         while True:
             try:
                 att = self.new_attempt(ctx)
@@ -192,9 +254,11 @@ class RequestHandler:
                         raise BackendError(backend, "http", f"HTTP {resp.status}")
             except BackendError as e:
                 r.upstream.fail(e)
-                if attempts >= r.cfg.retries:
-                    return await self._give_up(ctx, e.status, f"{e} (after {attempts + 1} attempt(s))",
-                                               "backend_error")
+                timeouts += e.kind == "timeout"
+                if attempts >= r.cfg.retries or not self.retry.allow(e.kind, timeouts):
+                    why = f"after {attempts + 1} attempt(s)"
+                    return await self._give_up(ctx, e.status, f"{e} ({why})", "backend_error",
+                                               _lim.public_message(e, why, _lim.request_id(ctx.request)))
                 attempts += 1
                 r.metrics.retries.inc()
                 continue

@@ -53,7 +53,7 @@ def prompt_tokens(body: dict, chat: bool) -> int:
                 raise BadRequest(f"messages[{i}]: must be an object with 'role' and 'content'")
             c = m.get("content", "")
             if isinstance(c, list):  # content parts
-                c = " ".join(p.get("text", "") for p in c if isinstance(p, dict))
+                c = " ".join(p["text"] for p in c if isinstance(p, dict) and isinstance(p.get("text"), str))
             if not isinstance(c, str):
                 raise BadRequest(f"messages[{i}].content: must be a string or a list of parts")
             n += 4 + _text_tokens(c)
@@ -70,8 +70,13 @@ def prompt_tokens(body: dict, chat: bool) -> int:
     raise BadRequest("prompt: must be a string, a list of token ids, or a one-element list of either")
 
 
+EXACT_COUNT_CHARS = 65536  # longer texts are estimated from their length (bounded work per request)
+
+
 def _text_tokens(s: str) -> int:
     # ~4 characters per token, at least one per word: a stand-in for a tokenizer.
+    if len(s) > EXACT_COUNT_CHARS:
+        return math.ceil(len(s) / 4)
     return max(len(s.split()), math.ceil(len(s) / 4))
 
 

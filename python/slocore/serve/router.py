@@ -37,6 +37,7 @@ from slocore.serve.dispatch import priority_mapper_class
 from slocore.serve.eventloop import new_event_loop
 from slocore.serve.handler import RequestHandler
 from slocore.serve.health import HealthChecker
+from slocore.serve.limits import on_response_prepare
 from slocore.serve.metrics import RouterMetrics
 from slocore.serve.pd import PDFlow
 from slocore.serve.pool import BackendPool
@@ -127,7 +128,8 @@ class Router:
 
     # --- app ---------------------------------------------------------------------------
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=self.cfg.limits.max_body_bytes)
+        app.on_response_prepare.append(on_response_prepare)  # x-request-id on every answer
         app.router.add_post("/v1/completions", self.handler.completions)
         app.router.add_post("/v1/chat/completions", self.handler.chat_completions)
         app.router.add_get("/v1/models", self.models)
@@ -182,5 +184,6 @@ def main(args) -> int:
     mode = "P/D" if cfg.disaggregated else "colocated"
     names = ", ".join(b.name for b in cfg.backends) or "one embedded emulated engine"
     print(f"slocore serve: {mode}, backends: {names}; listening on http://{cfg.host}:{cfg.port}", flush=True)
-    web.run_app(router.app(), host=cfg.host, port=cfg.port, access_log=None, print=None, loop=new_event_loop())
+    web.run_app(router.app(), host=cfg.host, port=cfg.port, access_log=None, print=None, loop=new_event_loop(),
+                handler_cancellation=True)  # a client that leaves cancels its request upstream
     return 0

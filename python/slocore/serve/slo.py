@@ -25,8 +25,12 @@ def _number(body: dict, headers, field: str, header: str, conv):
         if isinstance(v, bool):
             raise ValueError
         x = conv(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise BadRequest(f"{src}: expected a number, got {v!r}") from None
+    if conv is int and (x != v if isinstance(v, float) else False):
+        raise BadRequest(f"{src}: expected an integer, got {v!r}")
+    if conv is int and abs(x) >= 2**31:
+        raise BadRequest(f"{src}: out of range, got {v!r}")
     if conv is float and not (math.isfinite(x) and x > 0):
         raise BadRequest(f"{src}: must be a finite number > 0, got {v!r}")
     return x

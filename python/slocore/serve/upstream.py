@@ -26,6 +26,7 @@ class BackendError(Exception):
     def __init__(self, backend: Backend, kind: str, message: str, status: int = 502):
         super().__init__(f"backend {backend.name} ({backend.url}): {message}")
         self.backend, self.kind, self.status = backend, kind, status
+        self.detail = message  # without the engine's name and URL (serve.limits.public_message)
 
 
 class ClientError(Exception):

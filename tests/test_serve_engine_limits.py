@@ -1,0 +1,88 @@
+"""The emulated engine refuses what vLLM refuses (context overflow: vLLM's 400), frees the
+work of a client that leaves, and the router's retry budget keeps one stalling request from
+visiting every engine."""
+import asyncio
+
+import pytest
+
+pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
+import aiohttp  # noqa: E402
+
+from slocore.serve import engine as eng  # noqa: E402
+from slocore.serve.retry import RetryBudget, RetryBudgetConfig  # noqa: E402
+from test_serve_router import EMU, run, serving  # noqa: E402
+
+
+def test_context_overflow_is_vllms_400():
+    assert eng.context_error(10, 5, 100) is None
+    e = eng.context_error(90, 20, 100)["error"]
+    assert e["type"] == "BadRequestError" and e["code"] == 400 and e["param"] == "input_tokens"
+    assert e["message"].startswith("This model's maximum context length is 100 tokens. However, you requested 110")
+    assert eng.context_error(1, 101, 100)["error"]["param"] == "max_tokens"
+    with pytest.raises(ValueError, match="max_model_len"):
+        eng.EmulatedEngine(max_model_len=0)
+    # the KV cache bounds the context too
+    e2 = eng.EmulatedEngine(kv_blocks=4)
+    assert e2.max_model_len == 4 * e2.block_size
+
+    async def go():
+        d = {"backends": [{"name": "e0", "emulated": dict(EMU, max_model_len=64)},
+                          {"name": "e1", "emulated": dict(EMU, max_model_len=64)}], "retries": 2}
+        async with serving(d) as (router, url, s):
+            async with s.post(url + "/v1/completions", json={"prompt": list(range(60)), "max_tokens": 10}) as r:
+                body = await r.json()
+                assert r.status == 400 and body["error"]["type"] == "BadRequestError", body
+                assert "maximum context length is 64" in body["error"]["message"]
+            assert router.metrics.retries._value.get() == 0  # a 4xx is the client's: never retried
+            async with s.post(url + "/v1/completions", json={"prompt": list(range(50)), "max_tokens": 10}) as r:
+                assert r.status == 200
+    run(go())
+
+
+def test_engine_frees_the_request_of_a_client_that_leaves():
+    async def go():
+        e = eng.EmulatedEngine(**dict(EMU, fault="hang_after:0"))  # never produces a token
+        runner, url = await eng.start(e)
+        try:
+            async with aiohttp.ClientSession() as s:
+                for stream in (False, True):
+                    task = asyncio.ensure_future(s.post(url + "/v1/completions",
+                                                        json={"prompt": "a", "max_tokens": 5, "stream": stream}))
+                    for _ in range(100):
+                        await asyncio.sleep(0.02)
+                        if e.reqs:
+                            break
+                    assert e.reqs, "the request never reached the engine"
+                    if task.done():  # streaming: the headers came, the client closes the stream
+                        task.result().close()
+                    task.cancel()  # the client leaves
+                    for _ in range(100):
+                        await asyncio.sleep(0.02)
+                        if not e.reqs:
+                            break
+                    assert not e.reqs, f"stream={stream}: the engine kept the request of a client that left"
+        finally:
+            await runner.cleanup()
+    run(go())
+
+
+def test_a_stalled_request_is_not_resent_to_every_engine():
+    async def go():
+        d = {"backends": [{"name": f"e{i}", "emulated": dict(EMU, fault="hang_after:0")} for i in range(3)],
+             "policy": {"name": "round_robin"}, "retries": 2, "timeouts": {"first_token_s": 0.4, "idle_s": 0.4}}
+        async with serving(d) as (router, url, s):
+            async with s.post(url + "/v1/completions", json={"prompt": "z", "max_tokens": 4}) as r:
+                body = await r.json()
+            assert r.status == 504 and "no output for 0.4 s" in body["error"]["message"], body
+            assert router.metrics.retries._value.get() == 0
+            assert sum(not b.healthy for b in router.backends.values()) <= 1  # only the engine that stalled is blamed
+    run(go())
+
+
+def test_retry_budget_bounds_retries_to_a_share_of_requests():
+    b = RetryBudget(RetryBudgetConfig(ratio=0.5, burst=2, timeout_retries=1))
+    assert b.allow("connection", 0) and b.allow("connection", 0) and not b.allow("connection", 0)
+    b.on_request()
+    b.on_request()
+    assert b.allow("timeout", 1) and not b.allow("timeout", 2)
+    assert b.denied == 2
