@@ -77,6 +77,11 @@ def test_router_rejects_unknown_scaler_and_params():
         Router(cfgmod.from_dict({"scaler": scaler_section(params={"no_such_param": 1})}))
     with pytest.raises(ValueError, match="scaler.name: .*not a slocore.Scaler subclass"):
         Router(cfgmod.from_dict({"scaler": scaler_section(name="slocore:Request")}))
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        with pytest.raises(ValueError, match="scaler.launcher.kind: ray needs the ray extra"):
+            Router(cfgmod.from_dict({"scaler": {**scaler_section(), "launcher": {"command": ["x"], "kind": "ray"}}}))
 
 
 # --- the event contract: live = simulated ---------------------------------------------------
@@ -218,3 +223,80 @@ def test_load_ramp_scales_2_to_4_and_back_every_request_answered_once():
     assert metric(text, "slocore_scaler_indicator", pool="colocated", name="rate_ratio") is not None
     # the launched engines were stopped
     assert all(i.state.value in ("stopped", "failed") for i in router.scaler.launcher.instances())
+
+
+def test_drain_gives_no_new_work_and_removes_after_inflight_finish():
+    """A scale-in decision on a backend with a request in flight: the request completes, the
+    backend gets nothing new while draining, and leaves the router once idle; a decision
+    that would pass the floor or names an unknown instance is ignored."""
+    slow = {"profile": PROFILE, "time_scale": 2.0}
+    d = {"backends": [{"name": f"e{i}", "emulated": dict(slow)} for i in range(3)], "policy": "least_outstanding",
+         "retries": 0, "scaler": {**scaler_section("scaler_recording:RecordingScaler"), "min_instances": 2}}
+
+    async def ask(url, s, n):
+        body = {"prompt": list(range(1, 17)), "max_tokens": n, "stream": True}
+        async with s.post(url + "/v1/completions", json=body) as r:
+            return r.status, (await r.text()).rstrip().endswith("data: [DONE]")
+
+    async def go():
+        async with serving(d) as (router, url, s):
+            sc = router.scaler
+            long = asyncio.create_task(ask(url, s, 40))
+            while not any(b.inflight for b in router.pool):
+                await asyncio.sleep(0.02)
+            (busy,) = [b for b in router.pool if b.inflight]
+            sc.apply(slocore.ScaleDecision(slocore.ScaleAction.SCALE_IN, slocore.Role.COLOCATED, busy.id))
+            assert busy.draining and not busy.view().accepting
+            served = {b.name: b.served for b in router.pool}
+            short = await asyncio.gather(*(ask(url, s, 2) for _ in range(6)))
+            assert busy.name in {b.name for b in router.pool}  # still there: its request runs
+            assert busy.served == served[busy.name]  # and it got nothing new
+            assert await long == (200, True) and short == [(200, True)] * 6
+            while busy.name in {b.name for b in router.pool}:
+                await asyncio.sleep(0.05)
+            (left,) = [b for b in router.pool][:1]
+            sc.apply(slocore.ScaleDecision(slocore.ScaleAction.SCALE_IN, slocore.Role.COLOCATED, left.id))  # floor
+            sc.apply(slocore.ScaleDecision(slocore.ScaleAction.SCALE_IN, slocore.Role.COLOCATED, 999))  # stale
+            assert not left.draining and len(router.pool) == 2
+            async with s.get(url + "/metrics") as r:
+                return await r.text()
+
+    text = asyncio.run(asyncio.wait_for(go(), 60))
+    assert metric(text, "slocore_scaler_ignored_decisions_total", pool="colocated", action="scale_in",
+                  reason="floor") == 1
+    assert metric(text, "slocore_scaler_ignored_decisions_total", pool="unknown", action="scale_in",
+                  reason="stale") == 1
+    assert metric(text, "slocore_scaler_instances", pool="colocated", state="ready") == 2
+
+
+def test_pd_role_switch_drains_then_starts_the_other_role():
+    """P/D: a switch of a decode instance to prefill drains it, removes it, and a new prefill
+    engine (a subprocess through the LocalLauncher) joins once healthy and takes prefills."""
+    d = {"backends": [{"name": "p0", "role": "prefill", "emulated": dict(EMU)},
+                      {"name": "d0", "role": "decode", "emulated": dict(EMU)},
+                      {"name": "d1", "role": "decode", "emulated": dict(EMU)}],
+         "prefill_policy": "round_robin", "retries": 0,
+         "scaler": {**scaler_section("scaler_recording:RecordingScaler"), "min_instances": 1,
+                    "launcher": {"command": ENGINE + ["--time-scale", "0.05"], "startup_timeout_s": 40,
+                                 "env": {"PYTHONPATH": child_env()["PYTHONPATH"]}}}}
+
+    async def go():
+        async with serving(d) as (router, url, s):
+            sc = router.scaler
+            d0 = router.pool.backends["d0"]
+            sc.apply(slocore.ScaleDecision(slocore.ScaleAction.SWITCH_ROLE, slocore.Role.PREFILL, d0.id))
+            assert sc.counts("prefill")["starting"] == 1 and sc.counts("decode")["draining"] == 1
+            loop = asyncio.get_running_loop()
+            end = loop.time() + 45
+            while sc._jobs:
+                assert loop.time() < end, "timed out"
+                await asyncio.sleep(0.1)
+            roles = {b.name: b.role for b in router.pool}
+            assert "d0" not in roles and roles == {"p0": "prefill", "d1": "decode", "scaled-0": "prefill"}
+            for _ in range(4):
+                body = {"prompt": list(range(1, 20)), "max_tokens": 3}
+                async with s.post(url + "/v1/completions", json=body) as r:
+                    assert r.status == 200, await r.text()
+            assert router.pool.backends["scaled-0"].served == 2  # round robin over two prefill engines
+
+    asyncio.run(asyncio.wait_for(go(), 90))

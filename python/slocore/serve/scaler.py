@@ -21,7 +21,8 @@ Decisions:
 - role switch (P/D): drain, then a new engine with the other role.
 A decision naming an unknown or draining instance is ignored (stale), as in the simulator.
 
-Prometheus names (on the router's ``/metrics``; ``pool`` is colocated, prefill or decode):
+Prometheus names (on the router's ``/metrics``; ``pool`` is colocated, prefill or decode;
+``unknown`` for a decision naming an instance the router does not have):
 
 - ``slocore_scaler_desired_instances{pool}``: ready (not draining) + starting instances
   after the last decision: what an HPA/KEDA should hold;
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import logging
 import math
 import time
@@ -148,6 +150,8 @@ class ScalerLoop:
         self.r = router  # pool, health, metrics, now, cfg
         self.cfg = cfg
         self.scaler = make_scaler(cfg.name, cfg.params)
+        if cfg.launcher.kind == "ray" and importlib.util.find_spec("ray") is None:
+            raise ValueError("scaler.launcher.kind: ray needs the ray extra (pip install 'slocore[ray]')")
         self.metrics = ScalerMetrics(router.metrics.registry)
         self.launcher = None
         self.loop: asyncio.AbstractEventLoop | None = None
