@@ -7,7 +7,9 @@
 // * on_arrival(r, now): once per request, when it arrives (before any policy sees it).
 // * on_first_token(id, now): when the request's first output token is produced (in P/D,
 //   on the prefill instance).
-// * on_finished(id, now): once, when the request's last token is produced.
+// * on_finished(id, now): once, when the request's last token is produced. Live only (the
+//   router, python/slocore/serve/scaler.py): a request that leaves unfinished (rejected,
+//   failed, client gone) gets on_finished when it leaves, so it does not stay queued.
 // * decide(now, views): every interval() seconds from the start, with the views of the
 //   instances in the pools (ready ones; starting and draining ones are not listed).
 //   Scale-out adds an instance that joins its pool after its cold start; scale-in and role

@@ -51,6 +51,7 @@ class Backend:
     served: int = 0
     failures: int = 0  # requests that failed on this engine
     poll_failures: int = 0  # consecutive failed /metrics polls (health's hysteresis)
+    draining: bool = False  # the scaler is retiring it: no new work (serve/scaler.py)
 
     def view(self) -> "_s.InstanceView":
         v = _s.InstanceView(self.id, core_role(self.role))
@@ -72,7 +73,7 @@ class Backend:
             used = int(round(float(self.polled["kv_usage"]) * kv_total))
         used = max(used, sum(-(-int(s.context_len) // self.block_size) for s in running))
         v.kv_blocks_free = max(0, kv_total - used)
-        v.accepting = self.healthy
+        v.accepting = self.healthy and not self.draining
         return v
 
     def describe(self) -> dict:

@@ -17,6 +17,16 @@ SLO defaults and the priority-to-SLO table, timeouts, retries, the admin token.
     timeouts: {connect_s: 5, first_token_s: 60, idle_s: 30, total_s: 600}
     retries: 2
     poll_interval_s: 0.5
+    scaler:                              # the scaler in the live loop (serve/scaler.py)
+      name: hfx                          # or module:Class (a slocore.Scaler subclass)
+      params: {interval: 1.0}
+      min_instances: 1                   # floor per pool
+      max_instances: 4                   # cap on ready + starting instances
+      launcher:                          # how new engines start
+        kind: local                      # local (subprocesses) or ray (Ray actors)
+        command: [slocore, engine, --host, "{host}", --port, "{port}"]
+        role_args: {}                    # extra argv per role
+        profile: h100-llama2-7b          # the policies' latency model of a new engine
 
 No backends at all means one embedded emulated engine (profile ``h100-llama2-7b``).
 """
@@ -87,6 +97,7 @@ class ServeConfig:
     retry_budget: RetryBudgetConfig = field(default_factory=RetryBudgetConfig)  # serve.retry
     tenants: TenantsConfig = field(default_factory=TenantsConfig)  # serve.tenants: keys, SLO caps, rates
     admission: AdmissionConfig = field(default_factory=AdmissionConfig)  # serve.admission: shedding
+    scaler: ScalerConfig | None = None  # the scaler in the live loop (serve/scaler.py)
 
     @property
     def disaggregated(self) -> bool:
@@ -94,6 +105,29 @@ class ServeConfig:
 
     def slo_for(self, priority: int) -> SloClass:
         return self.priorities.get(priority, self.default_slo)
+
+
+@dataclass
+class LauncherConfig:
+    kind: str = "local"  # local | ray
+    command: list[str] = field(default_factory=list)  # {host} {port} {role} filled in
+    role_args: dict[str, list[str]] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    profile: str = DEFAULT_PROFILE
+    startup_timeout_s: float = 180.0
+    drain_timeout_s: float = 120.0
+    log_dir: str | None = None
+    ray_address: str | None = None  # ray.init(address=...) when Ray is not initialised yet
+    ray_bundle: dict[str, float] = field(default_factory=lambda: {"CPU": 1.0})
+
+
+@dataclass
+class ScalerConfig:
+    name: str
+    params: dict = field(default_factory=dict)
+    min_instances: int = 1
+    max_instances: int = 4
+    launcher: LauncherConfig = field(default_factory=LauncherConfig)
 
 
 # --- the YAML schema (pydantic): what a file may say; from_dict turns it into ServeConfig ---
@@ -158,6 +192,33 @@ class _Timeouts(_Section):
     total_s: Positive = Timeouts.total_s
 
 
+class _Launcher(_Section):
+    kind: Literal["local", "ray"] = "local"
+    command: Annotated[list[str], Field(min_length=1)]
+    role_args: dict[Literal[ROLES], list[str]] = {}  # type: ignore[valid-type]
+    env: dict[str, str] = {}
+    profile: str = DEFAULT_PROFILE
+    startup_timeout_s: Positive = 180.0
+    drain_timeout_s: Positive = 120.0
+    log_dir: Optional[str] = None
+    ray_address: Optional[str] = None
+    ray_bundle: dict[str, Annotated[float, Field(ge=0)]] = {"CPU": 1.0}
+
+
+class _Scaler(_Section):
+    name: str
+    params: Optional[dict] = None
+    min_instances: Annotated[int, Strict(), Field(ge=1)] = 1
+    max_instances: Annotated[int, Strict(), Field(ge=1)] = 4
+    launcher: _Launcher
+
+    @model_validator(mode="after")
+    def _bounds(self):
+        if self.max_instances < self.min_instances:
+            raise ValueError("max_instances must be >= min_instances")
+        return self
+
+
 class _File(_Section):
     listen: Optional[_Listen] = None
     admin_token: Optional[str] = None
@@ -174,6 +235,7 @@ class _File(_Section):
     retry_budget: Optional[RetryBudgetConfig] = None
     tenants: Optional[TenantsConfig] = None
     admission: Optional[AdmissionConfig] = None
+    scaler: Optional[_Scaler] = None
 
     @field_validator("policy", "prefill_policy", "decode_policy", mode="before")
     @classmethod
@@ -257,6 +319,15 @@ def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
     cfg.retry_budget = f.retry_budget or RetryBudgetConfig()
     cfg.tenants = f.tenants or TenantsConfig()
     cfg.admission = f.admission or AdmissionConfig()
+    if f.scaler is not None:
+        sc = f.scaler
+        try:  # an unknown profile fails here, not at the first scale-out
+            from slocore.profiles import hardware_profile
+            hardware_profile(sc.launcher.profile)
+        except (ValueError, KeyError, OSError) as e:
+            raise ValueError(f"{where}: scaler.launcher.profile: {e}") from None
+        cfg.scaler = ScalerConfig(sc.name, dict(sc.params or {}), sc.min_instances, sc.max_instances,
+                                  LauncherConfig(**sc.launcher.model_dump()))
     return cfg
 
 

@@ -97,7 +97,7 @@ class Dispatcher:
 
     def submit(self, req, expected_handoff: float = math.nan) -> asyncio.Future:
         """``policy.submit``; the future resolves to the backend once a poll assigns it."""
-        if not any(b.healthy for b in self.backends_fn()):
+        if not any(b.healthy and not b.draining for b in self.backends_fn()):
             raise NoBackend(f"no healthy {self.label} backend")
         self.sync_instances()
         fut = asyncio.get_running_loop().create_future()

@@ -132,15 +132,23 @@ class RequestHandler:
             r.recorder.reject(rid, r.now(), str(e))
             r.metrics.failed(cls, "shed")
             return _lim.error_response(request, str(e), 503, "overloaded", headers={"Retry-After": str(e.retry_after)})
-        if not client_stream and not simple:
-            return await self._passthrough(ctx, fwd)
-        fwd["stream"] = True
-        fwd["stream_options"] = {"include_usage": True}
-        r.slo.queued(ctx)
+        sc = r.scaler
+        if sc is not None:  # the scaler's events (csrc/slocore/scale/scaler.h)
+            sc.arrival(template)
+            ctx.on_first_token = lambda t: sc.first_token(rid, t)
         try:
-            return await self._run_attempts(ctx, fwd)
+            if not client_stream and not simple:
+                return await self._passthrough(ctx, fwd)
+            fwd["stream"] = True
+            fwd["stream_options"] = {"include_usage": True}
+            r.slo.queued(ctx)
+            try:
+                return await self._run_attempts(ctx, fwd)
+            finally:
+                r.slo.unqueued(ctx)
         finally:
-            r.slo.unqueued(ctx)
+            if sc is not None:  # no-op after the last token; else it left unfinished
+                sc.finished(rid)
 
     def new_attempt(self, ctx) -> _s.Request:
         """The policy-side request for one attempt of client request ctx: the client
@@ -229,7 +237,10 @@ class RequestHandler:
         ctx.times.extend([(r.now(), backend.id)] * max(0, extra))
         for tt, bid in ctx.times:  # only the attempt that succeeded counts
             r.recorder.token(ctx.rid, tt, bid)
-        r.recorder.finish(ctx.rid, r.now())
+        t_end = r.now()
+        r.recorder.finish(ctx.rid, t_end)
+        if r.scaler is not None:
+            r.scaler.finished(ctx.rid, t_end)
         m = _s.request_metrics(r.recorder.get(ctx.rid))
         r.metrics.finished(ctx.cls, m)
         r.slo.finished(ctx, m)
@@ -266,6 +277,9 @@ class RequestHandler:
             if resp.status == 200:
                 r.recorder.token(ctx.rid, now, backend.id)
                 r.recorder.finish(ctx.rid, now)
+                if ctx.on_first_token is not None:
+                    ctx.on_first_token(now)
+                    r.scaler.finished(ctx.rid, now)
                 r.metrics.finished(ctx.cls, _s.request_metrics(r.recorder.get(ctx.rid)))
             else:
                 r.recorder.reject(ctx.rid, now, f"engine rejected: HTTP {resp.status}")

@@ -71,6 +71,8 @@ class PDFlow:
                 st.generated = 1
                 self.prefill.policy.on_token(att.id, backend.id, 1, t)
                 self.prefill.policy.on_prefill_done(att.id, backend.id, t)
+                if ctx.on_first_token is not None:  # the scaler: the first token is the prefill's
+                    ctx.on_first_token(t)
         except BaseException:
             if early is not None:
                 self.decode.abandon(att.id, early)

@@ -77,6 +77,10 @@ class Router:
             self.flow = ColocatedFlow(cfg, self.pool, self.metrics, self.now)
         self.dispatchers = self.flow.dispatchers
         self.admin = AdminApi(self)
+        self.scaler = None
+        if cfg.scaler is not None:  # the scaler in the live loop (serve/scaler.py)
+            from slocore.serve.scaler import ScalerLoop
+            self.scaler = ScalerLoop(self, cfg.scaler)
 
     @property
     def backends(self):
@@ -115,8 +119,12 @@ class Router:
             self.pool.add(bc)
         await self.health.poll_all(2.0)
         self.health.start()
+        if self.scaler is not None:
+            self.scaler.start()
 
     async def close(self):
+        if self.scaler is not None:
+            await self.scaler.stop()
         if self.health:
             self.health.stop()
         for d in self.dispatchers:

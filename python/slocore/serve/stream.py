@@ -30,6 +30,7 @@ class RequestContext:
         self.sent = False
         self.dispatched = False
         self.queue_time = 0.0
+        self.on_first_token = None  # the scaler's event (serve/scaler.py): called with the token time
         self.reset()
 
     def reset(self):
@@ -123,6 +124,8 @@ async def relay(ctx: RequestContext, r: aiohttp.ClientResponse, st, att, backend
             st.computed = att.prompt_len + st.generated - 1
             if not (skip_first and st.generated == 1):
                 policy.on_token(att.id, backend.id, int(st.generated), tnow)
+                if st.generated == 1 and ctx.on_first_token is not None:
+                    ctx.on_first_token(tnow)
             ctx.times.append((tnow, backend.id))
         if ctx.client_stream and (obj.get("choices") or ctx.want_usage or not obj.get("usage")):
             await ctx.write(line + b"\n")
