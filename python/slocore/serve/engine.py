@@ -235,6 +235,9 @@ class EmulatedEngine:
                 raise BadRequest("n: the emulated engine serves n=1 only")
         except BadRequest as e:
             return web.json_response(error_body(str(e), e.status), status=e.status)
+        if f["max_tokens"] == 0:  # vLLM's answer, body and status
+            return web.json_response(error_body("max_tokens must be at least 1, got 0.", 400, "BadRequestError",
+                                                "max_tokens"), status=400)
         max_tokens = f["max_tokens"] or self.default_max_tokens
         if -(-(plen + max_tokens) // self.block_size) > self.kv_total:  # could never run: refuse, don't stall
             msg = f"prompt_tokens + max_tokens = {plen + max_tokens} exceed the KV cache ({self.kv_total} blocks)"
@@ -264,19 +267,28 @@ class EmulatedEngine:
             if not f["stream"]:
                 texts, gen = [], 0
                 while True:
-                    kind, gen, done = await q.get()
+                    try:
+                        kind, gen, done = await asyncio.wait_for(q.get(), 0.5)
+                    except asyncio.TimeoutError:  # the client left: stop generating
+                        if request.transport is None or request.transport.is_closing():
+                            return web.Response(status=499)
+                        continue
                     if kind == "die":
-                        request.transport.close()
+                        if request.transport is not None:
+                            request.transport.close()
                         raise ConnectionResetError("engine died")
                     texts.append(" " + WORDS[gen % len(WORDS)])
                     if done:
                         break
                 fin = "length"
-                return web.json_response(full_response(oid, self.model_name, chat, ["".join(texts)], [fin], usage(gen),
-                                                       {"kv_transfer_params": kv_out} if kv_out else None))
+                out = full_response(oid, self.model_name, chat, ["".join(texts)], [fin], usage(gen),
+                                    {"kv_transfer_params": kv_out} if kv_out else None)
+                return web.json_response(_vllm_fields(out, chat))
             resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
             await resp.prepare(request)
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            so = body.get("stream_options") or {}
+            include_usage = bool(so.get("include_usage"))
+            continuous = include_usage and bool(so.get("continuous_usage_stats"))
             first = True
             while True:
                 kind, gen, done = await q.get()
@@ -286,6 +298,9 @@ class EmulatedEngine:
                 c = chunk(oid, self.model_name, chat, " " + WORDS[gen % len(WORDS)], finish="length" if done else None,
                           first=first)
                 first = False
+                c["choices"][0]["stop_reason"] = None
+                if continuous:  # vLLM: every chunk carries the usage so far
+                    c["usage"] = usage(gen)
                 if done and kv_out:
                     c["kv_transfer_params"] = kv_out
                 try:
@@ -304,6 +319,18 @@ class EmulatedEngine:
             return resp
         finally:
             self.cancel(rid)
+
+
+def _vllm_fields(out: dict, chat: bool) -> dict:
+    """The fields vLLM puts in a non-streaming answer beside OpenAI's (cheap to match)."""
+    for ch in out["choices"]:
+        ch["stop_reason"] = None
+        if chat:
+            ch["message"].update(refusal=None, annotations=None, audio=None, function_call=None, tool_calls=[],
+                                 reasoning_content=None)
+    out.update(service_tier=None, system_fingerprint=None, prompt_logprobs=None, prompt_token_ids=None)
+    out.setdefault("kv_transfer_params", None)
+    return out
 
 
 class _EngineCollector:
