@@ -100,3 +100,72 @@ def test_pool_checks_role_against_mode_and_names():
     assert [b.name for b in pool] == ["d"] and len(changes) == 3
     with pytest.raises(ValueError, match="fail_after"):
         HealthChecker(pool, None, 1.0, fail_after=0)
+
+
+def test_an_engine_slow_to_answer_metrics_stays_up_and_serves(caplog):
+    """/health answers at once, /metrics only after the poll timeout: the engine is busy, not
+    down (so the router never answers 503 for it); no 'is down' line."""
+
+    async def go():
+        async def health(request):
+            return web.Response(text="")
+
+        async def metrics(request):
+            await asyncio.sleep(1.0)
+            return web.Response(text=PAGE, content_type="text/plain")
+
+        app = web.Application()
+        app.router.add_get("/health", health)
+        app.router.add_get("/metrics", metrics)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        pool = BackendPool(disaggregated=False, quarantine_s=60)
+        b = pool.add(BackendConfig("e0", url))
+        with caplog.at_level(logging.WARNING, logger="slocore.serve"):
+            async with aiohttp.ClientSession() as s:
+                hc = HealthChecker(pool, s, interval_s=0.05)
+                for _ in range(5):
+                    await hc.poll(b, 0.1)  # every /metrics scrape times out
+                assert b.healthy and b.poll_failures == 0
+        assert not any("is down" in r.getMessage() for r in caplog.records)
+        await runner.cleanup()
+    run(go())
+
+
+def test_a_stale_pooled_connection_is_retried_once_and_blames_nobody():
+    from slocore.serve.metrics import RouterMetrics
+    from slocore.serve.upstream import Upstream, stale_connection
+
+    class Stale:
+        def __init__(self, exc):
+            self.exc, self.calls = exc, 0
+
+        async def post(self, url, **kw):
+            self.calls += 1
+            raise self.exc
+
+    class Fresh:
+        calls = 0
+
+        async def post(self, url, **kw):
+            Fresh.calls += 1
+            return "response"
+
+    assert stale_connection(aiohttp.ServerDisconnectedError())
+    assert stale_connection(aiohttp.ClientOSError(32, "Can not write request body"))
+    refused = aiohttp.ClientConnectorError(None, OSError(111, "refused"))
+    assert not stale_connection(refused)
+
+    async def go():
+        m = RouterMetrics()
+        up = Upstream(Stale(aiohttp.ServerDisconnectedError()), None, None, m, lambda: 0.0, Fresh())
+        assert await up._send("http://x", {}, None) == "response" and Fresh.calls == 1
+        assert m.stale_retries._value.get() == 1
+        up = Upstream(Stale(refused), None, None, m, lambda: 0.0, Fresh())
+        with pytest.raises(aiohttp.ClientConnectorError):  # a refusal is the engine's: not retried here
+            await up._send("http://x", {}, None)
+        assert Fresh.calls == 1
+    run(go())

@@ -243,9 +243,16 @@ def test_hung_engine_times_out_with_clear_error():
         d = {"backends": [{"name": "e0", "emulated": dict(EMU, fault="hang_after:2")}], "retries": 0,
              "timeouts": {"idle_s": 0.5, "first_token_s": 0.5}}
         async with serving(d) as (router, url, s):
+            async with s.post(url + "/v1/completions", json={"prompt": "z", "max_tokens": 8, "stream": True}) as r:
+                ev = await sse_events(r)
+            assert "no output for 0.5 s" in ev[-2]["error"]["message"], ev
+            assert not router.backends["e0"].inflight
+            router.pool._quarantine_until.clear()
+            router.backends["e0"].healthy = True
+            # non-streaming: the engine's whole answer must come within first_token_s + idle_s
             async with s.post(url + "/v1/completions", json={"prompt": "z", "max_tokens": 8}) as r:
                 body = await r.json()
-            assert r.status == 504 and "no output for 0.5 s" in body["error"]["message"], body
+            assert r.status == 504 and "no answer within 1 s" in body["error"]["message"], body
             assert not router.backends["e0"].inflight
     run(go())
 

@@ -240,6 +240,9 @@ class EmulatedEngine:
                 raise BadRequest("n: the emulated engine serves n=1 only")
         except BadRequest as e:
             return web.json_response(error_body(str(e), e.status), status=e.status)
+        if f["max_tokens"] == 0:  # vLLM's answer, body and status
+            return web.json_response(error_body("max_tokens must be at least 1, got 0.", 400, "BadRequestError",
+                                                "max_tokens"), status=400)
         max_tokens = f["max_tokens"] or self.default_max_tokens
         too_long = context_error(plen, max_tokens, self.max_model_len,
                                  self.max_model_len == self.kv_total * self.block_size)
@@ -270,19 +273,28 @@ class EmulatedEngine:
             if not f["stream"]:
                 texts, gen = [], 0
                 while True:
-                    kind, gen, done = await q.get()
+                    try:
+                        kind, gen, done = await asyncio.wait_for(q.get(), 0.5)
+                    except asyncio.TimeoutError:  # the client left: stop generating
+                        if request.transport is None or request.transport.is_closing():
+                            return web.Response(status=499)
+                        continue
                     if kind == "die":
-                        request.transport.close()
+                        if request.transport is not None:
+                            request.transport.close()
                         raise ConnectionResetError("engine died")
                     texts.append(" " + WORDS[gen % len(WORDS)])
                     if done:
                         break
                 fin = "length"
-                return web.json_response(full_response(oid, self.model_name, chat, ["".join(texts)], [fin], usage(gen),
-                                                       {"kv_transfer_params": kv_out} if kv_out else None))
+                out = full_response(oid, self.model_name, chat, ["".join(texts)], [fin], usage(gen),
+                                    {"kv_transfer_params": kv_out} if kv_out else None)
+                return web.json_response(_vllm_fields(out, chat))
             resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
             await resp.prepare(request)
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            so = body.get("stream_options") or {}
+            include_usage = bool(so.get("include_usage"))
+            continuous = include_usage and bool(so.get("continuous_usage_stats"))
             first = True
             while True:
                 kind, gen, done = await q.get()
@@ -292,6 +304,9 @@ class EmulatedEngine:
                 c = chunk(oid, self.model_name, chat, " " + WORDS[gen % len(WORDS)], finish="length" if done else None,
                           first=first)
                 first = False
+                c["choices"][0]["stop_reason"] = None
+                if continuous:  # vLLM: every chunk carries the usage so far
+                    c["usage"] = usage(gen)
                 if done and kv_out:
                     c["kv_transfer_params"] = kv_out
                 try:
@@ -330,6 +345,18 @@ def context_error(prompt_len: int, max_tokens: int, max_model_len: int, kv_bound
     if kv_bound:
         msg += f" (The context is bounded by the KV cache: {max_model_len} tokens.)"
     return {"error": {"message": msg, "type": "BadRequestError", "param": param, "code": 400}}
+
+
+def _vllm_fields(out: dict, chat: bool) -> dict:
+    """The fields vLLM puts in a non-streaming answer beside OpenAI's (cheap to match)."""
+    for ch in out["choices"]:
+        ch["stop_reason"] = None
+        if chat:
+            ch["message"].update(refusal=None, annotations=None, audio=None, function_call=None, tool_calls=[],
+                                 reasoning_content=None)
+    out.update(service_tier=None, system_fingerprint=None, prompt_logprobs=None, prompt_token_ids=None)
+    out.setdefault("kv_transfer_params", None)
+    return out
 
 
 class _EngineCollector:

@@ -1,8 +1,9 @@
 """The OpenAI endpoints' request flow: parse and validate (4xx with a message on bad input)
 -> SLO and priority (``slo.SloResolver``) -> a ``slocore.Request`` -> the mode's flow
-(``colocated.ColocatedFlow`` or ``pd.PDFlow``) picks the engine(s) -> the answer is streamed
-from the final engine (the router always streams from the engine, so it sees every token
-time; a non-streaming client gets the assembled response) -> token times to the router's
+(``colocated.ColocatedFlow`` or ``pd.PDFlow``) picks the engine(s) -> the final engine's answer
+goes to the client as the engine sent it (a streaming client gets the engine's SSE lines, with
+every token time seen on the way; a non-streaming client gets the engine's own body, its
+tokens dated when it arrives, as the client sees them) -> token times to the router's
 ``slocore.Recorder`` and metrics.
 
 Retries: a ``BackendError`` before anything reached the client re-sends the request to
@@ -27,7 +28,7 @@ from slocore.serve.dispatch import NoBackend
 from slocore.serve.openai import BadRequest, common_fields, error_body, prompt_tokens, sse
 from slocore.serve.retry import RetryBudget
 from slocore.serve.slo import ROUTER_FIELDS
-from slocore.serve.stream import ClientGone, RequestContext, relay
+from slocore.serve.stream import ClientGone, RequestContext, read_whole, relay
 from slocore.serve.upstream import BackendError, ClientError, check_status
 
 log = logging.getLogger("slocore.serve")
@@ -82,8 +83,6 @@ class RequestHandler:
             sbody, shdrs = tenant.slo_inputs(body, request.headers)
             ttft, tpot, deadline, prio, cls = r.slo.resolve(sbody, shdrs)
             ttft, tpot, cls = tenant.apply(_ten.sent_fields(sbody, shdrs), ttft, tpot, cls)
-            if f["n"] != 1 and f["stream"]:
-                raise BadRequest("n: the router streams n=1 only")
             tenant.admit(plen + (f["max_tokens"] or 0))
         except BadRequest as e:
             return _lim.error_response(request, str(e), e.status)
@@ -118,14 +117,19 @@ class RequestHandler:
         r = self.r
         chat, rid, template, cls = ctx_args
         ttft, tpot, prio = slo
-        fwd = {k: v for k, v in _lim.strip_router_owned(body).items() if k not in ROUTER_FIELDS}
+        # everything the client sent reaches the engine except the router's own fields;
+        # `priority` stays (vLLM's own priority scheduling) and also goes to the policy's xargs
+        fwd = {k: v for k, v in _lim.strip_router_owned(body).items() if k == "priority" or k not in ROUTER_FIELDS}
         xargs = dict(fwd.get("vllm_xargs") or {})
         xargs.update(slo_ttft_ms=ttft * 1e3, slo_tpot_ms=tpot * 1e3, priority=prio)
         fwd["vllm_xargs"] = xargs
         want_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        simple = f["n"] == 1 and not body.get("logprobs") and not body.get("echo") and not body.get("top_logprobs")
         client_stream = f["stream"]
         ctx = RequestContext(request, chat, rid, template, cls, client_stream, want_usage)
+        if client_stream:
+            # the router owns only include_usage (it needs the engine's token count); the
+            # client's other stream options (continuous_usage_stats) pass through
+            fwd["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
         try:
             self.admission.check(prio, ttft)
         except Shed as e:
@@ -137,10 +141,6 @@ class RequestHandler:
             sc.arrival(template)
             ctx.on_first_token = lambda t: sc.first_token(rid, t)
         try:
-            if not client_stream and not simple:
-                return await self._passthrough(ctx, fwd)
-            fwd["stream"] = True
-            fwd["stream_options"] = {"include_usage": True}
             r.slo.queued(ctx)
             try:
                 return await self._run_attempts(ctx, fwd)
@@ -175,7 +175,7 @@ class RequestHandler:
                 r.slo.dispatched(ctx)
                 self.admission.on_assigned()
                 await self._stream(ctx, backend, disp, att, body)
-                return ctx.resp or ctx.assembled(r.model_name)
+                return ctx.resp or ctx.whole
             except NoBackend as e:
                 if last:  # the failure's text names an engine: logged, not shown
                     log.warning("request id %s: last failure: %s", _lim.request_id(ctx.request), last)
@@ -227,9 +227,14 @@ class RequestHandler:
     async def _stream(self, ctx, backend, disp, att, body: dict):
         r = self.r
         t = r.cfg.timeouts
-        async with r.upstream.post(backend, disp.policy, att, body, ctx.chat, t.total_s) as (resp, st):
+        # a non-streaming engine says nothing until it is done: first_token_s + idle_s for all of it
+        total_s = t.total_s if ctx.client_stream else min(t.total_s, t.first_token_s + t.idle_s)
+        async with r.upstream.post(backend, disp.policy, att, body, ctx.chat, total_s) as (resp, st):
             await check_status(backend, resp)
-            await relay(ctx, resp, st, att, backend, disp.policy, t, r.now, skip_first=r.cfg.disaggregated)
+            if ctx.client_stream:
+                await relay(ctx, resp, st, att, backend, disp.policy, t, r.now, skip_first=r.cfg.disaggregated)
+            else:
+                await read_whole(ctx, resp, st, att, backend, disp.policy, t, r.now, skip_first=r.cfg.disaggregated)
         backend.served += 1
         # a chunk may carry several tokens (or none, for a partial UTF-8 character): the
         # engine's usage count is the truth; the missing ones are dated at the end
@@ -244,44 +249,3 @@ class RequestHandler:
         m = _s.request_metrics(r.recorder.get(ctx.rid))
         r.metrics.finished(ctx.cls, m)
         r.slo.finished(ctx, m)
-
-    async def _passthrough(self, ctx, fwd: dict):
-        """Non-streaming requests the router cannot assemble (n > 1, logprobs, echo): sent as they
-        are, timed only at the end."""
-        r = self.r
-        attempts = timeouts = 0
-        while True:
-            try:
-                att = self.new_attempt(ctx)
-                disp = r.flow.final
-                backend = await disp.assign(att, r.cfg.timeouts.first_token_s)
-            except NoBackend as e:
-                return await self._give_up(ctx, 503, str(e), "service_unavailable")
-            try:
-                total_s = r.cfg.timeouts.total_s
-                async with r.upstream.post(backend, disp.policy, att, fwd, ctx.chat, total_s) as (resp, _):
-                    raw = await resp.read()
-                    if resp.status >= 500:
-                        raise BackendError(backend, "http", f"HTTP {resp.status}")
-            except BackendError as e:
-                r.upstream.fail(e)
-                timeouts += e.kind == "timeout"
-                if attempts >= r.cfg.retries or not self.retry.allow(e.kind, timeouts):
-                    why = f"after {attempts + 1} attempt(s)"
-                    return await self._give_up(ctx, e.status, f"{e} ({why})", "backend_error",
-                                               _lim.public_message(e, why, _lim.request_id(ctx.request)))
-                attempts += 1
-                r.metrics.retries.inc()
-                continue
-            now = r.now()
-            if resp.status == 200:
-                r.recorder.token(ctx.rid, now, backend.id)
-                r.recorder.finish(ctx.rid, now)
-                if ctx.on_first_token is not None:
-                    ctx.on_first_token(now)
-                    r.scaler.finished(ctx.rid, now)
-                r.metrics.finished(ctx.cls, _s.request_metrics(r.recorder.get(ctx.rid)))
-            else:
-                r.recorder.reject(ctx.rid, now, f"engine rejected: HTTP {resp.status}")
-                r.metrics.failed(ctx.cls, "rejected")
-            return web.Response(status=resp.status, body=raw, content_type=resp.content_type)

@@ -1,8 +1,15 @@
-"""Health: each backend's ``/metrics`` polled on a timer (the same scrape feeds the policies'
-instance views). A backend goes down after ``fail_after`` consecutive failed polls (one
-line logged with the reason when it goes down, one when it is back, nothing in between), or
-at once when the request path fails it (``pool.BackendPool.fail``); a quarantined backend
-stays down even when its ``/metrics`` answers, until its quarantine ends.
+"""Health: each backend polled on a timer. Liveness comes from its ``/health`` (vLLM answers
+it without touching the scheduler); ``/metrics`` feeds the policies' instance views only, so
+an engine that is slow to render its metrics under load is not called down (an engine
+without ``/health``, answering 404, is judged by its ``/metrics``). A backend goes down after
+``fail_after`` (default 3) consecutive failed polls (one line logged with the reason when it
+goes down, one when it is back, nothing in between), or at once when the request path fails
+it (``pool.BackendPool.fail``); a quarantined backend stays down even when it answers, until
+its quarantine ends.
+
+The poll timeout scales with the machine: ``poll_timeout(interval_s)`` is at least 5 s, and
+10 poll intervals: a loaded CPU machine (vLLM on CPU, several engines sharing cores) can take
+seconds to answer while it is merely busy.
 """
 from __future__ import annotations
 
@@ -17,8 +24,13 @@ from slocore.serve.backends import Backend, parse_vllm_metrics
 log = logging.getLogger("slocore.serve")
 
 
+def poll_timeout(interval_s: float) -> float:
+    """Seconds a health poll may take before it counts as failed (see the module docstring)."""
+    return max(5.0, 10 * interval_s)
+
+
 class HealthChecker:
-    def __init__(self, pool, session: aiohttp.ClientSession, interval_s: float, fail_after: int = 1):
+    def __init__(self, pool, session: aiohttp.ClientSession, interval_s: float, fail_after: int = 3):
         if fail_after < 1:
             raise ValueError(f"fail_after: must be >= 1, got {fail_after}")
         self.pool, self.session = pool, session
@@ -26,14 +38,27 @@ class HealthChecker:
         self._task: asyncio.Task | None = None
 
     async def poll(self, b: Backend, timeout: float) -> None:
-        """Scrape one backend; update its engine metrics and health."""
+        """Ask one backend's /health, scrape its /metrics; update its health and engine views."""
+        ct = aiohttp.ClientTimeout(total=timeout)
+        alive = None  # True/False from /health; None: the engine has no /health
         try:
-            async with self.session.get(b.url + "/metrics", timeout=aiohttp.ClientTimeout(total=timeout)) as r:
+            async with self.session.get(b.url + "/health", timeout=ct) as r:
+                await r.read()
+                if r.status != 404:
+                    alive = r.status == 200
+                    if not alive:
+                        raise RuntimeError(f"/health answered HTTP {r.status}")
+            async with self.session.get(b.url + "/metrics", timeout=ct) as r:
                 if r.status != 200:
                     raise RuntimeError(f"/metrics answered HTTP {r.status}")
                 b.polled = parse_vllm_metrics(await r.text())
-        except Exception as e:  # noqa: BLE001 - any failure counts against the engine
-            self._failed(b, f"{type(e).__name__}: {e}")
+        except Exception as e:  # noqa: BLE001 - any failure is a reason
+            reason = f"{type(e).__name__}: {e}" if str(e) else f"{type(e).__name__} (no answer within {timeout:g} s)"
+            if alive:  # /health answered: a slow or broken /metrics only leaves the views stale
+                log.debug("backend %s: /metrics: %s", b.name, reason)
+                self._answered(b)
+            else:
+                self._failed(b, reason)
         else:
             self._answered(b)
         b.last_poll = time.monotonic()
@@ -59,7 +84,7 @@ class HealthChecker:
 
     async def _forever(self) -> None:
         while True:
-            await self.poll_all(max(1.0, self.interval_s * 2))
+            await self.poll_all(poll_timeout(self.interval_s))
             await asyncio.sleep(self.interval_s)
 
     def start(self) -> None:

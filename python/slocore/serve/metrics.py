@@ -38,6 +38,9 @@ class RouterMetrics:
         self.decision_latency = Histogram("slocore_decision_latency_seconds", "Time in policy submit+poll per "
                                           "decision", ["policy"], buckets=DEC_BUCKETS, registry=r)
         self.retries = Counter("slocore_retries", "Requests re-sent to another engine after a failure", registry=r)
+        self.stale_retries = Counter("slocore_stale_connection_retries", "Requests re-sent on a fresh connection "
+                                     "because the engine had closed the pooled one (not an engine failure)",
+                                     registry=r)
         self.backend_errors = Counter("slocore_backend_errors", "Engine failures seen by the router",
                                       ["backend", "kind"], registry=r)
         self._children: dict = {}

@@ -18,8 +18,8 @@ class BadRequest(ValueError):
         self.status = status
 
 
-def error_body(message: str, status: int, type_: str = "invalid_request_error") -> dict:
-    return {"error": {"message": message, "type": type_, "code": status}, "object": "error"}
+def error_body(message: str, status: int, type_: str = "invalid_request_error", param: str | None = None) -> dict:
+    return {"error": {"message": message, "type": type_, "param": param, "code": status}, "object": "error"}
 
 
 def parse_json(raw: bytes) -> dict:
@@ -54,6 +54,8 @@ def prompt_tokens(body: dict, chat: bool) -> int:
             c = m.get("content", "")
             if isinstance(c, list):  # content parts
                 c = " ".join(p["text"] for p in c if isinstance(p, dict) and isinstance(p.get("text"), str))
+            if c is None:  # an assistant message with tool calls and no text
+                c = ""
             if not isinstance(c, str):
                 raise BadRequest(f"messages[{i}].content: must be a string or a list of parts")
             n += 4 + _text_tokens(c)
@@ -82,9 +84,10 @@ def _text_tokens(s: str) -> int:
 
 def common_fields(body: dict) -> dict:
     """Validate the fields every endpoint shares; returns max_tokens and stream."""
-    max_tokens = _int_field(body, "max_tokens", None, 1)
+    # >= 0: max_tokens=0 is the engine's to refuse, with its own error body
+    max_tokens = _int_field(body, "max_tokens", None, 0)
     if max_tokens is None:
-        max_tokens = _int_field(body, "max_completion_tokens", None, 1)
+        max_tokens = _int_field(body, "max_completion_tokens", None, 0)
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise BadRequest(f"stream: must be a boolean, got {stream!r}")

@@ -16,7 +16,8 @@ pieces beside per-mode request flows):
 Faults: an engine that refuses, drops the connection, answers 5xx or stays silent past a
 timeout has the request re-sent to another engine (``retries``) when nothing has reached
 the client yet; otherwise the client gets a clear error. Such an engine is quarantined for
-``quarantine_s`` and comes back once it answers ``/metrics`` after that.
+``quarantine_s`` and comes back once it answers ``/health`` after that. A stale pooled
+connection is retried on a fresh one and blames nobody (``upstream``).
 """
 from __future__ import annotations
 
@@ -36,13 +37,13 @@ from slocore.serve.config import BackendConfig, ServeConfig
 from slocore.serve.dispatch import priority_mapper_class
 from slocore.serve.eventloop import new_event_loop
 from slocore.serve.handler import RequestHandler
-from slocore.serve.health import HealthChecker
+from slocore.serve.health import HealthChecker, poll_timeout
 from slocore.serve.limits import on_response_prepare
 from slocore.serve.metrics import RouterMetrics
 from slocore.serve.pd import PDFlow
 from slocore.serve.pool import BackendPool
 from slocore.serve.slo import SloResolver
-from slocore.serve.upstream import Upstream
+from slocore.serve.upstream import Upstream, connector
 
 log = logging.getLogger("slocore.serve")
 
@@ -101,8 +102,10 @@ class Router:
 
     # --- lifecycle ---------------------------------------------------------------------
     async def start(self):
-        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=False))
-        self.upstream = Upstream(self.session, self.pool, self.cfg.timeouts, self.metrics, self.now)
+        self.session = aiohttp.ClientSession(connector=connector())
+        self.fresh_session = aiohttp.ClientSession(connector=connector(force_close=True))
+        self.upstream = Upstream(self.session, self.pool, self.cfg.timeouts, self.metrics, self.now,
+                                 self.fresh_session)
         self.health = HealthChecker(self.pool, self.session, self.cfg.poll_interval_s)
         backends = list(self.cfg.backends)
         if not backends:
@@ -117,7 +120,7 @@ class Router:
                 bc = BackendConfig(bc.name, url, bc.role, bc.profile, None)
                 self.model_name = self.model_name or eng.model_name
             self.pool.add(bc)
-        await self.health.poll_all(2.0)
+        await self.health.poll_all(poll_timeout(self.cfg.poll_interval_s))
         self.health.start()
         if self.scaler is not None:
             self.scaler.start()
@@ -131,6 +134,7 @@ class Router:
             d.close()
         if self.session:
             await self.session.close()
+            await self.fresh_session.close()
         for runner, _ in self._engines:
             await runner.cleanup()
 

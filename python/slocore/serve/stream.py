@@ -27,6 +27,7 @@ class RequestContext:
         self.request, self.chat, self.rid, self.template, self.cls = request, chat, rid, template, cls
         self.client_stream, self.want_usage = client_stream, want_usage
         self.resp: web.StreamResponse | None = None
+        self.whole: web.Response | None = None  # a non-streaming client's answer (the engine's body)
         self.sent = False
         self.dispatched = False
         self.queue_time = 0.0
@@ -132,3 +133,27 @@ async def relay(ctx: RequestContext, r: aiohttp.ClientResponse, st, att, backend
     if ctx.client_stream:
         await ctx.write(b"data: [DONE]\n\n")
         await ctx.resp.write_eof()
+
+
+async def read_whole(ctx: RequestContext, r: aiohttp.ClientResponse, st, att, backend: Backend, policy,
+                     t: Timeouts, now, skip_first: bool = False) -> None:
+    """A non-streaming answer: the engine's body kept byte for byte for the client; its
+    ``usage.completion_tokens`` tokens are dated on arrival (what the client sees) and go to
+    the policy then (the caller bounds the whole exchange by first_token_s + idle_s)."""
+    raw = await r.read()
+    try:
+        obj = json.loads(raw)
+        ntok = int((obj.get("usage") or {}).get("completion_tokens") or 0)
+    except (ValueError, AttributeError, TypeError):
+        raise BackendError(backend, "protocol", f"bad JSON answer {raw[:100]!r}") from None
+    ctx.usage = obj.get("usage")
+    tnow = now()
+    for _ in range(ntok):
+        st.generated = st.generated + 1
+        st.computed = att.prompt_len + st.generated - 1
+        if not (skip_first and st.generated == 1):
+            policy.on_token(att.id, backend.id, int(st.generated), tnow)
+            if st.generated == 1 and ctx.on_first_token is not None:
+                ctx.on_first_token(tnow)
+        ctx.times.append((tnow, backend.id))
+    ctx.whole = web.Response(body=raw, status=r.status, content_type=r.content_type)

@@ -2,6 +2,11 @@
 elsewhere) or ``ClientError`` (the engine rejected the request: passed to the client), and,
 whatever happens, take the attempt off the backend's in-flight list and tell the policy
 ``on_finished``. The colocated, P/D and pass-through flows all go through ``Upstream.post``.
+
+Pooled connections live shorter than the engine's keep-alive (``KEEPALIVE_S`` < vLLM's 5 s),
+and a request that fails on a pooled connection the engine had already closed
+(``ServerDisconnectedError``, "Can not write request body") is sent once more on a fresh
+connection and does not count against the engine.
 """
 from __future__ import annotations
 
@@ -18,6 +23,22 @@ from slocore.serve.metrics import RouterMetrics
 from slocore.serve.pool import BackendPool
 
 log = logging.getLogger("slocore.serve")
+
+
+KEEPALIVE_S = 3.0  # < uvicorn's (vLLM's) default keep-alive of 5 s
+
+
+def connector(force_close: bool = False) -> aiohttp.TCPConnector:
+    """The router's connection pool to its engines (unbounded; idle connections kept KEEPALIVE_S)."""
+    if force_close:
+        return aiohttp.TCPConnector(limit=0, force_close=True)
+    return aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_S)
+
+
+def stale_connection(e: BaseException) -> bool:
+    """The engine closed a pooled connection before our request got through (not a refusal)."""
+    return isinstance(e, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)) and not isinstance(
+        e, aiohttp.ClientConnectorError)
 
 
 class BackendError(Exception):
@@ -51,8 +72,18 @@ async def check_status(backend: Backend, r: aiohttp.ClientResponse) -> None:
 
 class Upstream:
     def __init__(self, session: aiohttp.ClientSession, pool: BackendPool, timeouts: Timeouts,
-                 metrics: RouterMetrics, now):
+                 metrics: RouterMetrics, now, fresh: aiohttp.ClientSession | None = None):
         self.session, self.pool, self.timeouts, self.metrics, self.now = session, pool, timeouts, metrics, now
+        self.fresh = fresh or session  # a session whose connections are never reused (the retry)
+
+    async def _send(self, url: str, body: dict, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
+        try:
+            return await self.session.post(url, json=body, timeout=timeout)
+        except aiohttp.ClientError as e:
+            if not stale_connection(e):
+                raise
+            self.metrics.stale_retries.inc()
+            return await self.fresh.post(url, json=body, timeout=timeout)
 
     @contextlib.asynccontextmanager
     async def post(self, backend: Backend, policy, att, body: dict, chat: bool, total_s: float, what: str = ""):
@@ -63,9 +94,14 @@ class Upstream:
         st = _s.RequestState(att)
         backend.inflight[att.id] = st
         try:
-            async with self.session.post(endpoint(backend, chat), json=body, timeout=aiohttp.ClientTimeout(
-                    total=total_s, sock_connect=self.timeouts.connect_s)) as r:
+            r = await self._send(endpoint(backend, chat), body, aiohttp.ClientTimeout(
+                total=total_s, sock_connect=self.timeouts.connect_s))
+            try:
                 yield r, st
+            except BaseException:
+                r.close()  # a half-read answer: drop the connection (the engine stops the request)
+                raise
+            r.release()
         except asyncio.TimeoutError:
             msg = f"{what} gave no answer" if what else "no answer"
             raise BackendError(backend, "timeout", f"{msg} within {total_s:g} s", 504) from None
