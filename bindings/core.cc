@@ -240,6 +240,16 @@ void init_core(py::module_& m) {
         "chained hashes of the full blocks among the first max_tokens identified tokens (core/prefix.h)");
   m.def("prompt_block_hashes", &prompt_block_hashes, py::arg("request"), py::arg("block_size"),
         "the chain a router looks up: full blocks of the first prompt_len - 1 tokens");
+  m.def(
+      "id_block_segments",
+      [](const std::vector<int64_t>& ids, int ids_per_block, int tokens_per_block, int64_t max_blocks) {
+        std::vector<std::pair<uint64_t, Tokens>> out;
+        for (const PrefixSegment& g : id_block_segments(ids, ids_per_block, tokens_per_block, max_blocks))
+          out.emplace_back(g.group, g.len);
+        return out;
+      },
+      py::arg("ids"), py::arg("ids_per_block"), py::arg("tokens_per_block"), py::arg("max_blocks"),
+      "prefix segments (group, len) of a prompt known by token ids or characters, one per block (core/prefix.h)");
   py::class_<PrefixLookup, std::shared_ptr<PrefixLookup>>(m, "PrefixLookup")
       .def("match_blocks", &PrefixLookup::match_blocks, py::arg("chain"));
   py::class_<ApproxPrefixIndex, PrefixLookup, std::shared_ptr<ApproxPrefixIndex>>(m, "ApproxPrefixIndex")

@@ -51,6 +51,7 @@ class Backend:
     served: int = 0
     failures: int = 0  # requests that failed on this engine
     poll_failures: int = 0  # consecutive failed /metrics polls (health's hysteresis)
+    prefix_index: object = None  # slocore.ApproxPrefixIndex of what was sent here (serve.prefix_index)
 
     def view(self) -> "_s.InstanceView":
         v = _s.InstanceView(self.id, core_role(self.role))
@@ -73,6 +74,8 @@ class Backend:
         used = max(used, sum(-(-int(s.context_len) // self.block_size) for s in running))
         v.kv_blocks_free = max(0, kv_total - used)
         v.accepting = self.healthy
+        if self.prefix_index is not None:
+            v.prefix_index = self.prefix_index
         return v
 
     def describe(self) -> dict:

@@ -17,6 +17,7 @@ SLO defaults and the priority-to-SLO table, timeouts, retries, the admin token.
     timeouts: {connect_s: 5, first_token_s: 60, idle_s: 30, total_s: 600}
     retries: 2
     poll_interval_s: 0.5
+    prefix: {tokenizer: /models/llama/tokenizer.json, block_size: 16}   # serve/prefix_index.py
 
 No backends at all means one embedded emulated engine (profile ``h100-llama2-7b``).
 """
@@ -78,6 +79,7 @@ class ServeConfig:
     host: str = "127.0.0.1"
     port: int = 8000
     model: str | None = None  # name reported by /v1/models when no backend says
+    prefix: dict = field(default_factory=dict)  # serve.prefix_index.PrefixConfig keyword arguments
 
     @property
     def disaggregated(self) -> bool:
@@ -161,6 +163,7 @@ class _File(_Section):
     retries: Annotated[int, Strict(), Field(ge=0)] = 2
     poll_interval_s: Positive = 0.5
     model: Optional[str] = None
+    prefix: Optional[dict] = None
 
     @field_validator("policy", "prefill_policy", "decode_policy", mode="before")
     @classmethod
@@ -240,6 +243,16 @@ def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
         cfg.timeouts = Timeouts(**f.timeouts.model_dump())
     cfg.retries = f.retries
     cfg.poll_interval_s = f.poll_interval_s
+    if f.prefix is not None:
+        from slocore.serve.prefix_index import PrefixConfig
+
+        try:
+            PrefixConfig(**f.prefix)
+        except TypeError as e:
+            raise ValueError(f"{where}: prefix: {e}") from None
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        cfg.prefix = dict(f.prefix)
     return cfg
 
 

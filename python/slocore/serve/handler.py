@@ -68,7 +68,8 @@ class RequestHandler:
         if f["max_tokens"]:
             kw["max_output_len"] = f["max_tokens"]
         try:
-            template = _s.Request(rid, arrival, plen, **kw)
+            segs = r.prefix.segments(body, chat)  # prefix identity (serve.prefix_index)
+            template = _s.Request(rid, arrival, max(plen, sum(n for _, n in segs)), prefix=segs, **kw)
             template.validate()
         except (ValueError, TypeError) as e:
             return web.json_response(error_body(str(e), 400), status=400)
@@ -101,7 +102,9 @@ class RequestHandler:
             kw["deadline"] = t.slo.deadline
         if t.max_output_len:
             kw["max_output_len"] = t.max_output_len
-        return _s.Request(ctx.rid, t.arrival, t.prompt_len, **kw)
+        att = _s.Request(ctx.rid, t.arrival, t.prompt_len, **kw)
+        att.prefix = t.prefix
+        return att
 
     async def _run_attempts(self, ctx: RequestContext, fwd: dict):
         r = self.r

@@ -19,10 +19,11 @@ log = logging.getLogger("slocore.serve")
 
 
 class BackendPool:
-    def __init__(self, disaggregated: bool, quarantine_s: float, on_change=lambda: None):
+    def __init__(self, disaggregated: bool, quarantine_s: float, on_change=lambda: None, new_prefix_index=None):
         self.disaggregated = disaggregated
         self.quarantine_s = quarantine_s
         self.on_change = on_change  # called after every add/remove (the dispatchers re-sync)
+        self.new_prefix_index = new_prefix_index  # () -> a backend's prefix index (serve.prefix_index)
         self.backends: dict[str, Backend] = {}
         self._ids = itertools.count()
         self._quarantine_until: dict[str, float] = {}
@@ -48,6 +49,8 @@ class BackendPool:
         hw, _ = hardware_profile(bc.profile)
         b = Backend(next(self._ids), bc.name, bc.url, bc.role, _s.LatencyModel(hw.coeffs), int(hw.kv_blocks),
                     int(hw.block_size))
+        if self.new_prefix_index is not None:
+            b.prefix_index = self.new_prefix_index()
         self.backends[b.name] = b
         self.on_change()
         return b

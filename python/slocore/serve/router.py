@@ -40,6 +40,7 @@ from slocore.serve.health import HealthChecker
 from slocore.serve.metrics import RouterMetrics
 from slocore.serve.pd import PDFlow
 from slocore.serve.pool import BackendPool
+from slocore.serve.prefix_index import PrefixConfig, PromptIdentity
 from slocore.serve.slo import SloResolver
 from slocore.serve.upstream import Upstream
 
@@ -67,7 +68,9 @@ class Router:
             except TypeError as e:
                 raise ValueError(f"slo.mapper: {e}") from None
         self.slo = SloResolver(cfg, self.mapper, self.now)
-        self.pool = BackendPool(cfg.disaggregated, max(2.0, 4 * cfg.poll_interval_s), self._sync_policies)
+        self.prefix = PromptIdentity(PrefixConfig(**cfg.prefix))
+        self.pool = BackendPool(cfg.disaggregated, max(2.0, 4 * cfg.poll_interval_s), self._sync_policies,
+                                self.prefix.new_index)
         self.handler = RequestHandler(self)
         if cfg.disaggregated:
             self.flow = PDFlow(cfg, self.pool, self.metrics, self.now, lambda: self.upstream,

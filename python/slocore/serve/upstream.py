@@ -16,6 +16,7 @@ from slocore.serve.backends import Backend
 from slocore.serve.config import Timeouts
 from slocore.serve.metrics import RouterMetrics
 from slocore.serve.pool import BackendPool
+from slocore.serve.prefix_index import record_sent
 
 log = logging.getLogger("slocore.serve")
 
@@ -61,6 +62,7 @@ class Upstream:
         fires on the way out, success or not. `what` names the step in failure messages."""
         st = _s.RequestState(att)
         backend.inflight[att.id] = st
+        record_sent(backend, att)
         try:
             async with self.session.post(endpoint(backend, chat), json=body, timeout=aiohttp.ClientTimeout(
                     total=total_s, sock_connect=self.timeouts.connect_s)) as r:
