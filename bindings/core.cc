@@ -252,6 +252,15 @@ void init_core(py::module_& m) {
       "prefix segments (group, len) of a prompt known by token ids or characters, one per block (core/prefix.h)");
   py::class_<PrefixLookup, std::shared_ptr<PrefixLookup>>(m, "PrefixLookup")
       .def("match_blocks", &PrefixLookup::match_blocks, py::arg("chain"));
+  m.def(
+      "match_blocks_many",
+      [](const std::vector<std::shared_ptr<PrefixLookup>>& lookups, const std::vector<uint64_t>& chain) {
+        std::vector<int64_t> out;
+        out.reserve(lookups.size());
+        for (const auto& l : lookups) out.push_back(l ? l->match_blocks(chain) : 0);
+        return out;
+      },
+      py::arg("lookups"), py::arg("chain"), "leading blocks of `chain` each lookup holds (None: 0), one call");
   py::class_<ApproxPrefixIndex, PrefixLookup, std::shared_ptr<ApproxPrefixIndex>>(m, "ApproxPrefixIndex")
       .def(py::init<int64_t>(), py::arg("capacity_blocks"))
       .def("match_blocks", &ApproxPrefixIndex::match_blocks, py::arg("chain"))
