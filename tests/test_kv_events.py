@@ -69,3 +69,33 @@ def test_decode_names_the_problem():
     with pytest.raises(ValueError, match="events\\[0\\].type"):
         decode_batch(batch({"type": "Bogus"}))
     assert decode_batch(batch(stored([b"a"])))[1] == [("BlockStored", [b"a"])]
+
+
+def test_subscriber_follows_a_zmq_publisher_and_survives_junk():
+    import asyncio
+
+    zmq = pytest.importorskip("zmq")
+    from slocore.serve.kv_events import subscribe
+
+    chain = VllmBlockHasher(4).chain(list(range(16)))
+
+    async def main():
+        pub = zmq.Context.instance().socket(zmq.PUB)
+        port = pub.bind_to_random_port("tcp://127.0.0.1")
+        s, stop = KvBlockSet("v0"), asyncio.Event()
+        task = asyncio.create_task(subscribe(s, f"tcp://127.0.0.1:{port}", stop=stop))
+        for i in range(200):  # the slow-joiner: publish until the subscriber hears
+            pub.send_multipart([b"", seq(i), batch(stored(chain))])
+            await asyncio.sleep(0.02)
+            if s.match_blocks(chain) == 4:
+                break
+        assert s.match_blocks(chain) == 4
+        pub.send_multipart([b"only-one-frame"])
+        pub.send_multipart([b"", seq(i + 1), b"\xc1garbage"])
+        await asyncio.sleep(0.3)
+        assert s.match_blocks(chain) is None  # stale: the router falls back
+        stop.set()
+        await asyncio.wait_for(task, 5)
+        pub.close(0)
+
+    asyncio.run(asyncio.wait_for(main(), 30))

@@ -151,3 +151,39 @@ class KvBlockSet:
         while n < len(chain) and chain[n] in self.blocks:
             n += 1
         return n
+
+
+async def subscribe(block_set: KvBlockSet, endpoint: str, topic: str = "", stop=None) -> None:
+    """Follow one backend's ZMQ publisher (vLLM's ``--kv-events-config`` endpoint, e.g.
+    ``tcp://127.0.0.1:5557``) into `block_set` until cancelled or `stop` (an asyncio.Event)
+    is set. Malformed frames mark the set stale (a log line); socket errors end the loop with
+    a log line and leave the set stale; nothing is raised to the caller."""
+    import asyncio
+
+    try:
+        import zmq
+        import zmq.asyncio
+    except ImportError:
+        log.warning("backend %s: pyzmq is not installed; KV events off (approximate index)", block_set.name)
+        return
+    ctx = zmq.asyncio.Context.instance()
+    sock = ctx.socket(zmq.SUB)
+    try:
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(endpoint)
+        sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
+        while stop is None or not stop.is_set():
+            try:
+                frames = await asyncio.wait_for(sock.recv_multipart(), 0.5)
+            except asyncio.TimeoutError:
+                continue
+            if len(frames) != 3:
+                block_set._bad(f"a message of {len(frames)} frames (want topic, seq, payload)")
+                continue
+            block_set.apply(frames[1], frames[2])
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a dead stream degrades, never fails a request
+        block_set._bad(f"stream ended ({type(e).__name__}: {e})")
+    finally:
+        sock.close(0)
