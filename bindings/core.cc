@@ -5,6 +5,7 @@
 #include "bindings.h"
 #include "slocore/core/errors.h"
 #include "slocore/core/prefix.h"
+#include "slocore/core/block_set.h"
 #include "slocore/core/fit.h"
 #include "slocore/core/instance_view.h"
 #include "slocore/core/metrics.h"
@@ -261,6 +262,14 @@ void init_core(py::module_& m) {
         return out;
       },
       py::arg("lookups"), py::arg("chain"), "leading blocks of `chain` each lookup holds (None: 0), one call");
+  py::class_<BlockSet, PrefixLookup, std::shared_ptr<BlockSet>>(m, "BlockSet",
+                                                                "an engine's reported cached blocks (precise)")
+      .def(py::init<>())
+      .def("match_blocks", &BlockSet::match_blocks, py::arg("chain"))
+      .def("add", &BlockSet::add, py::arg("hashes"))
+      .def("remove", &BlockSet::remove, py::arg("hashes"))
+      .def("clear", &BlockSet::clear)
+      .def("__len__", &BlockSet::size);
   py::class_<ApproxPrefixIndex, PrefixLookup, std::shared_ptr<ApproxPrefixIndex>>(m, "ApproxPrefixIndex")
       .def(py::init<int64_t>(), py::arg("capacity_blocks"))
       .def("match_blocks", &ApproxPrefixIndex::match_blocks, py::arg("chain"))

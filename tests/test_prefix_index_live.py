@@ -123,3 +123,73 @@ def test_router_records_what_it_sent_and_policies_see_it():
                 await r.read()
 
     run(main())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["add", "remove", "clear", "match"]),
+                          st.lists(st.integers(0, 30), max_size=8)), max_size=40))
+def test_block_set_matches_reference(ops):
+    c, r = _core.BlockSet(), ref.BlockSet()
+    for op, hs in ops:
+        if op == "clear":
+            c.clear(), r.clear()
+        elif op == "match":
+            assert c.match_blocks(hs) == r.match_blocks(hs)
+        else:
+            getattr(c, op)(hs), getattr(r, op)(hs)
+        assert len(c) == len(r)
+
+
+def test_precise_mode_from_kv_events_and_fallback():
+    """A backend publishing KV events (a stand-in ZMQ publisher speaking vLLM's format):
+    its view's prefix_cache holds exactly the published blocks of what the router sent; a
+    garbage frame turns precise off (the approximate index answers), never an error."""
+    import asyncio
+
+    zmq = pytest.importorskip("zmq")
+    msgspec = pytest.importorskip("msgspec")
+    from slocore.serve.kv_events import VllmBlockHasher
+
+    pub = zmq.Context.instance().socket(zmq.PUB)
+    port = pub.bind_to_random_port("tcp://127.0.0.1")
+    ids = list(range(1000, 1000 + 16 * 20))  # 20 blocks of token ids
+    d = two_engines("kv_router")
+    d["backends"][0]["kv_events"] = f"tcp://127.0.0.1:{port}"
+
+    async def main():
+        async with serving(d) as (router, url, s):
+            e0 = next(b for b in router.pool if b.name == "e0")
+            assert e0.kv_events is not None and e0.view().prefix_cache is None  # nothing heard: approximate
+            body = {"model": "m", "prompt": ids, "max_tokens": 1}
+            # send until the policy places it on e0 (round of fallbacks is fine)
+            for _ in range(6):
+                async with s.post(url + "/v1/completions", json=body) as r:
+                    assert r.status == 200, await r.text()
+                    await r.read()
+                if e0.kv_events.translate:
+                    break
+            assert e0.kv_events.translate, "the router never sent the prompt to e0"
+            vchain = VllmBlockHasher(16).chain(ids)
+            req = _core.Request(7, 0.0, len(ids), output_len=1, prefix=router.prefix.segments(body, False))
+            for i in range(300):  # vLLM says it holds the first 12 blocks
+                pub.send_multipart([b"", i.to_bytes(8, "big"), msgspec.msgpack.encode([1.0, [
+                    {"type": "BlockStored", "block_hashes": vchain[:12], "parent_block_hash": None,
+                     "token_ids": ids[:192], "block_size": 16, "lora_id": None, "medium": "GPU",
+                     "lora_name": None}]])])
+                await asyncio.sleep(0.02)
+                if e0.view().prefix_cache is not None:
+                    break
+            v = e0.view()
+            assert v.cached_prefix_tokens(req, "precise") == 12 * 16
+            assert v.cached_prefix_tokens(req, "approximate") == 19 * 16  # what was sent: all but the last token
+            pub.send_multipart([b"", (i + 1).to_bytes(8, "big"), b"\xc1 not msgpack"])
+            await asyncio.sleep(0.3)
+            v = e0.view()
+            assert v.prefix_cache is None and v.cached_prefix_tokens(req) == 19 * 16
+            async with s.post(url + "/v1/completions", json=body) as r:
+                assert r.status == 200
+
+    try:
+        run(main())
+    finally:
+        pub.close(0)

@@ -104,6 +104,28 @@ class ApproxPrefixIndex:
         return len(self.lru)
 
 
+class BlockSet:
+    """An engine's reported cached blocks (the C++ BlockSet): a plain set."""
+
+    def __init__(self):
+        self.blocks: set[int] = set()
+
+    def match_blocks(self, chain) -> int:
+        return leading(chain, self.blocks)
+
+    def add(self, hs) -> None:
+        self.blocks.update(hs)
+
+    def remove(self, hs) -> None:
+        self.blocks.difference_update(hs)
+
+    def clear(self) -> None:
+        self.blocks.clear()
+
+    def __len__(self) -> int:
+        return len(self.blocks)
+
+
 class PrefixCache:
     """One engine's cache: refs per cached block; unreferenced blocks wait in a free queue,
     least recently freed evicted first."""

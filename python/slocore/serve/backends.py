@@ -52,6 +52,7 @@ class Backend:
     failures: int = 0  # requests that failed on this engine
     poll_failures: int = 0  # consecutive failed /metrics polls (health's hysteresis)
     prefix_index: object = None  # slocore.ApproxPrefixIndex of what was sent here (serve.prefix_index)
+    kv_events: object = None  # serve.kv_events.KvBlockSet when the engine publishes KV events
 
     def view(self) -> "_s.InstanceView":
         v = _s.InstanceView(self.id, core_role(self.role))
@@ -76,6 +77,8 @@ class Backend:
         v.accepting = self.healthy
         if self.prefix_index is not None:
             v.prefix_index = self.prefix_index
+        if self.kv_events is not None and self.kv_events.fresh():  # stale or absent: approximate
+            v.prefix_cache = self.kv_events.lookup
         return v
 
     def describe(self) -> dict:

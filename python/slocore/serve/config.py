@@ -40,6 +40,7 @@ class BackendConfig:
     role: str = COLOCATED
     profile: str = DEFAULT_PROFILE  # the policies' latency model of this engine
     emulated: dict | None = None  # EmulatedEngine kwargs: started in-process by the router
+    kv_events: str | None = None  # vLLM's KV-event ZMQ endpoint (precise prefix mode), e.g. tcp://host:5557
 
 
 @dataclass
@@ -112,6 +113,7 @@ class _Backend(_Lenient):
     role: Literal[ROLES] = COLOCATED  # type: ignore[valid-type]
     profile: Optional[str] = None
     emulated: Union[Literal[True], dict, None] = None  # true or EmulatedEngine options
+    kv_events: Optional[str] = None  # ZMQ endpoint of vLLM's KV-event publisher
 
     @field_validator("url")
     @classmethod
@@ -224,7 +226,8 @@ def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
         names.add(name)
         emu = {} if b.emulated is True else b.emulated
         profile = b.profile or (emu or {}).get("profile") or DEFAULT_PROFILE
-        cfg.backends.append(BackendConfig(name, b.url.rstrip("/") if b.url else None, b.role, profile, emu))
+        cfg.backends.append(BackendConfig(name, b.url.rstrip("/") if b.url else None, b.role, profile, emu,
+                                          b.kv_events))
     roles = {b.role for b in cfg.backends}
     if COLOCATED in roles and roles - {COLOCATED}:
         raise ValueError(f"{where}: backends: mix of colocated and prefill/decode roles; use one mode")

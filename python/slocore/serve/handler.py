@@ -68,7 +68,7 @@ class RequestHandler:
         if f["max_tokens"]:
             kw["max_output_len"] = f["max_tokens"]
         try:
-            segs = r.prefix.segments(body, chat)  # prefix identity (serve.prefix_index)
+            segs = r.prefix.segments(body, chat, rid)  # prefix identity (serve.prefix_index)
             template = _s.Request(rid, arrival, max(plen, sum(n for _, n in segs)), prefix=segs, **kw)
             template.validate()
         except (ValueError, TypeError) as e:

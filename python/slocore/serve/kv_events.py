@@ -23,6 +23,7 @@ import hashlib
 import logging
 import pickle
 import time
+from collections import OrderedDict
 
 log = logging.getLogger("slocore.serve.kv_events")
 
@@ -104,6 +105,33 @@ class KvBlockSet:
         self.last_event = 0.0
         self.stale = True  # until the first good batch
         self.errors = 0
+        # vLLM hash -> slocore chain hash, learned from what the router sent (LRU-bounded), and
+        # the held blocks in slocore hashes: the C++ BlockSet behind InstanceView.prefix_cache.
+        self.translate: OrderedDict = OrderedDict()
+        from slocore import _core
+
+        self.lookup = _core.BlockSet()
+
+    def learn(self, vllm_chain, slocore_chain) -> None:
+        """The router sent a prompt whose vLLM block hashes are `vllm_chain` and whose slocore
+        chain is `slocore_chain` (same token ids, same block size)."""
+        held = []
+        for v, c in zip(vllm_chain, slocore_chain):
+            self.translate[v] = c
+            self.translate.move_to_end(v)
+            if v in self.blocks:
+                held.append(c)
+        while len(self.translate) > self.max_blocks:
+            self.translate.popitem(last=False)
+        if held:
+            self.lookup.add(held)
+
+    def _mapped(self, hashes) -> list:
+        return [self.translate[h] for h in hashes if h in self.translate]
+
+    def _clear(self) -> None:
+        self.blocks.clear()
+        self.lookup.clear()
 
     def _bad(self, why: str) -> None:
         self.errors += 1
@@ -120,18 +148,20 @@ class KvBlockSet:
             return self._bad(f"garbage ({e})")
         if self.last_seq is not None and seq != self.last_seq + 1:
             # A gap: blocks were stored or removed that we did not see; start over from empty.
-            self.blocks.clear()
+            self._clear()
             self._bad(f"sequence gap ({self.last_seq} -> {seq})")
         self.last_seq, self.last_event = seq, now
         for kind, hashes in events:
             if kind == "BlockStored":
                 self.blocks.update(hashes)
+                self.lookup.add(self._mapped(hashes))
             elif kind == "BlockRemoved":
                 self.blocks.difference_update(hashes)
+                self.lookup.remove(self._mapped(hashes))
             else:
-                self.blocks.clear()
+                self._clear()
         if len(self.blocks) > self.max_blocks:  # a runaway stream: bounded memory
-            self.blocks.clear()
+            self._clear()
             return self._bad(f"more than {self.max_blocks} blocks")
         if self.stale and self.last_seq is not None:
             log.info("backend %s: KV events live (seq %d)", self.name, seq)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from slocore import _core as _s
@@ -42,6 +43,8 @@ class PrefixConfig:
     chars_per_block: int | None = None  # text fallback; default 4 * block_size
     max_prompt_blocks: int = 8192  # blocks hashed per prompt (131k tokens at 16)
     index_capacity_blocks: int = 1 << 20  # per backend, LRU beyond
+    hash_algo: str = "sha256"  # vLLM's --prefix-caching-hash-algo (precise mode, serve.kv_events)
+    hash_seed: str | None = None  # vLLM's PYTHONHASHSEED if it sets one
 
     def __post_init__(self):
         for k in ("block_size", "max_prompt_blocks", "index_capacity_blocks"):
@@ -53,6 +56,8 @@ class PrefixConfig:
         if not isinstance(self.chars_per_block, int) or isinstance(self.chars_per_block, bool) \
                 or self.chars_per_block < 1:
             raise ValueError(f"prefix.chars_per_block: must be an integer >= 1, got {self.chars_per_block!r}")
+        if self.hash_algo not in ("sha256", "sha256_cbor"):
+            raise ValueError(f"prefix.hash_algo: must be sha256 or sha256_cbor, got {self.hash_algo!r}")
         if self.tokenizer is not None and not isinstance(self.tokenizer, str):
             raise ValueError(f"prefix.tokenizer: must be a path or name, got {self.tokenizer!r}")
 
@@ -110,9 +115,21 @@ class PromptIdentity:
         self.tokenizer = load_tokenizer(self.cfg.tokenizer) if self.cfg.tokenizer else None
         self.mode = "tokenizer" if self.tokenizer is not None else "text-blocks"
         self._warned = False
+        # request id -> the prompt's exact token ids (precise mode learns vLLM's hashes of them)
+        self.exact_ids: OrderedDict = OrderedDict()
+        self.max_exact = 4096
 
-    def segments(self, body: dict, chat: bool) -> list:
-        """(group, len) segments of the prompt; [] (no identity) on any failure."""
+    def _keep(self, rid, ids) -> None:
+        if rid is None:
+            return
+        self.exact_ids[rid] = ids
+        while len(self.exact_ids) > self.max_exact:
+            self.exact_ids.popitem(last=False)
+
+    def segments(self, body: dict, chat: bool, rid=None) -> list:
+        """(group, len) segments of the prompt; [] (no identity) on any failure. With `rid`,
+        exact token ids (token-id prompts; completions text through the tokenizer, special
+        tokens added as vLLM does) are kept for precise mode (``exact_ids``)."""
         if not self.cfg.enabled:
             return []
         c = self.cfg
@@ -121,11 +138,14 @@ class PromptIdentity:
             if p is None:
                 return []
             if isinstance(p, list):  # token ids: exact
+                self._keep(rid, p)
                 return _s.id_block_segments(p[: c.max_prompt_blocks * c.block_size], c.block_size, c.block_size,
                                             c.max_prompt_blocks)
             if self.tokenizer is not None:
                 ids = self.tokenizer.encode(p[: c.max_prompt_blocks * c.chars_per_block],
-                                            add_special_tokens=False).ids
+                                            add_special_tokens=not chat).ids
+                if not chat:  # chat: vLLM applies the model's chat template; no exact ids
+                    self._keep(rid, ids)
                 return _s.id_block_segments(ids, c.block_size, c.block_size, c.max_prompt_blocks)
             chars = [ord(ch) for ch in p[: c.max_prompt_blocks * c.chars_per_block]]
             return _s.id_block_segments(chars, c.chars_per_block, c.block_size, c.max_prompt_blocks)
@@ -135,13 +155,33 @@ class PromptIdentity:
                 self._warned = True
             return []
 
+    def vllm_hasher(self):
+        if getattr(self, "_hasher", None) is None:
+            from slocore.serve.kv_events import VllmBlockHasher
+
+            self._hasher = VllmBlockHasher(self.cfg.block_size, self.cfg.hash_algo, self.cfg.hash_seed)
+        return self._hasher
+
     def new_index(self):
         return _s.ApproxPrefixIndex(self.cfg.index_capacity_blocks) if self.cfg.enabled else None
 
 
-def record_sent(backend, req) -> None:
-    """The router sent `req` to `backend`: its prompt chain enters the backend's index."""
+def record_sent(backend, req, identity: PromptIdentity | None = None) -> None:
+    """The router sent `req` to `backend`: its prompt chain enters the backend's index, and,
+    with KV events on and the prompt's exact ids known, the backend's vLLM-hash translation."""
     idx = getattr(backend, "prefix_index", None)
-    if idx is None or not req.prefix:
+    if not req.prefix or (idx is None and getattr(backend, "kv_events", None) is None):
         return
-    idx.record(_s.prompt_block_hashes(req, backend.block_size))
+    chain = _s.prompt_block_hashes(req, backend.block_size)
+    if idx is not None:
+        idx.record(chain)
+    kv = getattr(backend, "kv_events", None)
+    if kv is None or identity is None:
+        return
+    ids = identity.exact_ids.get(req.id)
+    if ids is None or backend.block_size != identity.cfg.block_size:
+        return
+    try:
+        kv.learn(identity.vllm_hasher().chain(ids, len(chain)), chain)
+    except Exception as e:  # noqa: BLE001 - precise mode is an optimisation
+        log.warning("backend %s: KV-event translation failed (%s: %s)", backend.name, type(e).__name__, e)

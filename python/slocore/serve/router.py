@@ -101,6 +101,7 @@ class Router:
     async def start(self):
         self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=False))
         self.upstream = Upstream(self.session, self.pool, self.cfg.timeouts, self.metrics, self.now)
+        self.upstream.prefix = self.prefix
         self.health = HealthChecker(self.pool, self.session, self.cfg.poll_interval_s)
         backends = list(self.cfg.backends)
         if not backends:
@@ -112,7 +113,7 @@ class Router:
                 eng = _engine.EmulatedEngine(**kw)
                 runner, url = await _engine.start(eng)
                 self._engines.append((runner, eng))
-                bc = BackendConfig(bc.name, url, bc.role, bc.profile, None)
+                bc = BackendConfig(bc.name, url, bc.role, bc.profile, None, bc.kv_events)
                 self.model_name = self.model_name or eng.model_name
             self.pool.add(bc)
         await self.health.poll_all(2.0)

@@ -53,6 +53,7 @@ class Upstream:
     def __init__(self, session: aiohttp.ClientSession, pool: BackendPool, timeouts: Timeouts,
                  metrics: RouterMetrics, now):
         self.session, self.pool, self.timeouts, self.metrics, self.now = session, pool, timeouts, metrics, now
+        self.prefix = None  # serve.prefix_index.PromptIdentity (set by the router)
 
     @contextlib.asynccontextmanager
     async def post(self, backend: Backend, policy, att, body: dict, chat: bool, total_s: float, what: str = ""):
@@ -62,7 +63,7 @@ class Upstream:
         fires on the way out, success or not. `what` names the step in failure messages."""
         st = _s.RequestState(att)
         backend.inflight[att.id] = st
-        record_sent(backend, att)
+        record_sent(backend, att, self.prefix)
         try:
             async with self.session.post(endpoint(backend, chat), json=body, timeout=aiohttp.ClientTimeout(
                     total=total_s, sock_connect=self.timeouts.connect_s)) as r:
