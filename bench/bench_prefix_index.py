@@ -7,6 +7,7 @@ the same plus hashing the prompt (``prompt_block_hashes``), and memory per cache
 (RSS growth while filling, printed)."""
 import numpy as np
 import pytest
+
 import slocore as s
 from slocore import _core
 from slocore.reference import prefix as pref

@@ -43,7 +43,6 @@ print(json.dumps({"hashes": [h.hex() for h in out], "payload": payload.hex()}))
 def test_router_hashes_equal_vllms(algo):
     rng = random.Random(7)
     ids = [rng.randrange(0, 150000) for _ in range(16 * 9 + 5)]
-    import os
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
     out = subprocess.run([VLLM_PY, "-c", SCRIPT, json.dumps(ids), "16", algo], capture_output=True, text=True,

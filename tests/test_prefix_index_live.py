@@ -1,12 +1,12 @@
 """The approximate prefix index, live: prompt ids -> prefix segments (C++ = Python reference),
 the router's tokenizer / text-block identity, bad input falling back, and the per-backend
 index feeding InstanceView.cached_prefix_tokens through a real router with emulated engines."""
-import json
 import logging
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from slocore import _core
 from slocore.reference import prefix as ref
 
