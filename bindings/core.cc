@@ -5,6 +5,7 @@
 #include "bindings.h"
 #include "slocore/core/errors.h"
 #include "slocore/core/prefix.h"
+#include "slocore/core/block_set.h"
 #include "slocore/core/fit.h"
 #include "slocore/core/input_checks.h"
 #include "slocore/core/instance_view.h"
@@ -318,8 +319,35 @@ void init_core(py::module_& m) {
         "chained hashes of the full blocks among the first max_tokens identified tokens (core/prefix.h)");
   m.def("prompt_block_hashes", &prompt_block_hashes, py::arg("request"), py::arg("block_size"),
         "the chain a router looks up: full blocks of the first prompt_len - 1 tokens");
+  m.def(
+      "id_block_segments",
+      [](const std::vector<int64_t>& ids, int ids_per_block, int tokens_per_block, int64_t max_blocks) {
+        std::vector<std::pair<uint64_t, Tokens>> out;
+        for (const PrefixSegment& g : id_block_segments(ids, ids_per_block, tokens_per_block, max_blocks))
+          out.emplace_back(g.group, g.len);
+        return out;
+      },
+      py::arg("ids"), py::arg("ids_per_block"), py::arg("tokens_per_block"), py::arg("max_blocks"),
+      "prefix segments (group, len) of a prompt known by token ids or characters, one per block (core/prefix.h)");
   py::class_<PrefixLookup, std::shared_ptr<PrefixLookup>>(m, "PrefixLookup")
       .def("match_blocks", &PrefixLookup::match_blocks, py::arg("chain"));
+  m.def(
+      "match_blocks_many",
+      [](const std::vector<std::shared_ptr<PrefixLookup>>& lookups, const std::vector<uint64_t>& chain) {
+        std::vector<int64_t> out;
+        out.reserve(lookups.size());
+        for (const auto& l : lookups) out.push_back(l ? l->match_blocks(chain) : 0);
+        return out;
+      },
+      py::arg("lookups"), py::arg("chain"), "leading blocks of `chain` each lookup holds (None: 0), one call");
+  py::class_<BlockSet, PrefixLookup, std::shared_ptr<BlockSet>>(m, "BlockSet",
+                                                                "an engine's reported cached blocks (precise)")
+      .def(py::init<>())
+      .def("match_blocks", &BlockSet::match_blocks, py::arg("chain"))
+      .def("add", &BlockSet::add, py::arg("hashes"))
+      .def("remove", &BlockSet::remove, py::arg("hashes"))
+      .def("clear", &BlockSet::clear)
+      .def("__len__", &BlockSet::size);
   py::class_<ApproxPrefixIndex, PrefixLookup, std::shared_ptr<ApproxPrefixIndex>>(m, "ApproxPrefixIndex")
       .def(py::init<int64_t>(), py::arg("capacity_blocks"))
       .def("match_blocks", &ApproxPrefixIndex::match_blocks, py::arg("chain"))

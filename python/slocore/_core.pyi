@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ApproxPrefixIndex', 'Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'DecodeMask', 'EngineModel', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PrefixCache', 'PrefixLookup', 'PriorityMapper', 'Recorder', 'RecordingPolicy', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SibylProjectedLoad', 'SimConfig', 'SimResult', 'Slo', 'SurvivalEstimator', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'expected_handoff', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'kv_transfer_time', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'policy_info', 'prefix_block_hashes', 'prompt_block_hashes', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight']
+__all__: list[str] = ['ApproxPrefixIndex', 'Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'BlockSet', 'DecodeMask', 'EngineModel', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PrefixCache', 'PrefixLookup', 'PriorityMapper', 'Recorder', 'RecordingPolicy', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SibylProjectedLoad', 'SimConfig', 'SimResult', 'Slo', 'SurvivalEstimator', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'expected_handoff', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'id_block_segments', 'kv_transfer_time', 'make_batch_scheduler', 'match_blocks_many', 'make_global_policy', 'make_scaler', 'policy_info', 'prefix_block_hashes', 'prompt_block_hashes', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight']
 class Role:
     """
     Members:
@@ -1105,6 +1105,22 @@ class PriorityMapper:
         ...
     def record(self, priority: typing.SupportsInt | typing.SupportsIndex, ttft: typing.SupportsFloat | typing.SupportsIndex, queue_time: typing.SupportsFloat | typing.SupportsIndex, tpot: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
+class BlockSet(PrefixLookup):
+    """
+    an engine's reported cached blocks (precise)
+    """
+    def __init__(self) -> None:
+        ...
+    def __len__(self) -> int:
+        ...
+    def add(self, hashes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+        ...
+    def clear(self) -> None:
+        ...
+    def match_blocks(self, chain: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> int:
+        ...
+    def remove(self, hashes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+        ...
 class DecodeMask:
     def __init__(self, rates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], spread: bool = False) -> None:
         ...
@@ -1245,9 +1261,17 @@ def make_global_policy(name: str, params: collections.abc.Mapping[str, typing.Su
     """
 def make_scaler(name: str, params: collections.abc.Mapping[str, typing.SupportsFloat | typing.SupportsIndex | str] = {}) -> Scaler:
     ...
+def match_blocks_many(lookups: collections.abc.Sequence[PrefixLookup], chain: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> list[int]:
+    """
+    leading blocks of `chain` each lookup holds (None: 0), one call
+    """
 def policy_info(kind: str, name: str) -> dict:
     """
     The registry entry `name` of `kind` (global_policy | batch_scheduler | scaler): {name, summary, params: [{name, type, default, help, range}]}, the one parameter table its factory and params() use.
+    """
+def id_block_segments(ids: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], ids_per_block: typing.SupportsInt | typing.SupportsIndex, tokens_per_block: typing.SupportsInt | typing.SupportsIndex, max_blocks: typing.SupportsInt | typing.SupportsIndex) -> list[tuple[int, int]]:
+    """
+    prefix segments (group, len) of a prompt known by token ids or characters, one per block (core/prefix.h)
     """
 def prefix_block_hashes(request: Request, block_size: typing.SupportsInt | typing.SupportsIndex, max_tokens: typing.SupportsInt | typing.SupportsIndex) -> list[int]:
     """

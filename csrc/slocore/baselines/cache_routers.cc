@@ -9,7 +9,9 @@ namespace slocore {
 Tokens cached_prompt_tokens(PromptChains& chains, const InstanceView& v, PrefixSource source) {
   const auto& chain = chains.get(v.block_size);
   if (chain.empty()) return 0;
-  return source == PrefixSource::Precise ? v.precise_prefix_tokens(chain) : v.approx_prefix_tokens(chain);
+  // Precise without the engine's cache (live: no or stale KV events) degrades to the approximate index.
+  const bool precise = source == PrefixSource::Precise && v.prefix_cache;
+  return precise ? v.precise_prefix_tokens(chain) : v.approx_prefix_tokens(chain);
 }
 
 WeightedScorerPolicy::WeightedScorerPolicy(WeightedScorerParams p) : p_(p) {}

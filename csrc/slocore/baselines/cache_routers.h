@@ -79,7 +79,8 @@ class KvRouterPolicy : public PushPolicy {
   KvRouterParams p_;
 };
 
-// Leading prompt tokens of a request (its chains) that v holds, from `source` (approximate | precise).
+// Leading prompt tokens of a request (its chains) that v holds, from `source` (approximate |
+// precise; precise falls back to the approximate index when v has no engine cache).
 Tokens cached_prompt_tokens(PromptChains& chains, const InstanceView& v, PrefixSource source);
 
 }  // namespace slocore

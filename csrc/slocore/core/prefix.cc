@@ -18,6 +18,7 @@ uint64_t mix(uint64_t h, uint64_t x) {
 }
 
 constexpr uint64_t kRoot = 0x736c6f636f726531ULL;  // the chain's parent of block 0
+constexpr uint64_t kIdSeed = 0x69642d626c6f636bULL;  // the seed of an id block's group hash
 
 Tokens covered(const Request& r) {
   Tokens c = 0;
@@ -65,6 +66,24 @@ std::vector<uint64_t> prefix_block_hashes(const Request& r, int block_size, Toke
 
 std::vector<uint64_t> prompt_block_hashes(const Request& r, int block_size) {
   return prefix_block_hashes(r, block_size, r.prompt_len - 1);
+}
+
+std::vector<PrefixSegment> id_block_segments(const std::vector<int64_t>& ids, int ids_per_block,
+                                             int tokens_per_block, int64_t max_blocks) {
+  require(ids_per_block >= 1, "ids_per_block", "must be >= 1");
+  require(tokens_per_block >= 1, "tokens_per_block", "must be >= 1");
+  std::vector<PrefixSegment> out;
+  const size_t n = ids.size();
+  for (size_t start = 0; start < n && int64_t(out.size()) < max_blocks; start += size_t(ids_per_block)) {
+    const size_t end = std::min(n, start + size_t(ids_per_block));
+    uint64_t g = kIdSeed;
+    for (size_t k = start; k < end; ++k) g = mix(g, uint64_t(ids[k]));
+    const Tokens len = end - start == size_t(ids_per_block)
+                           ? Tokens(tokens_per_block)
+                           : Tokens((int64_t(end - start) * tokens_per_block + ids_per_block - 1) / ids_per_block);
+    out.push_back(PrefixSegment{g, len});
+  }
+  return out;
 }
 
 ApproxPrefixIndex::ApproxPrefixIndex(int64_t capacity_blocks) : capacity_(capacity_blocks) {

@@ -29,6 +29,16 @@ std::vector<uint64_t> prefix_block_hashes(const Request& r, int block_size, Toke
 // tokens (vLLM always recomputes at least the last prompt token).
 std::vector<uint64_t> prompt_block_hashes(const Request& r, int block_size);
 
+// Prefix segments for a prompt known by its ids (the live router: token ids from the model's
+// tokenizer, or characters in the text-block fallback): segment j covers ids
+// [j * ids_per_block, (j + 1) * ids_per_block) and stands for `tokens_per_block` tokens; its
+// group is a hash of those ids, so two prompts get equal leading segments exactly while their
+// ids agree block by block (the chain in prefix_block_hashes then makes the hashes depend on
+// the whole prefix). A last partial block counts ceil(ids * tokens_per_block / ids_per_block)
+// tokens. At most `max_blocks` segments (bounded work per prompt; identity stops there).
+std::vector<PrefixSegment> id_block_segments(const std::vector<int64_t>& ids, int ids_per_block,
+                                             int tokens_per_block, int64_t max_blocks);
+
 // The prompt chains of one request, computed once per block size (instances may differ).
 class PromptChains {
  public:

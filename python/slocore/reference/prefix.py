@@ -46,6 +46,30 @@ def prefix_block_hashes(prompt_len: int, prefix, block_size: int, max_tokens: in
     return out
 
 
+ID_SEED = 0x69642D626C6F636B
+
+
+def id_block_segments(ids, ids_per_block: int, tokens_per_block: int, max_blocks: int) -> list[tuple[int, int]]:
+    """One (group, len) segment per block of `ids_per_block` ids (token ids, or characters in
+    the text fallback), standing for `tokens_per_block` tokens; a last partial block counts
+    ceil(ids * tokens_per_block / ids_per_block); at most `max_blocks` segments."""
+    if ids_per_block < 1:
+        raise ValueError("ids_per_block: must be >= 1")
+    if tokens_per_block < 1:
+        raise ValueError("tokens_per_block: must be >= 1")
+    out = []
+    for start in range(0, len(ids), ids_per_block):
+        if len(out) >= max_blocks:
+            break
+        block = ids[start:start + ids_per_block]
+        g = ID_SEED
+        for x in block:
+            g = mix(g, x)
+        n = tokens_per_block if len(block) == ids_per_block else -(-len(block) * tokens_per_block // ids_per_block)
+        out.append((g, n))
+    return out
+
+
 def prompt_block_hashes(prompt_len: int, prefix, block_size: int) -> list[int]:
     return prefix_block_hashes(prompt_len, prefix, block_size, prompt_len - 1)
 
@@ -78,6 +102,28 @@ class ApproxPrefixIndex:
 
     def __len__(self) -> int:
         return len(self.lru)
+
+
+class BlockSet:
+    """An engine's reported cached blocks (the C++ BlockSet): a plain set."""
+
+    def __init__(self):
+        self.blocks: set[int] = set()
+
+    def match_blocks(self, chain) -> int:
+        return leading(chain, self.blocks)
+
+    def add(self, hs) -> None:
+        self.blocks.update(hs)
+
+    def remove(self, hs) -> None:
+        self.blocks.difference_update(hs)
+
+    def clear(self) -> None:
+        self.blocks.clear()
+
+    def __len__(self) -> int:
+        return len(self.blocks)
 
 
 class PrefixCache:

@@ -52,6 +52,8 @@ class Backend:
     failures: int = 0  # requests that failed on this engine
     poll_failures: int = 0  # consecutive failed /metrics polls (health's hysteresis)
     draining: bool = False  # the scaler is retiring it: no new work (serve/scaler.py)
+    prefix_index: object = None  # slocore.ApproxPrefixIndex of what was sent here (serve.prefix_index)
+    kv_events: object = None  # serve.kv_events.KvBlockSet when the engine publishes KV events
 
     def view(self) -> "_s.InstanceView":
         v = _s.InstanceView(self.id, core_role(self.role))
@@ -74,6 +76,10 @@ class Backend:
         used = max(used, sum(-(-int(s.context_len) // self.block_size) for s in running))
         v.kv_blocks_free = max(0, kv_total - used)
         v.accepting = self.healthy and not self.draining
+        if self.prefix_index is not None:
+            v.prefix_index = self.prefix_index
+        if self.kv_events is not None and self.kv_events.fresh():  # stale or absent: approximate
+            v.prefix_cache = self.kv_events.lookup
         return v
 
     def describe(self) -> dict:

@@ -27,6 +27,7 @@ SLO defaults and the priority-to-SLO table, timeouts, retries, the admin token.
         command: [slocore, engine, --host, "{host}", --port, "{port}"]
         role_args: {}                    # extra argv per role
         profile: h100-llama2-7b          # the policies' latency model of a new engine
+    prefix: {tokenizer: /models/llama/tokenizer.json, block_size: 16}   # serve/prefix_index.py
 
 No backends at all means one embedded emulated engine (profile ``h100-llama2-7b``).
 """
@@ -54,6 +55,7 @@ class BackendConfig:
     role: str = COLOCATED
     profile: str = DEFAULT_PROFILE  # the policies' latency model of this engine
     emulated: dict | None = None  # EmulatedEngine kwargs: started in-process by the router
+    kv_events: str | None = None  # vLLM's KV-event ZMQ endpoint (precise prefix mode), e.g. tcp://host:5557
 
 
 @dataclass
@@ -98,6 +100,7 @@ class ServeConfig:
     tenants: TenantsConfig = field(default_factory=TenantsConfig)  # serve.tenants: keys, SLO caps, rates
     admission: AdmissionConfig = field(default_factory=AdmissionConfig)  # serve.admission: shedding
     scaler: ScalerConfig | None = None  # the scaler in the live loop (serve/scaler.py)
+    prefix: dict = field(default_factory=dict)  # serve.prefix_index.PrefixConfig keyword arguments
 
     @property
     def disaggregated(self) -> bool:
@@ -153,6 +156,7 @@ class _Backend(_Lenient):
     role: Literal[ROLES] = COLOCATED  # type: ignore[valid-type]
     profile: Optional[str] = None
     emulated: Union[Literal[True], dict, None] = None  # true or EmulatedEngine options
+    kv_events: Optional[str] = None  # ZMQ endpoint of vLLM's KV-event publisher
 
     @field_validator("url")
     @classmethod
@@ -236,6 +240,7 @@ class _File(_Section):
     tenants: Optional[TenantsConfig] = None
     admission: Optional[AdmissionConfig] = None
     scaler: Optional[_Scaler] = None
+    prefix: Optional[dict] = None
 
     @field_validator("policy", "prefill_policy", "decode_policy", mode="before")
     @classmethod
@@ -296,7 +301,8 @@ def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
         names.add(name)
         emu = {} if b.emulated is True else b.emulated
         profile = b.profile or (emu or {}).get("profile") or DEFAULT_PROFILE
-        cfg.backends.append(BackendConfig(name, b.url.rstrip("/") if b.url else None, b.role, profile, emu))
+        cfg.backends.append(BackendConfig(name, b.url.rstrip("/") if b.url else None, b.role, profile, emu,
+                                          b.kv_events))
     roles = {b.role for b in cfg.backends}
     if COLOCATED in roles and roles - {COLOCATED}:
         raise ValueError(f"{where}: backends: mix of colocated and prefill/decode roles; use one mode")
@@ -328,6 +334,16 @@ def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
             raise ValueError(f"{where}: scaler.launcher.profile: {e}") from None
         cfg.scaler = ScalerConfig(sc.name, dict(sc.params or {}), sc.min_instances, sc.max_instances,
                                   LauncherConfig(**sc.launcher.model_dump()))
+    if f.prefix is not None:
+        from slocore.serve.prefix_index import PrefixConfig
+
+        try:
+            PrefixConfig(**f.prefix)
+        except TypeError as e:
+            raise ValueError(f"{where}: prefix: {e}") from None
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        cfg.prefix = dict(f.prefix)
     return cfg
 
 

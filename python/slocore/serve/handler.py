@@ -101,7 +101,8 @@ class RequestHandler:
         if f["max_tokens"]:
             kw["max_output_len"] = f["max_tokens"]
         try:
-            template = _s.Request(rid, arrival, plen, **kw)
+            segs = r.prefix.segments(body, chat, rid)  # prefix identity (serve.prefix_index)
+            template = _s.Request(rid, arrival, max(plen, sum(n for _, n in segs)), prefix=segs, **kw)
             template.validate()
         except (ValueError, TypeError, OverflowError) as e:
             return _lim.error_response(request, str(e), 400)
@@ -160,7 +161,9 @@ class RequestHandler:
             kw["deadline"] = t.slo.deadline
         if t.max_output_len:
             kw["max_output_len"] = t.max_output_len
-        return _s.Request(ctx.rid, t.arrival, t.prompt_len, **kw)
+        att = _s.Request(ctx.rid, t.arrival, t.prompt_len, **kw)
+        att.prefix = t.prefix
+        return att
 
     async def _run_attempts(self, ctx: RequestContext, fwd: dict):
         r = self.r

@@ -5,6 +5,7 @@ role; and quarantine: an engine that failed a request stays out of selection for
 """
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import time
@@ -19,13 +20,15 @@ log = logging.getLogger("slocore.serve")
 
 
 class BackendPool:
-    def __init__(self, disaggregated: bool, quarantine_s: float, on_change=lambda: None):
+    def __init__(self, disaggregated: bool, quarantine_s: float, on_change=lambda: None, new_prefix_index=None):
         self.disaggregated = disaggregated
         self.quarantine_s = quarantine_s
         self.on_change = on_change  # called after every add/remove (the dispatchers re-sync)
+        self.new_prefix_index = new_prefix_index  # () -> a backend's prefix index (serve.prefix_index)
         self.backends: dict[str, Backend] = {}
         self._ids = itertools.count()
         self._quarantine_until: dict[str, float] = {}
+        self._kv_tasks: dict = {}  # backend name -> its KV-event subscription task
 
     def __iter__(self):
         return iter(self.backends.values())
@@ -48,13 +51,31 @@ class BackendPool:
         hw, _ = hardware_profile(bc.profile)
         b = Backend(next(self._ids), bc.name, bc.url, bc.role, _s.LatencyModel(hw.coeffs), int(hw.kv_blocks),
                     int(hw.block_size))
+        if self.new_prefix_index is not None:
+            b.prefix_index = self.new_prefix_index()
+        if getattr(bc, "kv_events", None):
+            self._follow_kv_events(b, bc.kv_events)
         self.backends[b.name] = b
         self.on_change()
         return b
 
+    def _follow_kv_events(self, b: Backend, endpoint: str) -> None:
+        """Precise prefix mode: subscribe to the engine's KV events (serve.kv_events)."""
+        from slocore.serve.kv_events import KvBlockSet, subscribe
+
+        b.kv_events = KvBlockSet(b.name)
+        try:
+            self._kv_tasks[b.name] = asyncio.get_running_loop().create_task(subscribe(b.kv_events, endpoint))
+        except RuntimeError:
+            log.warning("backend %s: no event loop to follow KV events at %s; approximate prefix index", b.name,
+                        endpoint)
+
     def remove(self, name: str) -> None:
         if name not in self.backends:
             raise KeyError(name)
+        task = self._kv_tasks.pop(name, None)
+        if task is not None:
+            task.cancel()
         self.backends[name].healthy = False
         del self.backends[name]
         self._quarantine_until.pop(name, None)

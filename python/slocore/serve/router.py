@@ -42,6 +42,7 @@ from slocore.serve.limits import on_response_prepare
 from slocore.serve.metrics import RouterMetrics
 from slocore.serve.pd import PDFlow
 from slocore.serve.pool import BackendPool
+from slocore.serve.prefix_index import PrefixConfig, PromptIdentity
 from slocore.serve.slo import SloResolver
 from slocore.serve.upstream import Upstream, connector
 
@@ -69,7 +70,9 @@ class Router:
             except TypeError as e:
                 raise ValueError(f"slo.mapper: {e}") from None
         self.slo = SloResolver(cfg, self.mapper, self.now)
-        self.pool = BackendPool(cfg.disaggregated, max(2.0, 4 * cfg.poll_interval_s), self._sync_policies)
+        self.prefix = PromptIdentity(PrefixConfig(**cfg.prefix))
+        self.pool = BackendPool(cfg.disaggregated, max(2.0, 4 * cfg.poll_interval_s), self._sync_policies,
+                                self.prefix.new_index)
         self.handler = RequestHandler(self)
         if cfg.disaggregated:
             self.flow = PDFlow(cfg, self.pool, self.metrics, self.now, lambda: self.upstream,
@@ -106,6 +109,7 @@ class Router:
         self.fresh_session = aiohttp.ClientSession(connector=connector(force_close=True))
         self.upstream = Upstream(self.session, self.pool, self.cfg.timeouts, self.metrics, self.now,
                                  self.fresh_session)
+        self.upstream.prefix = self.prefix
         self.health = HealthChecker(self.pool, self.session, self.cfg.poll_interval_s)
         backends = list(self.cfg.backends)
         if not backends:
@@ -117,7 +121,7 @@ class Router:
                 eng = _engine.EmulatedEngine(**kw)
                 runner, url = await _engine.start(eng)
                 self._engines.append((runner, eng))
-                bc = BackendConfig(bc.name, url, bc.role, bc.profile, None)
+                bc = BackendConfig(bc.name, url, bc.role, bc.profile, None, bc.kv_events)
                 self.model_name = self.model_name or eng.model_name
             self.pool.add(bc)
         await self.health.poll_all(poll_timeout(self.cfg.poll_interval_s))

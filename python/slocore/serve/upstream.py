@@ -21,6 +21,7 @@ from slocore.serve.backends import Backend
 from slocore.serve.config import Timeouts
 from slocore.serve.metrics import RouterMetrics
 from slocore.serve.pool import BackendPool
+from slocore.serve.prefix_index import record_sent
 
 log = logging.getLogger("slocore.serve")
 
@@ -74,6 +75,7 @@ class Upstream:
     def __init__(self, session: aiohttp.ClientSession, pool: BackendPool, timeouts: Timeouts,
                  metrics: RouterMetrics, now, fresh: aiohttp.ClientSession | None = None):
         self.session, self.pool, self.timeouts, self.metrics, self.now = session, pool, timeouts, metrics, now
+        self.prefix = None  # serve.prefix_index.PromptIdentity (set by the router)
         self.fresh = fresh or session  # a session whose connections are never reused (the retry)
 
     async def _send(self, url: str, body: dict, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
@@ -93,6 +95,7 @@ class Upstream:
         fires on the way out, success or not. `what` names the step in failure messages."""
         st = _s.RequestState(att)
         backend.inflight[att.id] = st
+        record_sent(backend, att, self.prefix)
         try:
             r = await self._send(endpoint(backend, chat), body, aiohttp.ClientTimeout(
                 total=total_s, sock_connect=self.timeouts.connect_s))

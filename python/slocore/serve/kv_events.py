@@ -1,0 +1,219 @@
+"""vLLM's KV-cache events, router side (precise prefix mode, in progress): vLLM's block-hash
+scheme reproduced exactly, the event batches decoded defensively, and one backend's real
+block set kept from them.
+
+vLLM (0.32, ``v1/core/kv_cache_utils.py``) keys a full block of ``block_size`` tokens by
+``hash_fn((parent_hash, tuple(token_ids), extra_keys))`` with ``parent_hash = NONE_HASH`` for
+block 0, where ``NONE_HASH = hash_fn(seed)`` and seed is ``$PYTHONHASHSEED`` if set, else
+``"vllm-none-hash"``; ``hash_fn`` is ``--prefix-caching-hash-algo``: ``sha256`` (default:
+sha256 of ``pickle.dumps(x, HIGHEST_PROTOCOL)``) or ``sha256_cbor`` (sha256 of canonical
+CBOR). ``extra_keys`` is None for plain text prompts (no LoRA, multimodal, cache salt).
+Events (``--kv-events-config '{"enable_kv_cache_events": true, "publisher": "zmq", ...}'``)
+arrive as ZMQ multipart ``(topic, seq: 8 bytes big-endian, payload)``, payload a msgpack
+``KVEventBatch`` ``[ts, [event, ...], dp_rank?]``, each event tagged ``BlockStored`` /
+``BlockRemoved`` / ``AllBlocksCleared`` with block hashes as bytes (or 64-bit ints when
+``VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1``: the low 8 bytes, big-endian).
+
+A stream that stops, lags (a sequence gap) or sends garbage marks the set stale; a stale set
+answers nothing, so the router falls back to its approximate index (never an error).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import pickle
+import time
+from collections import OrderedDict
+
+log = logging.getLogger("slocore.serve.kv_events")
+
+DEFAULT_SEED = "vllm-none-hash"
+
+
+def _sha256_pickle(x) -> bytes:
+    return hashlib.sha256(pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL)).digest()
+
+
+def _sha256_cbor(x) -> bytes:
+    import cbor2
+
+    return hashlib.sha256(cbor2.dumps(x, canonical=True)).digest()
+
+
+HASH_FNS = {"sha256": _sha256_pickle, "sha256_cbor": _sha256_cbor}
+
+
+class VllmBlockHasher:
+    """vLLM's chained block hashes of a token-id prompt (full blocks only)."""
+
+    def __init__(self, block_size: int = 16, algo: str = "sha256", seed: str | None = None, int_hashes: bool = False):
+        if algo not in HASH_FNS:
+            raise ValueError(f"prefix.hash_algo: must be one of {sorted(HASH_FNS)}, got {algo!r}")
+        if not isinstance(block_size, int) or block_size < 1:
+            raise ValueError(f"prefix.block_size: must be an integer >= 1, got {block_size!r}")
+        self.block_size, self.fn, self.int_hashes = block_size, HASH_FNS[algo], int_hashes
+        self.none_hash = self.fn(DEFAULT_SEED if seed is None else seed)
+
+    def chain(self, token_ids, max_blocks: int | None = None) -> list:
+        out, parent, bs = [], self.none_hash, self.block_size
+        n = len(token_ids) // bs
+        if max_blocks is not None:
+            n = min(n, max_blocks)
+        for b in range(n):
+            parent = self.fn((parent, tuple(token_ids[b * bs:(b + 1) * bs]), None))
+            out.append(parent)
+        return [self.external(h) for h in out]
+
+    def external(self, h: bytes):
+        """As the events carry it (vLLM's ``maybe_convert_block_hash``)."""
+        return int.from_bytes(h, "big") & ((1 << 64) - 1) if self.int_hashes else h
+
+
+def decode_batch(payload: bytes):
+    """(ts, [(kind, hashes)]) of one msgpack KVEventBatch; ValueError naming what is wrong."""
+    import msgspec
+
+    try:
+        obj = msgspec.msgpack.decode(payload)
+    except Exception as e:  # noqa: BLE001 - any decoding error is garbage
+        raise ValueError(f"kv event batch: not msgpack ({type(e).__name__})") from None
+    if not isinstance(obj, (list, tuple)) or len(obj) < 2 or not isinstance(obj[1], list):
+        raise ValueError("kv event batch: expected [ts, [events], ...]")
+    ts, events = obj[0], []
+    for i, ev in enumerate(obj[1]):
+        if isinstance(ev, dict):
+            kind, hashes = ev.get("type"), ev.get("block_hashes", [])
+        elif isinstance(ev, (list, tuple)) and ev:  # array-like tagged form: [tag, fields...]
+            kind, hashes = ev[0], (ev[1] if len(ev) > 1 else [])
+        else:
+            raise ValueError(f"kv event batch: events[{i}]: not an event")
+        if kind not in ("BlockStored", "BlockRemoved", "AllBlocksCleared"):
+            raise ValueError(f"kv event batch: events[{i}].type: unknown {kind!r}")
+        if not isinstance(hashes, list) or not all(isinstance(h, (bytes, int)) for h in hashes):
+            raise ValueError(f"kv event batch: events[{i}].block_hashes: not a list of hashes")
+        events.append((kind, hashes))
+    return ts, events
+
+
+class KvBlockSet:
+    """One backend's cached blocks as its KV events say; stale -> answers 0 (fall back)."""
+
+    def __init__(self, name: str, max_silence_s: float | None = None, max_blocks: int = 1 << 22):
+        self.name, self.max_silence_s, self.max_blocks = name, max_silence_s, max_blocks
+        self.blocks: set = set()
+        self.last_seq: int | None = None
+        self.last_event = 0.0
+        self.stale = True  # until the first good batch
+        self.errors = 0
+        # vLLM hash -> slocore chain hash, learned from what the router sent (LRU-bounded), and
+        # the held blocks in slocore hashes: the C++ BlockSet behind InstanceView.prefix_cache.
+        self.translate: OrderedDict = OrderedDict()
+        from slocore import _core
+
+        self.lookup = _core.BlockSet()
+
+    def learn(self, vllm_chain, slocore_chain) -> None:
+        """The router sent a prompt whose vLLM block hashes are `vllm_chain` and whose slocore
+        chain is `slocore_chain` (same token ids, same block size)."""
+        held = []
+        for v, c in zip(vllm_chain, slocore_chain):
+            self.translate[v] = c
+            self.translate.move_to_end(v)
+            if v in self.blocks:
+                held.append(c)
+        while len(self.translate) > self.max_blocks:
+            self.translate.popitem(last=False)
+        if held:
+            self.lookup.add(held)
+
+    def _mapped(self, hashes) -> list:
+        return [self.translate[h] for h in hashes if h in self.translate]
+
+    def _clear(self) -> None:
+        self.blocks.clear()
+        self.lookup.clear()
+
+    def _bad(self, why: str) -> None:
+        self.errors += 1
+        if not self.stale:
+            log.warning("backend %s: KV events %s; using the approximate prefix index", self.name, why)
+        self.stale = True
+
+    def apply(self, seq_bytes: bytes, payload: bytes, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        try:
+            seq = int.from_bytes(seq_bytes, "big")
+            _, events = decode_batch(payload)
+        except (ValueError, TypeError) as e:
+            return self._bad(f"garbage ({e})")
+        if self.last_seq is not None and seq != self.last_seq + 1:
+            # A gap: blocks were stored or removed that we did not see; start over from empty.
+            self._clear()
+            self._bad(f"sequence gap ({self.last_seq} -> {seq})")
+        self.last_seq, self.last_event = seq, now
+        for kind, hashes in events:
+            if kind == "BlockStored":
+                self.blocks.update(hashes)
+                self.lookup.add(self._mapped(hashes))
+            elif kind == "BlockRemoved":
+                self.blocks.difference_update(hashes)
+                self.lookup.remove(self._mapped(hashes))
+            else:
+                self._clear()
+        if len(self.blocks) > self.max_blocks:  # a runaway stream: bounded memory
+            self._clear()
+            return self._bad(f"more than {self.max_blocks} blocks")
+        if self.stale and self.last_seq is not None:
+            log.info("backend %s: KV events live (seq %d)", self.name, seq)
+        self.stale = False
+
+    def fresh(self, now: float | None = None) -> bool:
+        now = time.monotonic() if now is None else now
+        if not self.stale and self.max_silence_s is not None and now - self.last_event > self.max_silence_s:
+            self._bad(f"silent for {now - self.last_event:.0f} s")
+        return not self.stale
+
+    def match_blocks(self, chain, now: float | None = None) -> int | None:
+        """Leading blocks of vLLM chain `chain` held; None when stale (use the approximate index)."""
+        if not self.fresh(now):
+            return None
+        n = 0
+        while n < len(chain) and chain[n] in self.blocks:
+            n += 1
+        return n
+
+
+async def subscribe(block_set: KvBlockSet, endpoint: str, topic: str = "", stop=None) -> None:
+    """Follow one backend's ZMQ publisher (vLLM's ``--kv-events-config`` endpoint, e.g.
+    ``tcp://127.0.0.1:5557``) into `block_set` until cancelled or `stop` (an asyncio.Event)
+    is set. Malformed frames mark the set stale (a log line); socket errors end the loop with
+    a log line and leave the set stale; nothing is raised to the caller."""
+    import asyncio
+
+    try:
+        import zmq
+        import zmq.asyncio
+    except ImportError:
+        log.warning("backend %s: pyzmq is not installed; KV events off (approximate index)", block_set.name)
+        return
+    ctx = zmq.asyncio.Context.instance()
+    sock = ctx.socket(zmq.SUB)
+    try:
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(endpoint)
+        sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
+        while stop is None or not stop.is_set():
+            try:
+                frames = await asyncio.wait_for(sock.recv_multipart(), 0.5)
+            except asyncio.TimeoutError:
+                continue
+            if len(frames) != 3:
+                block_set._bad(f"a message of {len(frames)} frames (want topic, seq, payload)")
+                continue
+            block_set.apply(frames[1], frames[2])
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a dead stream degrades, never fails a request
+        block_set._bad(f"stream ended ({type(e).__name__}: {e})")
+    finally:
+        sock.close(0)
