@@ -2,8 +2,10 @@
 16) over 16 instances (32 running + 32 waiting each, an approximate prefix index holding
 part of the prompt), C++ policy vs the pure-Python reference (hashes, index lookups and the
 choice: python/slocore/reference/{prefix,cache_routers}.py)."""
+
 import numpy as np
 import pytest
+
 import slocore as s
 from slocore import _core
 from slocore.reference import cache_routers as ref
@@ -20,8 +22,14 @@ def make_cluster(seed=0):
     for i in range(N):
         v = s.InstanceView(i)
         v.block_size, v.kv_blocks_total, v.kv_blocks_free = BS, 20000, int(rng.integers(0, 20000))
-        pv = dict(accepting=True, kv_blocks_total=20000, kv_blocks_free=v.kv_blocks_free, block_size=BS,
-                  running=[], waiting=[])
+        pv = dict(
+            accepting=True,
+            kv_blocks_total=20000,
+            kv_blocks_free=v.kv_blocks_free,
+            block_size=BS,
+            running=[],
+            waiting=[],
+        )
         for q in ("running", "waiting"):
             states = []
             for _ in range(32):
@@ -63,6 +71,7 @@ def cpp(name, params):
     def run():
         pol.submit(REQ, 0.0)
         return [v.id for v in VIEWS].index(pol.poll(0.0, VIEWS)[0].instance)
+
     return run
 
 
@@ -85,7 +94,10 @@ def test_place(benchmark, record_ratio, name, impl):
 @pytest.mark.parametrize("impl", ["cpp", "python"])
 def test_hash_chain(benchmark, record_ratio, impl):
     benchmark.group = "prefix_block_hashes: 8k-token prompt"
-    fn = (lambda: _core.prompt_block_hashes(REQ, BS)) if impl == "cpp" else (
-        lambda: pref.prompt_block_hashes(PROMPT, [(42, PROMPT)], BS))
+    fn = (
+        (lambda: _core.prompt_block_hashes(REQ, BS))
+        if impl == "cpp"
+        else (lambda: pref.prompt_block_hashes(PROMPT, [(42, PROMPT)], BS))
+    )
     assert len(benchmark(fn)) == (PROMPT - 1) // BS
     record_ratio(benchmark.group, impl)

@@ -1,4 +1,5 @@
 """Core hot paths: metrics summary over a finished run, and batch latency estimation."""
+
 import numpy as np
 import pytest
 
@@ -15,11 +16,30 @@ def make_records():
     for i in range(N_REQ):
         arrival = float(i) * 0.01
         t = (arrival + 0.2 + np.cumsum(rng.exponential(0.03, N_TOK))).tolist()
-        req = dict(arrival=arrival, ttft=1.0, tpot=0.05, deadline=None, priority=i % 2, priority_weight=1 + i % 2,
-                   task="ab"[i % 2], output_len=N_TOK)
+        req = dict(
+            arrival=arrival,
+            ttft=1.0,
+            tpot=0.05,
+            deadline=None,
+            priority=i % 2,
+            priority_weight=1 + i % 2,
+            task="ab"[i % 2],
+            output_len=N_TOK,
+        )
         recs.append((req, t, "finished"))
-        rec.add(s.Request(i, arrival, 100, output_len=N_TOK, ttft=1.0, tpot=0.05, priority=i % 2,
-                          priority_weight=1 + i % 2, task="ab"[i % 2]))
+        rec.add(
+            s.Request(
+                i,
+                arrival,
+                100,
+                output_len=N_TOK,
+                ttft=1.0,
+                tpot=0.05,
+                priority=i % 2,
+                priority_weight=1 + i % 2,
+                task="ab"[i % 2],
+            )
+        )
         for x in t:
             rec.token(i, x)
         rec.finish(i, t[-1])
@@ -40,9 +60,14 @@ def test_summarize(benchmark, record_ratio, impl):
     record_ratio("summarize 5k req x 64 tok", impl)
 
 
-ITEMS = [(int(l), int(k), bool(p)) for l, k, p in zip(np.random.default_rng(1).integers(1, 512, 256),
-                                                      np.random.default_rng(2).integers(0, 4096, 256),
-                                                      np.random.default_rng(3).random(256) < 0.1)]
+ITEMS = [
+    (int(l), int(k), bool(p))
+    for l, k, p in zip(
+        np.random.default_rng(1).integers(1, 512, 256),
+        np.random.default_rng(2).integers(0, 4096, 256),
+        np.random.default_rng(3).random(256) < 0.1,
+    )
+]
 COEF = dict(t_c=0.01, a_p=1e-8, b_p=1e-9, c_p=1e-4, a_d=1e-6, b_d=1e-4)
 
 

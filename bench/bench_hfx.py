@@ -1,5 +1,6 @@
 """HFX Alg. 1: one dispatch decision (the earliest-maturing of 64 instances pulls from a
 queue of 10,000 requests ordered by (TPOT, arrival)), C++ vs the pure-Python reference."""
+
 import math
 
 import numpy as np
@@ -18,8 +19,16 @@ def make_requests(n, first_id, now, rng):
     out = []
     for i in range(n):
         ttft, tpot = TASKS[int(rng.integers(0, 4))]
-        out.append(s.Request(first_id + i, now - float(rng.uniform(0, 3)), int(rng.integers(16, 2048)), output_len=64,
-                             ttft=ttft, tpot=tpot))
+        out.append(
+            s.Request(
+                first_id + i,
+                now - float(rng.uniform(0, 3)),
+                int(rng.integers(16, 2048)),
+                output_len=64,
+                ttft=ttft,
+                tpot=tpot,
+            )
+        )
     return out
 
 
@@ -31,8 +40,14 @@ def make_views(rng):
         v.model, v.kv_blocks_total, v.kv_blocks_free, v.max_batch_tokens = model, 40_000, 30_000, 2048
         run = []
         for k in range(int(rng.integers(4, 32))):
-            r = s.Request(1_000_000 + i * 100 + k, 0.0, int(rng.integers(16, 1024)), output_len=200, ttft=2.0,
-                          tpot=float(rng.choice([0.5, 0.7, 1.0])))
+            r = s.Request(
+                1_000_000 + i * 100 + k,
+                0.0,
+                int(rng.integers(16, 1024)),
+                output_len=200,
+                ttft=2.0,
+                tpot=float(rng.choice([0.5, 0.7, 1.0])),
+            )
             g = int(rng.integers(1, 100))
             run.append(s.RequestState(r, r.prompt_len + g - 1, g))
         v.running = run

@@ -5,6 +5,7 @@ reference (python/slocore/reference/prefix.py). The prompt is fully held by one 
 half held by another (the rest miss at block 0, as most do in a cache-aware cluster). Also:
 the same plus hashing the prompt (``prompt_block_hashes``), and memory per cached block
 (RSS growth while filling, printed)."""
+
 import numpy as np
 import pytest
 
@@ -84,4 +85,3 @@ def test_hash_and_lookup_python(benchmark, record_ratio, py):
     out = benchmark(run)
     assert out[0] == CHAIN_BLOCKS
     record_ratio("prefix hash+lookup 8k prompt x 64 inst", "python")
-

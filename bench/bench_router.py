@@ -10,6 +10,7 @@ non-streaming requests with max_tokens=1 (the engine answers in one step of ~0.1
 --time-scale 0.01), so the difference to "direct" is the proxy's own cost. Throughput: a
 closed loop with 64 clients for a few seconds. This machine is shared: compare the ratios.
 """
+
 import asyncio
 import os
 import shutil
@@ -66,25 +67,66 @@ def vllm_router_bin():
 @pytest.fixture(scope="module")
 def targets(tmp_path_factory):
     procs = []
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(Path(__file__).parents[1] / "python"),
-                                                                    os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            filter(None, [str(Path(__file__).parents[1] / "python"), os.environ.get("PYTHONPATH")])
+        ),
+    )
     try:
         ep = free_port()
         eng = f"http://127.0.0.1:{ep}"
-        procs.append(start([sys.executable, "-m", "slocore.cli", "engine", "--port", str(ep), "--time-scale", "0.01",
-                            "--max-num-seqs", "1024"], eng + "/health", env))
+        procs.append(
+            start(
+                [
+                    sys.executable,
+                    "-m",
+                    "slocore.cli",
+                    "engine",
+                    "--port",
+                    str(ep),
+                    "--time-scale",
+                    "0.01",
+                    "--max-num-seqs",
+                    "1024",
+                ],
+                eng + "/health",
+                env,
+            )
+        )
         cfg = tmp_path_factory.mktemp("cfg") / "r.yaml"
         cfg.write_text(f"backends:\n  - {{name: e0, url: '{eng}'}}\npolicy: least_outstanding\npoll_interval_s: 0.5\n")
         rp = free_port()
-        procs.append(start([sys.executable, "-m", "slocore.cli", "serve", "--config", str(cfg), "--port", str(rp)],
-                           f"http://127.0.0.1:{rp}/health", env))
+        procs.append(
+            start(
+                [sys.executable, "-m", "slocore.cli", "serve", "--config", str(cfg), "--port", str(rp)],
+                f"http://127.0.0.1:{rp}/health",
+                env,
+            )
+        )
         out = {"direct": eng, "slocore": f"http://127.0.0.1:{rp}"}
         vb = vllm_router_bin()
         if vb:
             vp = free_port()
             try:
-                procs.append(start([vb, "--host", "127.0.0.1", "--port", str(vp), "--worker-urls", eng, "--policy",
-                                    "round_robin", "--log-level", "error"], f"http://127.0.0.1:{vp}/health"))
+                procs.append(
+                    start(
+                        [
+                            vb,
+                            "--host",
+                            "127.0.0.1",
+                            "--port",
+                            str(vp),
+                            "--worker-urls",
+                            eng,
+                            "--policy",
+                            "round_robin",
+                            "--log-level",
+                            "error",
+                        ],
+                        f"http://127.0.0.1:{vp}/health",
+                    )
+                )
                 out["vllm-router"] = f"http://127.0.0.1:{vp}"
             except RuntimeError as e:
                 print(f"vllm-router did not start: {e}")
@@ -125,6 +167,7 @@ async def _throughput(url, seconds, conc):
                     done += 1
                 else:
                     errors += 1
+
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
         t = time.perf_counter()
         await asyncio.gather(*(worker(s) for _ in range(conc)))
@@ -147,6 +190,7 @@ def test_router_overhead(benchmark, targets, target):
         lat = asyncio.run(_latency(url, N_LAT))
         rps, errors = asyncio.run(_throughput(url, THR_S, CONC))
         return lat, rps, errors
+
     lat, rps, errors = benchmark.pedantic(measure, rounds=1, iterations=1)
     assert errors == 0
     RESULTS[target] = {"p50": q(lat, 0.5), "p99": q(lat, 0.99), "rps": rps}
@@ -159,9 +203,13 @@ def _report():
     if "direct" not in RESULTS:
         return
     d = RESULTS["direct"]
-    print(f"\nrouter overhead, emulated engine (max_tokens=1), {N_LAT} sequential requests, "
-          f"{CONC} clients x {THR_S:g} s for req/s")
+    print(
+        f"\nrouter overhead, emulated engine (max_tokens=1), {N_LAT} sequential requests, "
+        f"{CONC} clients x {THR_S:g} s for req/s"
+    )
     print(f"{'target':12s} {'p50 ms':>8s} {'p99 ms':>8s} {'added p50 ms':>13s} {'added p99 ms':>13s} {'req/s':>8s}")
     for k, r in RESULTS.items():
-        print(f"{k:12s} {r['p50'] * 1e3:8.2f} {r['p99'] * 1e3:8.2f} {(r['p50'] - d['p50']) * 1e3:13.2f} "
-              f"{(r['p99'] - d['p99']) * 1e3:13.2f} {r['rps']:8.0f}")
+        print(
+            f"{k:12s} {r['p50'] * 1e3:8.2f} {r['p99'] * 1e3:8.2f} {(r['p50'] - d['p50']) * 1e3:13.2f} "
+            f"{(r['p99'] - d['p99']) * 1e3:13.2f} {r['rps']:8.0f}"
+        )

@@ -1,6 +1,7 @@
 """SIBYL decision latency (SIBYL Table 5: 5.07 ms per decision in the
 paper's Python proxy): one Alg. 1 decision over 256 decode instances and 16,384 tracked
 requests (3/4 decoding, 1/4 in prefill), C++ vs the pure-Python reference in the same run."""
+
 import numpy as np
 import pytest
 

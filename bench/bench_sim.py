@@ -14,6 +14,7 @@ Cases (sizes are the full mode; the quick mode divides them by 50):
     python -m pytest bench/bench_sim.py --benchmark-disable   # quick mode as a smoke test
     SLOCORE_BENCH_SIM=full python -m pytest bench/bench_sim.py   # full mode under pytest-benchmark
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,6 @@ import os
 import sys
 import time
 
-import numpy as np
 import pytest
 
 from slocore.sim import simulate, workloads
@@ -60,19 +60,30 @@ PD_PAIRS = {  # prefill policy / decode policy
 
 def cases() -> dict[str, dict]:
     """Case name -> (kind, simulate() keyword arguments)."""
-    out = {"steady_1m": dict(kind="steady", instances=STEADY_INSTANCES, global_policy="least_outstanding",
-                             batch_scheduler="sarathi_fcfs")}
+    out = {
+        "steady_1m": dict(
+            kind="steady", instances=STEADY_INSTANCES, global_policy="least_outstanding", batch_scheduler="sarathi_fcfs"
+        )
+    }
     for name, g in COLOCATED.items():
         for sched in ("sarathi_fcfs", "edf"):
-            out[f"burst/{name}+{sched}"] = dict(kind="burst", instances=BURST_INSTANCES, global_policy=g,
-                                               batch_scheduler=sched)
+            out[f"burst/{name}+{sched}"] = dict(
+                kind="burst", instances=BURST_INSTANCES, global_policy=g, batch_scheduler=sched
+            )
     for sched in SCHEDULERS:
-        out[f"burst/least_outstanding+{sched}"] = dict(kind="burst", instances=BURST_INSTANCES,
-                                                      global_policy="least_outstanding", batch_scheduler=sched)
+        out[f"burst/least_outstanding+{sched}"] = dict(
+            kind="burst", instances=BURST_INSTANCES, global_policy="least_outstanding", batch_scheduler=sched
+        )
     for name, (p, d) in PD_PAIRS.items():
-        out[f"burst_pd/{name}"] = dict(kind="burst", mode="pd", prefill_instances=BURST_INSTANCES // 2,
-                                       decode_instances=BURST_INSTANCES // 2, prefill_policy=p, decode_policy=d,
-                                       batch_scheduler="sarathi_fcfs")
+        out[f"burst_pd/{name}"] = dict(
+            kind="burst",
+            mode="pd",
+            prefill_instances=BURST_INSTANCES // 2,
+            decode_instances=BURST_INSTANCES // 2,
+            prefill_policy=p,
+            decode_policy=d,
+            batch_scheduler="sarathi_fcfs",
+        )
     return out
 
 
@@ -93,9 +104,17 @@ def run_case(name: str, scale: float) -> dict:
     cpu, wall = time.process_time() - t, time.perf_counter() - wall0
     s = res.summary
     assert s["finished"] == len(w.arrival), (name, s["finished"], len(w.arrival))
-    return dict(case=name, n=len(w.arrival), cpu_s=cpu, wall_s=wall, req_per_s=len(w.arrival) / cpu,
-                sim_s=res.stats["end_time"], events=res.stats["events"], iterations=res.stats["iterations"],
-                attainment=s["attainment"])
+    return dict(
+        case=name,
+        n=len(w.arrival),
+        cpu_s=cpu,
+        wall_s=wall,
+        req_per_s=len(w.arrival) / cpu,
+        sim_s=res.stats["end_time"],
+        events=res.stats["events"],
+        iterations=res.stats["iterations"],
+        attainment=s["attainment"],
+    )
 
 
 def _scale() -> float:
@@ -120,11 +139,15 @@ def _report():
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| case | requests | CPU s | simulated req/s | simulated s | iterations |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| case | requests | CPU s | simulated req/s | simulated s | iterations |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r['case']} | {r['n']:,} | {r['cpu_s']:.1f} | {r['req_per_s']:,.0f} | {r['sim_s']:,.0f} "
-                     f"| {r['iterations']:,} |")
+        lines.append(
+            f"| {r['case']} | {r['n']:,} | {r['cpu_s']:.1f} | {r['req_per_s']:,.0f} | {r['sim_s']:,.0f} "
+            f"| {r['iterations']:,} |"
+        )
     return "\n".join(lines)
 
 
@@ -142,8 +165,11 @@ def main(argv=None) -> int:
             continue
         r = run_case(name, scale)
         rows.append(r)
-        print(f"{name:50s} {r['n']:>9,} req  {r['cpu_s']:8.2f} s CPU  {r['req_per_s']:>10,.0f} req/s  "
-              f"({r['sim_s']:,.0f} simulated s, {r['iterations']:,} iterations)", flush=True)
+        print(
+            f"{name:50s} {r['n']:>9,} req  {r['cpu_s']:8.2f} s CPU  {r['req_per_s']:>10,.0f} req/s  "
+            f"({r['sim_s']:,.0f} simulated s, {r['iterations']:,} iterations)",
+            flush=True,
+        )
     print(table(rows))
     return 0
 

@@ -1,6 +1,7 @@
 """SLICE and ProServe decision latency, C++ vs the pure-Python reference in the same run:
 SlideBatching over a 4,096-request queue, SLICE selection + decode mask over 256 tasks,
 GoRouting over 64 instances (with 16 queued requests each)."""
+
 import numpy as np
 import pytest
 
@@ -21,8 +22,15 @@ def big_view(n=4096, seed=0):
     running, waiting, used = [], [], 0
     for i in range(n):
         prompt = int(rng.integers(16, 2048))
-        r = s.Request(i, float(rng.uniform(0, 10)), prompt, output_len=512, ttft=1.5, tpot=0.1,
-                      priority_weight=float(rng.choice([1.0, 2.0])))
+        r = s.Request(
+            i,
+            float(rng.uniform(0, 10)),
+            prompt,
+            output_len=512,
+            ttft=1.5,
+            tpot=0.1,
+            priority_weight=float(rng.choice([1.0, 2.0])),
+        )
         if i % 2:
             gen = int(rng.integers(1, 200))
             st = s.RequestState(r, prompt + gen - 1, gen)
@@ -93,7 +101,11 @@ def route_setup(impl):
         v.kv_blocks_total = v.kv_blocks_free = 10_000
         v.model = s.LatencyModel(s.LatencyCoeffs(**COEF))
         views.append(v)
-    pol = _core.make_global_policy("goroute", {"mode": "pd"}) if impl == "cpp" else ref_ps.GoRoute(ref_ps.GoRouteParams(mode="pd"))
+    pol = (
+        _core.make_global_policy("goroute", {"mode": "pd"})
+        if impl == "cpp"
+        else ref_ps.GoRoute(ref_ps.GoRouteParams(mode="pd"))
+    )
     rng = np.random.default_rng(2)
     for k in range(N_INST * PER):  # fill PrefillQueueMap: 16 requests per instance
         r = s.Request(k, 0.0, int(rng.integers(64, 2048)), output_len=8, ttft=30.0, tpot=0.1)

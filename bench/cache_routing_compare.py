@@ -5,6 +5,7 @@
 Prints, per router, the prefix-cache hit rate (prompt tokens served from the cache / prompt
 tokens admitted), TTFT p50/p99 and SLO attainment as mean +- std over the seeds. One
 colocated cluster of `--instances` h100-llama2-7b engines, sarathi_fcfs, caching on."""
+
 from __future__ import annotations
 
 import argparse
@@ -32,6 +33,7 @@ def run(workload: str, rate: float, instances: int, seeds, size: int) -> list[st
         def f(xs, pct=False):
             k = 100.0 if pct else 1.0
             return f"{st.mean(xs) * k:.{1 if pct else 3}f} +- {st.pstdev(xs) * k:.{1 if pct else 3}f}"
+
         rows.append(f"| {router} | {f(hit, True)}% | {f(p50)} | {f(p99)} | {f(att, True)}% |")
     return rows
 

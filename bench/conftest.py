@@ -1,5 +1,6 @@
 """Benchmarks measure the C++ and the pure-Python reference side by side in one run and
 print their ratio (this machine is shared and noisy: absolute times move, ratios less)."""
+
 import pytest
 
 _RESULTS: dict[str, dict[str, float]] = {}
@@ -24,4 +25,6 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.section("C++ vs pure-Python reference (median, same run)")
     for g, r in rows:
         terminalreporter.write_line(
-            f"{g:40s} cpp {r['cpp'] * 1e6:10.1f} us   python {r['python'] * 1e6:12.1f} us   speed-up {r['python'] / r['cpp']:8.1f}x")
+            f"{g:40s} cpp {r['cpp'] * 1e6:10.1f} us   python {r['python'] * 1e6:12.1f} us   "
+            f"speed-up {r['python'] / r['cpp']:8.1f}x"
+        )

@@ -5,6 +5,7 @@ rtx4060ti-chatglm2-6b-int4, sharegpt_like at 12 req/s (1,500 requests), sarathi_
 
 Prints the share of requests served by the two fast instances and the SLO attainment,
 mean +- std over the seeds."""
+
 import statistics as st
 
 from slocore.sim import simulate, workloads
@@ -21,8 +22,10 @@ def main():
             inst = [rec.instance for rec in r.recorder.records()]
             fast.append(sum(i in (0, 1) for i in inst) / len(inst))
             att.append(r.summary["attainment"])
-        print(f"| {pol} | {100 * st.mean(fast):.1f} ± {100 * st.pstdev(fast):.1f}% "
-              f"| {100 * st.mean(att):.1f} ± {100 * st.pstdev(att):.1f}% |")
+        print(
+            f"| {pol} | {100 * st.mean(fast):.1f} ± {100 * st.pstdev(fast):.1f}% "
+            f"| {100 * st.mean(att):.1f} ± {100 * st.pstdev(att):.1f}% |"
+        )
 
 
 if __name__ == "__main__":

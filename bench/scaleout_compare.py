@@ -14,6 +14,7 @@ free their memory; a size is skipped when MemAvailable is below ~2.3x the checkp
 
     nice python bench/scaleout_compare.py --sizes-gb 0.5,2 [--repeat 2] [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +48,8 @@ if method in ("disk-cold", "disk-warm", "host"):
     tensors = disk.load_checkpoint(path, expected=expected, into=into)
     src = "host" if method == "host" else "disk"
 else:
-    r = TLManager("gloo", timeout_s=120, chunk_bytes={chunk}).receive("127.0.0.1", port, expected=expected, fallback=path, into=into)
+    mgr = TLManager("gloo", timeout_s=120, chunk_bytes={chunk})
+    r = mgr.receive("127.0.0.1", port, expected=expected, fallback=path, into=into)
     if r.source != "peer":
         print("peer transfer fell back to disk:", r.reason, file=sys.stderr)
     tensors, src, extra = r.tensors, r.source, dict(r.timings, reason=r.reason)
@@ -111,8 +113,10 @@ def main(argv=None) -> int:
     for gb in sizes:
         nbytes = int(gb * (1 << 30))
         if mem_available() < 2.3 * nbytes:
-            print(f"# {gb:g} GB skipped: MemAvailable {mem_available() / 2**30:.1f} GiB < 2.3x the checkpoint",
-                  file=sys.stderr)
+            print(
+                f"# {gb:g} GB skipped: MemAvailable {mem_available() / 2**30:.1f} GiB < 2.3x the checkpoint",
+                file=sys.stderr,
+            )
             continue
         d = tempfile.mkdtemp(prefix="slocore-scaleout-", dir=a.tmp)
         path = os.path.join(d, "model.safetensors")
@@ -122,6 +126,7 @@ def main(argv=None) -> int:
                 for m in methods:
                     if m == "host":
                         from slocore.scaling.disk import HostCache
+
                         hc = HostCache(path)
                         try:
                             r = run_target("host", hc.dir, a.chunk_mb << 20)
@@ -148,14 +153,32 @@ def _peer(path: str, chunk: int, ready: str, streams: int = 1) -> dict:
     rendezvous, and the source is told the port once the target listens, as the launcher
     does (it asks the source to send only after the target is waiting)."""
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")}
     code = TARGET.format(py=os.path.join(ROOT, "python"), chunk=chunk)
-    src = subprocess.Popen([sys.executable, "-m", "slocore.scaling.transfer", "send", "--checkpoint", path,
-                            "--timeout", "300", "--ready-file", ready, "--streams", str(streams),
-                            "--chunk-mb", str(chunk >> 20)], env=env, stdin=subprocess.PIPE)
+    src = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "slocore.scaling.transfer",
+            "send",
+            "--checkpoint",
+            path,
+            "--timeout",
+            "300",
+            "--ready-file",
+            ready,
+            "--streams",
+            str(streams),
+            "--chunk-mb",
+            str(chunk >> 20),
+        ],
+        env=env,
+        stdin=subprocess.PIPE,
+    )
     while not os.path.exists(ready):  # the source holds the weights and their checksums
         if src.poll() is not None:
             raise RuntimeError("peer source died before it was ready")
@@ -167,7 +190,7 @@ def _peer(path: str, chunk: int, ready: str, streams: int = 1) -> dict:
             break
         except OSError:
             if tgt.poll() is not None:
-                raise RuntimeError("peer target died")
+                raise RuntimeError("peer target died") from None
             time.sleep(0.01)
     src.stdin.write(f"{port}\n".encode())
     src.stdin.close()
@@ -178,7 +201,10 @@ def _peer(path: str, chunk: int, ready: str, streams: int = 1) -> dict:
 
 
 def report(rows: list[dict]) -> None:
-    print("| size (GB) | method | runs | best (s) | median (s) | GB/s (best) | speed-up vs disk-cold (best) | weights from |")
+    print(
+        "| size (GB) | method | runs | best (s) | median (s) | GB/s (best) "
+        "| speed-up vs disk-cold (best) | weights from |"
+    )
     print("|---:|---|---:|---:|---:|---:|---:|---|")
     by = {}
     for r in rows:

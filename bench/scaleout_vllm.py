@@ -12,6 +12,7 @@ A generated Llama (random weights, no download) of the size given by --hidden/--
 
     nice python bench/scaleout_vllm.py --hidden 1024 --layers 12 --intermediate 4096
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,11 @@ def main(argv=None) -> int:
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--tmp", default=tempfile.gettempdir())
     ap.add_argument("--json")
-    ap.add_argument("--warm-cache", action="store_true",
-                    help="leave the checkpoint in the page cache (default: evict it before each disk load)")
+    ap.add_argument(
+        "--warm-cache",
+        action="store_true",
+        help="leave the checkpoint in the page cache (default: evict it before each disk load)",
+    )
     a = ap.parse_args(argv)
 
     from slocore.integrations.vllm.engine import VllmEngine
@@ -45,14 +49,33 @@ def main(argv=None) -> int:
 
     d = tempfile.mkdtemp(prefix="slocore-scaleout-vllm-", dir=a.tmp)
     try:
-        model = make_tiny_llama(os.path.join(d, "model"), hidden_size=a.hidden, num_hidden_layers=a.layers,
-                                intermediate_size=a.intermediate, num_attention_heads=a.heads,
-                                num_key_value_heads=a.heads, head_dim=a.hidden // a.heads)
+        model = make_tiny_llama(
+            os.path.join(d, "model"),
+            hidden_size=a.hidden,
+            num_hidden_layers=a.layers,
+            intermediate_size=a.intermediate,
+            num_attention_heads=a.heads,
+            num_key_value_heads=a.heads,
+            head_dim=a.hidden // a.heads,
+        )
         ckpt = os.path.join(model, "model.safetensors")
         gb = os.path.getsize(ckpt) / 1e9
-        eng = VllmEngine(model, ckpt, log_dir=os.path.join(d, "logs"),
-                         args=("--dtype", "bfloat16", "--max-model-len", "256", "--max-num-batched-tokens", "256",
-                               "--max-num-seqs", "8", "--enforce-eager"))
+        eng = VllmEngine(
+            model,
+            ckpt,
+            log_dir=os.path.join(d, "logs"),
+            args=(
+                "--dtype",
+                "bfloat16",
+                "--max-model-len",
+                "256",
+                "--max-num-batched-tokens",
+                "256",
+                "--max-num-seqs",
+                "8",
+                "--enforce-eager",
+            ),
+        )
         rows = []
         with LocalLauncher(eng.spec(startup_timeout_s=600), warm_pool_size=2) as L:
             eng.peers = L.instances
@@ -64,15 +87,26 @@ def main(argv=None) -> int:
                 t0 = time.perf_counter()
                 inst = L.start()
                 dt = time.perf_counter() - t0
-                rows.append({"path": label, "seconds": dt, "weights_from": inst.weights_source,
-                             "detail": getattr(inst, "transfer", None)})
+                rows.append(
+                    {
+                        "path": label,
+                        "seconds": dt,
+                        "weights_from": inst.weights_source,
+                        "detail": getattr(inst, "transfer", None),
+                    }
+                )
                 print(json.dumps(rows[-1]), file=sys.stderr)
             first = L.instances()[0]
             L.drain(L.instances()[1].id)
             t0 = time.perf_counter()
             inst = L.start()  # pool empty: a cold start (its weights: peer from the first)
-            rows.append({"path": "cold (process start + peer)", "seconds": time.perf_counter() - t0,
-                         "weights_from": inst.weights_source})
+            rows.append(
+                {
+                    "path": "cold (process start + peer)",
+                    "seconds": time.perf_counter() - t0,
+                    "weights_from": inst.weights_source,
+                }
+            )
             print(json.dumps(rows[-1]), file=sys.stderr)
             L.drain(inst.id)
             eng.peers = lambda: []  # a cold start with weights from disk
@@ -80,8 +114,13 @@ def main(argv=None) -> int:
                 drop_page_cache(ckpt)
             t0 = time.perf_counter()
             inst = L.start()
-            rows.append({"path": "cold (process start + disk)", "seconds": time.perf_counter() - t0,
-                         "weights_from": inst.weights_source})
+            rows.append(
+                {
+                    "path": "cold (process start + disk)",
+                    "seconds": time.perf_counter() - t0,
+                    "weights_from": inst.weights_source,
+                }
+            )
             print(json.dumps(rows[-1]), file=sys.stderr)
             del first
         base = rows[-1]["seconds"]

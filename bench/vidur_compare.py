@@ -48,10 +48,12 @@ times come from its random-forest predictor trained on the profiling CSVs (the
 linear-regression predictor of 0.0.26 cannot be instantiated: an abstract method is
 missing), with a reduced grid search (50 trees, depth 16, 2-fold CV; --full-rf-grid for
 Vidur's default 27-point, 10-fold grid, which takes far longer to train but does not change
-the loop's cost much, since predictions are looked up in precomputed tables). slocore's come from the roofline profile "h100-llama2-7b". So the two
+the loop's cost much, since predictions are looked up in precomputed tables). slocore's come
+from the roofline profile "h100-llama2-7b". So the two
 simulate the same trace and policies, but with different latency models: compare the
 batch counts that are printed alongside.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,7 +71,7 @@ from pathlib import Path
 MODEL = "meta-llama/Llama-2-7b-hf"
 
 # Runs inside Vidur's venv: argv = data_dir trace out_json vidur-cli-args...
-DRIVER = r'''
+DRIVER = r"""
 import json, os, sys, time
 from collections import Counter
 data_dir, trace, out_json = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -113,7 +115,7 @@ sim._write_output = _timed_write
 sim.run()
 json.dump(dict(setup_s=t1 - t0, loop_s=w["start"] - t1, output_s=w["end"] - w["start"],
                sim_end_time=float(sim._time), batches=counts["batches"]), open(out_json, "w"))
-'''
+"""
 
 
 def die(msg: str) -> None:
@@ -124,8 +126,12 @@ def die(msg: str) -> None:
 def data_paths(vidur_dir: Path, device: str) -> dict:
     comp = vidur_dir / "data" / "profiling" / "compute" / device / MODEL
     net = vidur_dir / "data" / "profiling" / "network" / f"{device}_dgx"
-    return {"mlp": comp / "mlp.csv", "attention": comp / "attention.csv",
-            "all_reduce": net / "all_reduce.csv", "send_recv": net / "send_recv.csv"}
+    return {
+        "mlp": comp / "mlp.csv",
+        "attention": comp / "attention.csv",
+        "all_reduce": net / "all_reduce.csv",
+        "send_recv": net / "send_recv.csv",
+    }
 
 
 def is_lfs_pointer(p: Path) -> bool:
@@ -139,9 +145,11 @@ def synth_attention(path: Path, device: str) -> None:
     0.01 + (0.11 + 1e-4 c + 1.28e-7 c (kv + c/2)) / tp. Fitted by eye to a few rows of
     Vidur's A100 Llama-2-7B profile; x0.6 for H100."""
     s = 0.6 if device == "h100" else 1.0
-    head = ("time_stats.attn_decode.median,time_stats.attn_prefill.median,n_embd,n_q_head,n_kv_head,block_size,"
-            "num_tensor_parallel_workers,max_model_len,batch_size,prefill_chunk_size,kv_cache_size,is_prefill,"
-            "attention_backend\n")
+    head = (
+        "time_stats.attn_decode.median,time_stats.attn_prefill.median,n_embd,n_q_head,n_kv_head,block_size,"
+        "num_tensor_parallel_workers,max_model_len,batch_size,prefill_chunk_size,kv_cache_size,is_prefill,"
+        "attention_backend\n"
+    )
     tail = "AttentionBackend.FLASH_ATTENTION"
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as f:
@@ -161,11 +169,14 @@ def check_vidur(args) -> tuple[Path, bool]:
     py = Path(args.vidur_python)
     if not py.is_file():
         die(f"--vidur-python {py}: no such file. Set Vidur up as described in this script's docstring.")
-    r = subprocess.run([str(py), "-c", "import vidur, sklearn, pandas; print(vidur.__file__)"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [str(py), "-c", "import vidur, sklearn, pandas; print(vidur.__file__)"], capture_output=True, text=True
+    )
     if r.returncode != 0:
-        die(f"{py} cannot import vidur ({r.stderr.strip().splitlines()[-1] if r.stderr.strip() else 'no output'}). "
-            "Install it in that venv: pip install vidur==0.0.26")
+        die(
+            f"{py} cannot import vidur ({r.stderr.strip().splitlines()[-1] if r.stderr.strip() else 'no output'}). "
+            "Install it in that venv: pip install vidur==0.0.26"
+        )
     vdir = Path(args.vidur_dir)
     paths = data_paths(vdir, args.device)
     synthetic = False
@@ -182,8 +193,10 @@ def check_vidur(args) -> tuple[Path, bool]:
         synthetic = True
     for name, p in paths.items():
         if not p.is_file():
-            die(f"Vidur profiling data missing: {p}\n  copy data/profiling from microsoft/vidur into {vdir}/data "
-                "(see this script's docstring)" + (" or pass --synthesize-attention" if name == "attention" else ""))
+            die(
+                f"Vidur profiling data missing: {p}\n  copy data/profiling from microsoft/vidur into {vdir}/data "
+                "(see this script's docstring)" + (" or pass --synthesize-attention" if name == "attention" else "")
+            )
         if is_lfs_pointer(p):
             die(f"{p} is a Git LFS pointer, not data: fetch it with git lfs, or pass --synthesize-attention")
     return vdir, synthetic
@@ -206,28 +219,71 @@ def write_trace(path: Path, n: int, rate: float, seed: int) -> tuple:
 
 def vidur_args(args, trace: Path, out_dir: Path) -> list[str]:
     rf = "--random_forrest_execution_time_predictor_config_"
-    a = ["--seed", str(args.seed), "--log_level", "warning",
-         "--cluster_config_num_replicas", str(args.instances),
-         "--replica_config_model_name", MODEL, "--replica_config_device", args.device,
-         "--replica_config_network_device", f"{args.device}_dgx",
-         "--replica_config_tensor_parallel_size", "1", "--replica_config_num_pipeline_stages", "1",
-         "--global_scheduler_config_type", "round_robin",
-         "--replica_scheduler_config_type", "sarathi", "--sarathi_scheduler_config_chunk_size", str(args.token_budget),
-         "--sarathi_scheduler_config_batch_size_cap", str(args.max_seqs),
-         "--request_generator_config_type", "trace_replay", "--trace_request_generator_config_trace_file", str(trace),
-         "--trace_request_generator_config_date", "2023-08-21",
-         "--trace_request_generator_config_prefill_scale_factor", "1",
-         "--trace_request_generator_config_decode_scale_factor", "1",
-         "--trace_request_generator_config_time_scale_factor", "1",
-         "--trace_request_generator_config_max_tokens", "4096",
-         "--execution_time_predictor_config_type", "random_forrest",
-         rf + "prediction_max_tokens_per_request", "4096", rf + "prediction_max_batch_size", str(args.max_seqs),
-         rf + "num_training_job_threads", "1", rf + "cache_dir", str(cache_dir(args)),
-         "--no-metrics_config_enable_chrome_trace", "--no-metrics_config_store_plots",
-         "--metrics_config_output_dir", str(out_dir)]
+    a = [
+        "--seed",
+        str(args.seed),
+        "--log_level",
+        "warning",
+        "--cluster_config_num_replicas",
+        str(args.instances),
+        "--replica_config_model_name",
+        MODEL,
+        "--replica_config_device",
+        args.device,
+        "--replica_config_network_device",
+        f"{args.device}_dgx",
+        "--replica_config_tensor_parallel_size",
+        "1",
+        "--replica_config_num_pipeline_stages",
+        "1",
+        "--global_scheduler_config_type",
+        "round_robin",
+        "--replica_scheduler_config_type",
+        "sarathi",
+        "--sarathi_scheduler_config_chunk_size",
+        str(args.token_budget),
+        "--sarathi_scheduler_config_batch_size_cap",
+        str(args.max_seqs),
+        "--request_generator_config_type",
+        "trace_replay",
+        "--trace_request_generator_config_trace_file",
+        str(trace),
+        "--trace_request_generator_config_date",
+        "2023-08-21",
+        "--trace_request_generator_config_prefill_scale_factor",
+        "1",
+        "--trace_request_generator_config_decode_scale_factor",
+        "1",
+        "--trace_request_generator_config_time_scale_factor",
+        "1",
+        "--trace_request_generator_config_max_tokens",
+        "4096",
+        "--execution_time_predictor_config_type",
+        "random_forrest",
+        rf + "prediction_max_tokens_per_request",
+        "4096",
+        rf + "prediction_max_batch_size",
+        str(args.max_seqs),
+        rf + "num_training_job_threads",
+        "1",
+        rf + "cache_dir",
+        str(cache_dir(args)),
+        "--no-metrics_config_enable_chrome_trace",
+        "--no-metrics_config_store_plots",
+        "--metrics_config_output_dir",
+        str(out_dir),
+    ]
     if not args.full_rf_grid:  # Vidur's default grid search (27 fits x 10 folds x 12 models) takes very long
-        a += [rf + "k_fold_cv_splits", "2", rf + "num_estimators", "50", rf + "max_depth", "16",
-              rf + "min_samples_split", "2"]
+        a += [
+            rf + "k_fold_cv_splits",
+            "2",
+            rf + "num_estimators",
+            "50",
+            rf + "max_depth",
+            "16",
+            rf + "min_samples_split",
+            "2",
+        ]
     return a
 
 
@@ -240,8 +296,14 @@ def run_vidur(args, trace: Path, work: Path, tag: str) -> dict:
     driver = work / "vidur_driver.py"
     driver.write_text(DRIVER)
     out_json = work / f"vidur_{tag}.json"
-    cmd = [args.vidur_python, str(driver), str(Path(args.vidur_dir) / "data"), str(trace), str(out_json),
-           *vidur_args(args, trace, work / "vidur_out")]
+    cmd = [
+        args.vidur_python,
+        str(driver),
+        str(Path(args.vidur_dir) / "data"),
+        str(trace),
+        str(out_json),
+        *vidur_args(args, trace, work / "vidur_out"),
+    ]
     env = dict(os.environ, WANDB_MODE="disabled", HF_HUB_OFFLINE="1")
     env.pop("PYTHONPATH", None)
     r = subprocess.run(cmd, cwd=args.vidur_dir, env=env, capture_output=True, text=True, timeout=args.vidur_timeout)
@@ -258,9 +320,16 @@ def run_slocore(args, trace: Path) -> tuple[float, list, dict]:
     times, res = [], None
     for _ in range(args.repeats):
         t = time.perf_counter()
-        res = simulate(w, profile=args.profile, instances=args.instances, global_policy="round_robin",
-                       batch_scheduler=("sarathi_fcfs", {"token_budget": args.token_budget}),
-                       max_batch_tokens=args.token_budget, max_num_seqs=args.max_seqs, seed=args.seed)
+        res = simulate(
+            w,
+            profile=args.profile,
+            instances=args.instances,
+            global_policy="round_robin",
+            batch_scheduler=("sarathi_fcfs", {"token_budget": args.token_budget}),
+            max_batch_tokens=args.token_budget,
+            max_num_seqs=args.max_seqs,
+            seed=args.seed,
+        )
         times.append(time.perf_counter() - t)
     assert res.summary["finished"] == len(w), res.summary
     return statistics.median(times), times, dict(res.stats, mean_tpot=res.summary["tpot"]["mean"])
@@ -281,8 +350,11 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="slocore runs (median)")
     ap.add_argument("--vidur-repeats", type=int, default=1, help="Vidur runs (median)")
     ap.add_argument("--vidur-timeout", type=float, default=1800)
-    ap.add_argument("--synthesize-attention", action="store_true",
-                    help="write a stand-in attention.csv when the real one is absent or an LFS pointer")
+    ap.add_argument(
+        "--synthesize-attention",
+        action="store_true",
+        help="write a stand-in attention.csv when the real one is absent or an LFS pointer",
+    )
     ap.add_argument("--full-rf-grid", action="store_true", help="Vidur's default random-forest grid search")
     ap.add_argument("--keep", help="folder to keep the trace and Vidur outputs in")
     args = ap.parse_args(argv)
@@ -291,6 +363,7 @@ def main(argv=None) -> int:
         die("--requests must be >= 1 and --rate finite and > 0")
     try:
         from slocore.profiles import load_profile
+
         load_profile(args.profile)
     except Exception as e:  # noqa: BLE001 - report and stop
         die(f"slocore profile {args.profile!r}: {e} (run with PYTHONPATH=python from the repository root)")
@@ -301,18 +374,24 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     trace = work / "trace.csv"
     pm, om, last = write_trace(trace, args.requests, args.rate, args.seed)
-    print(f"trace: {args.requests} requests, Poisson {args.rate:g} req/s (last arrival {last:.1f} s), "
-          f"ShareGPT-like lengths: prompt mean {pm:.1f}, output mean {om:.1f} tokens -> {trace}")
-    print(f"cluster: {args.instances} x Llama-2-7B TP1 on {args.device}, round robin, Sarathi chunked prefill "
-          f"budget {args.token_budget}, <= {args.max_seqs} seqs/batch")
+    print(
+        f"trace: {args.requests} requests, Poisson {args.rate:g} req/s (last arrival {last:.1f} s), "
+        f"ShareGPT-like lengths: prompt mean {pm:.1f}, output mean {om:.1f} tokens -> {trace}"
+    )
+    print(
+        f"cluster: {args.instances} x Llama-2-7B TP1 on {args.device}, round robin, Sarathi chunked prefill "
+        f"budget {args.token_budget}, <= {args.max_seqs} seqs/batch"
+    )
 
     warm = work / "trace_warmup.csv"
     warm.write_text("".join(trace.read_text().splitlines(keepends=True)[:51]))
     t = time.perf_counter()
     w = run_vidur(args, warm, work, "warmup")
-    print(f"Vidur setup on a 50-request warm-up run: {w['setup_s']:.1f} s in Simulator() "
-          f"({time.perf_counter() - t:.1f} s process); includes predictor training when "
-          f"{cache_dir(args)} was cold")
+    print(
+        f"Vidur setup on a 50-request warm-up run: {w['setup_s']:.1f} s in Simulator() "
+        f"({time.perf_counter() - t:.1f} s process); includes predictor training when "
+        f"{cache_dir(args)} was cold"
+    )
     vruns = [run_vidur(args, trace, work, f"run{i}") for i in range(args.vidur_repeats)]
     v_loop = statistics.median(r["loop_s"] for r in vruns)
     v = vruns[0]
@@ -320,17 +399,23 @@ def main(argv=None) -> int:
 
     n = args.requests
     v_rps, s_rps = n / v_loop, n / s_med
-    print(f"\nVidur 0.0.26 (random forest{', synthetic attention' if synthetic else ''}): "
-          f"loop {v_loop:.2f} s (runs {[round(r['loop_s'], 2) for r in vruns]}), setup {v['setup_s']:.2f} s, "
-          f"output {v['output_s']:.2f} s; {v['batches']:,} batches, simulated end {v['sim_end_time']:.1f} s")
-    print(f"slocore ({args.profile}): {s_med:.3f} s median of {[round(x, 3) for x in s_times]}; "
-          f"{s_stats['iterations']:,} iterations, {s_stats['events']:,} events, simulated end "
-          f"{s_stats['end_time']:.1f} s, mean TPOT {s_stats['mean_tpot'] * 1e3:.2f} ms")
+    print(
+        f"\nVidur 0.0.26 (random forest{', synthetic attention' if synthetic else ''}): "
+        f"loop {v_loop:.2f} s (runs {[round(r['loop_s'], 2) for r in vruns]}), setup {v['setup_s']:.2f} s, "
+        f"output {v['output_s']:.2f} s; {v['batches']:,} batches, simulated end {v['sim_end_time']:.1f} s"
+    )
+    print(
+        f"slocore ({args.profile}): {s_med:.3f} s median of {[round(x, 3) for x in s_times]}; "
+        f"{s_stats['iterations']:,} iterations, {s_stats['events']:,} events, simulated end "
+        f"{s_stats['end_time']:.1f} s, mean TPOT {s_stats['mean_tpot'] * 1e3:.2f} ms"
+    )
     print(f"\n{'':10s}{'requests/s':>14s}")
     print(f"{'Vidur':10s}{v_rps:14,.0f}")
     print(f"{'slocore':10s}{s_rps:14,.0f}")
-    print(f"ratio slocore/Vidur: {s_rps / v_rps:,.0f}x  (per batch/iteration: "
-          f"{(v_loop / max(v['batches'], 1)) / (s_med / max(s_stats['iterations'], 1)):,.0f}x)")
+    print(
+        f"ratio slocore/Vidur: {s_rps / v_rps:,.0f}x  (per batch/iteration: "
+        f"{(v_loop / max(v['batches'], 1)) / (s_med / max(s_stats['iterations'], 1)):,.0f}x)"
+    )
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -3,13 +3,13 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
-#include "slocore/core/errors.h"
-#include "slocore/core/prefix.h"
 #include "slocore/core/block_set.h"
+#include "slocore/core/errors.h"
 #include "slocore/core/fit.h"
 #include "slocore/core/input_checks.h"
 #include "slocore/core/instance_view.h"
 #include "slocore/core/metrics.h"
+#include "slocore/core/prefix.h"
 #include "slocore/core/profile.h"
 #include "slocore/core/recorder.h"
 
@@ -60,10 +60,9 @@ void init_core(py::module_& m) {
 
   py::class_<Request>(m, "Request")
       .def(py::init([](Id id, Time arrival, Tokens prompt_len, std::optional<Tokens> output_len,
-                       std::optional<Tokens> expected_output_len, std::optional<Tokens> max_output_len,
-                       double ttft, double tpot, std::optional<double> deadline, int priority,
-                       double priority_weight, double utility, std::string task,
-                       std::vector<std::pair<uint64_t, Tokens>> prefix) {
+                       std::optional<Tokens> expected_output_len, std::optional<Tokens> max_output_len, double ttft,
+                       double tpot, std::optional<double> deadline, int priority, double priority_weight,
+                       double utility, std::string task, std::vector<std::pair<uint64_t, Tokens>> prefix) {
              Request r;
              for (const auto& [g, n] : prefix) r.prefix.push_back(PrefixSegment{g, n});
              r.id = id;
@@ -80,11 +79,10 @@ void init_core(py::module_& m) {
              validate(r);
              return r;
            }),
-           py::arg("id"), py::arg("arrival"), py::arg("prompt_len"), py::kw_only(),
-           py::arg("output_len") = py::none(), py::arg("expected_output_len") = py::none(),
-           py::arg("max_output_len") = py::none(), py::arg("ttft") = kNever, py::arg("tpot") = kNever,
-           py::arg("deadline") = py::none(), py::arg("priority") = 0, py::arg("priority_weight") = 1.0,
-           py::arg("utility") = 1.0, py::arg("task") = "",
+           py::arg("id"), py::arg("arrival"), py::arg("prompt_len"), py::kw_only(), py::arg("output_len") = py::none(),
+           py::arg("expected_output_len") = py::none(), py::arg("max_output_len") = py::none(),
+           py::arg("ttft") = kNever, py::arg("tpot") = kNever, py::arg("deadline") = py::none(),
+           py::arg("priority") = 0, py::arg("priority_weight") = 1.0, py::arg("utility") = 1.0, py::arg("task") = "",
            py::arg("prefix") = std::vector<std::pair<uint64_t, Tokens>>{})
       .def_readwrite("id", &Request::id)
       .def_readwrite("arrival", &Request::arrival)
@@ -139,8 +137,8 @@ void init_core(py::module_& m) {
              c.validate();
              return c;
            }),
-           py::arg("t_c") = 0.0, py::arg("a_p") = 0.0, py::arg("b_p") = 0.0, py::arg("c_p") = 0.0,
-           py::arg("a_d") = 0.0, py::arg("b_d") = 0.0)
+           py::arg("t_c") = 0.0, py::arg("a_p") = 0.0, py::arg("b_p") = 0.0, py::arg("c_p") = 0.0, py::arg("a_d") = 0.0,
+           py::arg("b_d") = 0.0)
       .def_readwrite("t_c", &LatencyCoeffs::t_c)
       .def_readwrite("a_p", &LatencyCoeffs::a_p)
       .def_readwrite("b_p", &LatencyCoeffs::b_p)
@@ -150,7 +148,9 @@ void init_core(py::module_& m) {
       .def("validate", &LatencyCoeffs::validate);
 
   py::class_<BatchItem>(m, "BatchItem")
-      .def(py::init([](Tokens lq, Tokens lkv, bool prefill) { return BatchItem{lq, lkv, prefill}; }),
+      .def(py::init([](Tokens lq, Tokens lkv, bool prefill) {
+             return BatchItem{lq, lkv, prefill};
+           }),
            py::arg("lq") = 1, py::arg("lkv") = 0, py::arg("prefill") = false)
       .def_readwrite("lq", &BatchItem::lq)
       .def_readwrite("lkv", &BatchItem::lkv)
@@ -312,8 +312,9 @@ void init_core(py::module_& m) {
           "the router's index of what it sent here (approximate), or None")
       .def("validate", &check_view, "ValueError naming the field unless the view is valid (also: request ids unique)");
 
-  m.def("kv_transfer_time", py::overload_cast<const HardwareProfile&, const HardwareProfile&, Tokens>(&kv_transfer_time),
-        py::arg("sender"), py::arg("receiver"), py::arg("tokens"),
+  m.def("kv_transfer_time",
+        py::overload_cast<const HardwareProfile&, const HardwareProfile&, Tokens>(&kv_transfer_time), py::arg("sender"),
+        py::arg("receiver"), py::arg("tokens"),
         "seconds to move `tokens` tokens of KV between two instances (the slower link bounds it)");
   m.def("prefix_block_hashes", &prefix_block_hashes, py::arg("request"), py::arg("block_size"), py::arg("max_tokens"),
         "chained hashes of the full blocks among the first max_tokens identified tokens (core/prefix.h)");
@@ -356,8 +357,10 @@ void init_core(py::module_& m) {
       .def_property_readonly("capacity", &ApproxPrefixIndex::capacity);
 
   py::class_<TpsQuadratic>(m, "TpsQuadratic")
-      .def(py::init([](double a, double b, double c) { return TpsQuadratic{a, b, c}; }), py::arg("a"),
-           py::arg("b"), py::arg("c"))
+      .def(py::init([](double a, double b, double c) {
+             return TpsQuadratic{a, b, c};
+           }),
+           py::arg("a"), py::arg("b"), py::arg("c"))
       .def_readwrite("a", &TpsQuadratic::a)
       .def_readwrite("b", &TpsQuadratic::b)
       .def_readwrite("c", &TpsQuadratic::c);
@@ -387,8 +390,9 @@ void init_core(py::module_& m) {
 
   py::class_<RequestRecord>(m, "RequestRecord")
       .def_readonly("request", &RequestRecord::request)
-      .def_property_readonly("token_times",
-                             [](const RequestRecord& r) { return py::array_t<double>(r.token_times.size(), r.token_times.data()); })
+      .def_property_readonly(
+          "token_times",
+          [](const RequestRecord& r) { return py::array_t<double>(r.token_times.size(), r.token_times.data()); })
       .def_readonly("outcome", &RequestRecord::outcome)
       .def_readonly("end_time", &RequestRecord::end_time)
       .def_readonly("instance", &RequestRecord::instance)

@@ -65,16 +65,15 @@ void init_hfx(py::module_& m) {
       "HFX Alg. 1 maturity: now + E_p + (E_p / relax) * E_d, relax = min TPOT - E_d.");
   m.def(
       "hfx_maturity",
-      [](GlobalPolicy& p, Id instance) -> Time {
-        return as<Dispatcher>(p, "dispatcher").maturity(instance);
-      },
+      [](GlobalPolicy& p, Id instance) -> Time { return as<Dispatcher>(p, "dispatcher").maturity(instance); },
       py::arg("policy"), py::arg("instance"), "Maturity time of `instance` in an hfx/hfx_prefill/hfx_migrator policy.");
   m.def(
-      "hfx_last_budget", [](GlobalPolicy& p, Id instance) { return as<Dispatcher>(p, "dispatcher").last_budget(instance); },
+      "hfx_last_budget",
+      [](GlobalPolicy& p, Id instance) { return as<Dispatcher>(p, "dispatcher").last_budget(instance); },
       py::arg("policy"), py::arg("instance"), "The token budget (decode stage: slots) last computed for `instance`.");
   m.def(
-      "hfx_assigned_slos", [](GlobalPolicy& p) { return as<PmDispatcher>(p, "hfx_pm").assigned(); },
-      py::arg("policy"), "(request id, TTFT, TPOT) that an hfx_pm policy assigned, in submit order.");
+      "hfx_assigned_slos", [](GlobalPolicy& p) { return as<PmDispatcher>(p, "hfx_pm").assigned(); }, py::arg("policy"),
+      "(request id, TTFT, TPOT) that an hfx_pm policy assigned, in submit order.");
 
   m.def("hfx_cold_start_table", &cold_start_table, "HFX Table 2: model class -> weight source -> seconds.");
   m.def("hfx_cold_start_seconds", &cold_start_seconds, py::arg("model"), py::arg("source"));
@@ -95,7 +94,8 @@ void init_hfx(py::module_& m) {
         check_views(views);
         const auto I = h->indicators(stage, now, views);
         return py::dict(py::arg("rate_ratio") = I.rate_ratio, py::arg("rate_valid") = I.rate_valid,
-                        py::arg("norm_wait") = I.norm_wait, py::arg("max_wait") = I.max_wait, py::arg("kv_mean") = I.kv_mean);
+                        py::arg("norm_wait") = I.norm_wait, py::arg("max_wait") = I.max_wait,
+                        py::arg("kv_mean") = I.kv_mean);
       },
       py::arg("scaler"), py::arg("stage"), py::arg("now"), py::arg("views"),
       "The three HFX scaling indicators of one pool (HFX-v2 Sec. 3.3.3).");

@@ -18,21 +18,21 @@ namespace {
 
 // Overrides that turn a Python method returning the wrong type, or a missing abstract
 // method, into TypeError naming it (pybind11's own would be a RuntimeError).
-#define SLOCORE_OVERRIDE_IMPL(ret, cname, fn, ...)                                                \
-  try {                                                                                          \
-    PYBIND11_OVERRIDE_IMPL(PYBIND11_TYPE(ret), PYBIND11_TYPE(cname), #fn, __VA_ARGS__);           \
-  } catch (const py::cast_error& e) {                                                            \
+#define SLOCORE_OVERRIDE_IMPL(ret, cname, fn, ...)                                                                  \
+  try {                                                                                                             \
+    PYBIND11_OVERRIDE_IMPL(PYBIND11_TYPE(ret), PYBIND11_TYPE(cname), #fn, __VA_ARGS__);                             \
+  } catch (const py::cast_error& e) {                                                                               \
     throw py::type_error(std::string(#cname "." #fn ": the Python override returned the wrong type: ") + e.what()); \
   }
-#define SLOCORE_OVERRIDE_PURE(ret, cname, fn, ...)                                                \
-  do {                                                                                           \
-    SLOCORE_OVERRIDE_IMPL(ret, cname, fn, __VA_ARGS__)                                           \
-    throw py::type_error(#cname "." #fn " is abstract: the Python subclass must define it");      \
+#define SLOCORE_OVERRIDE_PURE(ret, cname, fn, ...)                                           \
+  do {                                                                                       \
+    SLOCORE_OVERRIDE_IMPL(ret, cname, fn, __VA_ARGS__)                                       \
+    throw py::type_error(#cname "." #fn " is abstract: the Python subclass must define it"); \
   } while (false)
-#define SLOCORE_OVERRIDE(ret, cname, fn, ...)                                                     \
-  do {                                                                                           \
-    SLOCORE_OVERRIDE_IMPL(ret, cname, fn, __VA_ARGS__)                                           \
-    return cname::fn(__VA_ARGS__);                                                               \
+#define SLOCORE_OVERRIDE(ret, cname, fn, ...)          \
+  do {                                                 \
+    SLOCORE_OVERRIDE_IMPL(ret, cname, fn, __VA_ARGS__) \
+    return cname::fn(__VA_ARGS__);                     \
   } while (false)
 
 class PyGlobalPolicy : public GlobalPolicy, public py::trampoline_self_life_support {
@@ -49,9 +49,7 @@ class PyGlobalPolicy : public GlobalPolicy, public py::trampoline_self_life_supp
   Time next_wakeup() const override { SLOCORE_OVERRIDE(Time, GlobalPolicy, next_wakeup); }
   bool early_assignment() const override { SLOCORE_OVERRIDE(bool, GlobalPolicy, early_assignment); }
   size_t pending() const override { SLOCORE_OVERRIDE_PURE(size_t, GlobalPolicy, pending); }
-  void on_cancelled(Id request, Time now) override {
-    SLOCORE_OVERRIDE(void, GlobalPolicy, on_cancelled, request, now);
-  }
+  void on_cancelled(Id request, Time now) override { SLOCORE_OVERRIDE(void, GlobalPolicy, on_cancelled, request, now); }
   void on_prefill_done(Id request, Id instance, Time now) override {
     SLOCORE_OVERRIDE(void, GlobalPolicy, on_prefill_done, request, instance, now);
   }
@@ -77,13 +75,11 @@ class PyBatchScheduler : public BatchScheduler, public py::trampoline_self_life_
   BatchPlan schedule(const InstanceView& engine, Time now) override {
     SLOCORE_OVERRIDE_PURE(BatchPlan, BatchScheduler, schedule, engine, now);
   }
-  void on_batch_done(const InstanceView& engine, const BatchPlan& plan, double predicted_s,
-                     double actual_s, Time now) override {
+  void on_batch_done(const InstanceView& engine, const BatchPlan& plan, double predicted_s, double actual_s,
+                     Time now) override {
     SLOCORE_OVERRIDE(void, BatchScheduler, on_batch_done, engine, plan, predicted_s, actual_s, now);
   }
-  void on_finished(Id request, Time now) override {
-    SLOCORE_OVERRIDE(void, BatchScheduler, on_finished, request, now);
-  }
+  void on_finished(Id request, Time now) override { SLOCORE_OVERRIDE(void, BatchScheduler, on_finished, request, now); }
 };
 
 class PyScaler : public Scaler, public py::trampoline_self_life_support {
@@ -98,9 +94,7 @@ class PyScaler : public Scaler, public py::trampoline_self_life_support {
     return t;
   }
   void on_arrival(const Request& r, Time now) override { SLOCORE_OVERRIDE(void, Scaler, on_arrival, r, now); }
-  void on_first_token(Id request, Time now) override {
-    SLOCORE_OVERRIDE(void, Scaler, on_first_token, request, now);
-  }
+  void on_first_token(Id request, Time now) override { SLOCORE_OVERRIDE(void, Scaler, on_first_token, request, now); }
   void on_finished(Id request, Time now) override { SLOCORE_OVERRIDE(void, Scaler, on_finished, request, now); }
   std::vector<ScaleDecision> decide(Time now, const std::vector<InstanceView>& views) override {
     SLOCORE_OVERRIDE_PURE(std::vector<ScaleDecision>, Scaler, decide, now, views);
@@ -115,8 +109,10 @@ bool native(Scaler& s) { return dynamic_cast<PyScaler*>(&s) == nullptr; }
 
 void init_interfaces(py::module_& m) {
   py::class_<Assignment>(m, "Assignment")
-      .def(py::init([](Id request, Id instance) { return Assignment{request, instance}; }), py::arg("request"),
-           py::arg("instance"))
+      .def(py::init([](Id request, Id instance) {
+             return Assignment{request, instance};
+           }),
+           py::arg("request"), py::arg("instance"))
       .def_readwrite("request", &Assignment::request)
       .def_readwrite("instance", &Assignment::instance)
       .def("__repr__", [](const Assignment& a) {
@@ -189,12 +185,15 @@ void init_interfaces(py::module_& m) {
           "Every call received: (kind, request, instance, generated, now, expected_handoff) tuples.")
       .def("clear", &RecordingPolicy::clear);
 
-  m.def("expected_handoff", py::overload_cast<const InstanceView&, const Request&, Time>(&expected_handoff), py::arg("view"), py::arg("request"), py::arg("now"),
+  m.def("expected_handoff", py::overload_cast<const InstanceView&, const Request&, Time>(&expected_handoff),
+        py::arg("view"), py::arg("request"), py::arg("now"),
         "The predicted end of the request's prefill on the instance with this view (early assignment).");
 
   py::class_<ScheduledItem>(m, "ScheduledItem")
-      .def(py::init([](Id request, Tokens tokens) { return ScheduledItem{request, tokens}; }), py::arg("request"),
-           py::arg("tokens") = 1)
+      .def(py::init([](Id request, Tokens tokens) {
+             return ScheduledItem{request, tokens};
+           }),
+           py::arg("request"), py::arg("tokens") = 1)
       .def_readwrite("request", &ScheduledItem::request)
       .def_readwrite("tokens", &ScheduledItem::tokens);
 

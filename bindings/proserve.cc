@@ -35,5 +35,5 @@ void init_proserve(py::module_& m) {
         return max_chunk(m, s, time_left);
       },
       py::arg("model"), py::arg("state"), py::arg("time_left"),
-        "SlideBatching GETMAXCHUNK: the largest prefill chunk whose estimated time fits time_left");
+      "SlideBatching GETMAXCHUNK: the largest prefill chunk whose estimated time fits time_left");
 }

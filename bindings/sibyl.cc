@@ -72,23 +72,26 @@ void init_sibyl(py::module_& m) {
             return p.load(inst, now, tau);
           },
           py::arg("instance"), py::arg("now"), py::arg("tau"))
-      .def("terms",
-           [](const ProjectedLoad& p, Id inst, Time now, Time tau) {
-             check_time(now, "now");
-             check_time(tau, "tau");
-             const LoadTerms t = p.terms(inst, now, tau);
-             return py::make_tuple(t.type1, t.type2, t.type3);
-           },
-           py::arg("instance"), py::arg("now"), py::arg("tau"))
-      .def("argmin",
-           [](const ProjectedLoad& p, const std::vector<Id>& inst, Time now, Time tau) {
-             check_time(now, "now");
-             check_time(tau, "tau");
-             std::vector<double> loads;
-             const int i = p.argmin(inst, now, tau, &loads);
-             return py::make_tuple(i, loads);
-           },
-           py::arg("instances"), py::arg("now"), py::arg("tau"))
-      .def_property_readonly("estimator", [](ProjectedLoad& p) -> const SurvivalEstimator& { return p.estimator(); },
-                             py::return_value_policy::reference_internal);
+      .def(
+          "terms",
+          [](const ProjectedLoad& p, Id inst, Time now, Time tau) {
+            check_time(now, "now");
+            check_time(tau, "tau");
+            const LoadTerms t = p.terms(inst, now, tau);
+            return py::make_tuple(t.type1, t.type2, t.type3);
+          },
+          py::arg("instance"), py::arg("now"), py::arg("tau"))
+      .def(
+          "argmin",
+          [](const ProjectedLoad& p, const std::vector<Id>& inst, Time now, Time tau) {
+            check_time(now, "now");
+            check_time(tau, "tau");
+            std::vector<double> loads;
+            const int i = p.argmin(inst, now, tau, &loads);
+            return py::make_tuple(i, loads);
+          },
+          py::arg("instances"), py::arg("now"), py::arg("tau"))
+      .def_property_readonly(
+          "estimator", [](ProjectedLoad& p) -> const SurvivalEstimator& { return p.estimator(); },
+          py::return_value_policy::reference_internal);
 }

@@ -9,8 +9,8 @@
 
 #include "bindings.h"
 #include "slocore/core/errors.h"
-#include "slocore/sim/prefix_cache.h"
 #include "slocore/core/input_checks.h"
+#include "slocore/sim/prefix_cache.h"
 #include "slocore/sim/simulator.h"
 
 using namespace slocore;
@@ -22,14 +22,11 @@ template <class T>
 using Col = py::array_t<T, py::array::c_style | py::array::forcecast>;
 
 // Columns -> Requests in one pass (a 100k-request workload in milliseconds).
-std::vector<Request> requests_from_columns(Col<int64_t> id, Col<double> arrival, Col<int64_t> prompt_len,
-                                           Col<int64_t> output_len, Col<double> ttft, Col<double> tpot,
-                                           Col<double> deadline, Col<int64_t> priority,
-                                           Col<double> priority_weight, Col<double> utility,
-                                           Col<int64_t> task, const std::vector<std::string>& task_names,
-                                           std::optional<Col<int64_t>> prefix_offsets,
-                                           std::optional<Col<uint64_t>> prefix_groups,
-                                           std::optional<Col<int64_t>> prefix_lens) {
+std::vector<Request> requests_from_columns(
+    Col<int64_t> id, Col<double> arrival, Col<int64_t> prompt_len, Col<int64_t> output_len, Col<double> ttft,
+    Col<double> tpot, Col<double> deadline, Col<int64_t> priority, Col<double> priority_weight, Col<double> utility,
+    Col<int64_t> task, const std::vector<std::string>& task_names, std::optional<Col<int64_t>> prefix_offsets,
+    std::optional<Col<uint64_t>> prefix_groups, std::optional<Col<int64_t>> prefix_lens) {
   const size_t n = size_t(arrival.size());
   for (auto* a : {&id, &prompt_len, &output_len, &priority, &task})
     require(size_t(a->size()) == n, "columns", "all columns need the same length");
@@ -102,8 +99,8 @@ std::unique_ptr<SteppableEngine> make_engine(const HardwareProfile& profile, std
   v.max_batch_tokens = max_batch_tokens;
   v.max_num_seqs = max_num_seqs;
   v.model = LatencyModel(belief.value_or(profile.coeffs));
-  out->engine = std::make_unique<Engine>(&v, profile, std::move(sched), processor_sharing, noise_sigma, seed,
-                                         correction_window);
+  out->engine =
+      std::make_unique<Engine>(&v, profile, std::move(sched), processor_sharing, noise_sigma, seed, correction_window);
   out->engine->state = EngineState::Active;
   return out;
 }
@@ -112,9 +109,10 @@ std::unique_ptr<SteppableEngine> make_engine(const HardwareProfile& profile, std
 // instances=2**31-1 or timeline_interval_s=1e-9 is a ValueError, not hours of work.
 void check_sim_limits(const std::vector<Request>& requests, const SimConfig& cfg) {
   for (auto [v, field] : {std::pair{cfg.instances, "instances"}, std::pair{cfg.prefill_instances, "prefill_instances"},
-                          std::pair{cfg.decode_instances, "decode_instances"}, std::pair{cfg.max_instances, "max_instances"},
-                          std::pair{cfg.min_instances, "min_instances"}})
-    require(v <= kMaxSimInstances, field, "must be <= " + std::to_string(kMaxSimInstances) + ", got " + std::to_string(v));
+                          std::pair{cfg.decode_instances, "decode_instances"},
+                          std::pair{cfg.max_instances, "max_instances"}, std::pair{cfg.min_instances, "min_instances"}})
+    require(v <= kMaxSimInstances, field,
+            "must be <= " + std::to_string(kMaxSimInstances) + ", got " + std::to_string(v));
   require(cfg.max_batch_tokens <= kMaxTokens, "max_batch_tokens", "must be <= 2^40");
   require_finite(cfg.stall_timeout_s, "stall_timeout_s");
   require(!std::isnan(cfg.max_time), "max_time", "must not be NaN");
@@ -213,10 +211,12 @@ void init_sim(py::module_& m) {
            py::arg("max_num_seqs") = 256, py::arg("kv_blocks") = 0, py::arg("belief") = py::none(),
            py::arg("correction_window") = 32, py::arg("noise_sigma") = 0.0, py::arg("seed") = 0,
            py::arg_v("role", Role::Colocated, "Role.COLOCATED"), py::arg("processor_sharing") = false)
-      .def("add", [](SteppableEngine& e, RequestState s) { e.engine->enqueue(std::move(s)); }, py::arg("state"),
-           "Queue a request (waiting) on the engine.")
-      .def("start", [](SteppableEngine& e, Time now) { return e.engine->start(now); }, py::arg("now"),
-           "Plan the next iteration at `now`; its duration in seconds, < 0 when nothing can run.")
+      .def(
+          "add", [](SteppableEngine& e, RequestState s) { e.engine->enqueue(std::move(s)); }, py::arg("state"),
+          "Queue a request (waiting) on the engine.")
+      .def(
+          "start", [](SteppableEngine& e, Time now) { return e.engine->start(now); }, py::arg("now"),
+          "Plan the next iteration at `now`; its duration in seconds, < 0 when nothing can run.")
       .def(
           "finish",
           [](SteppableEngine& e, Time now) {
@@ -229,11 +229,13 @@ void init_sim(py::module_& m) {
             return py::make_tuple(tokens, finished, handed_off);
           },
           py::arg("now"), "End the iteration at `now`: ([(request, generated)], finished ids, handed-off ids).")
-      .def("cancel", [](SteppableEngine& e, Id r, Time now) { return e.engine->cancel(r, now); }, py::arg("request"),
-           py::arg("now"))
+      .def(
+          "cancel", [](SteppableEngine& e, Id r, Time now) { return e.engine->cancel(r, now); }, py::arg("request"),
+          py::arg("now"))
       .def_property_readonly("plan", [](const SteppableEngine& e) { return e.engine->plan(); })
-      .def_property_readonly("view", [](const SteppableEngine& e) -> const InstanceView& { return *e.view; },
-                             py::return_value_policy::reference_internal)
+      .def_property_readonly(
+          "view", [](const SteppableEngine& e) -> const InstanceView& { return *e.view; },
+          py::return_value_policy::reference_internal)
       .def_property_readonly("busy", [](const SteppableEngine& e) { return e.engine->busy(); })
       .def_property_readonly("has_work", [](const SteppableEngine& e) { return e.engine->has_work(); })
       .def_property_readonly("iterations", [](const SteppableEngine& e) { return e.engine->iterations(); })
@@ -245,7 +247,8 @@ void init_sim(py::module_& m) {
         py::arg("priority_weight"), py::arg("utility"), py::arg("task"), py::arg("task_names"),
         py::arg("prefix_offsets") = py::none(), py::arg("prefix_groups") = py::none(),
         py::arg("prefix_lens") = py::none());
-  py::class_<PrefixCache, PrefixLookup, std::shared_ptr<PrefixCache>>(m, "PrefixCache", "one engine's block-level prefix cache (csrc/slocore/sim/prefix_cache.h)")
+  py::class_<PrefixCache, PrefixLookup, std::shared_ptr<PrefixCache>>(
+      m, "PrefixCache", "one engine's block-level prefix cache (csrc/slocore/sim/prefix_cache.h)")
       .def(py::init<>())
       .def("match_blocks", &PrefixCache::match_blocks, py::arg("chain"))
       .def("acquire", &PrefixCache::acquire, py::arg("h"))

@@ -1,6 +1,7 @@
 """The official ``openai`` client sent the same requests directly to an engine and through the
 router; the parsed objects must match field by field (ids and timestamps excepted). Shared by
 the emulated-engine test (fast suite) and the real-vLLM one (CI's vLLM step)."""
+
 import asyncio
 import threading
 
@@ -10,10 +11,17 @@ VOLATILE = {"id", "created", "system_fingerprint_created"}
 
 
 def _tool_call_messages(model):
-    return [{"role": "user", "content": "weather?"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}]
+    return [
+        {"role": "user", "content": "weather?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+    ]
 
 
 def cases(model):
@@ -25,11 +33,22 @@ def cases(model):
         ("completion-stream", "completions", dict(base, prompt="hello world", max_tokens=5, stream=True)),
         ("chat", "chat", dict(base, messages=chat, max_tokens=5)),
         ("chat-stop", "chat", dict(base, messages=chat, max_tokens=8, stop=["the"])),
-        ("chat-stream-usage", "chat", dict(base, messages=chat, max_tokens=4, stream=True,
-                                           stream_options={"include_usage": True})),
-        ("chat-stream-continuous-usage", "chat", dict(base, messages=chat, max_tokens=4, stream=True,
-                                                      stream_options={"include_usage": True,
-                                                                      "continuous_usage_stats": True})),
+        (
+            "chat-stream-usage",
+            "chat",
+            dict(base, messages=chat, max_tokens=4, stream=True, stream_options={"include_usage": True}),
+        ),
+        (
+            "chat-stream-continuous-usage",
+            "chat",
+            dict(
+                base,
+                messages=chat,
+                max_tokens=4,
+                stream=True,
+                stream_options={"include_usage": True, "continuous_usage_stats": True},
+            ),
+        ),
         ("chat-stream-n2", "chat", dict(base, messages=chat, max_tokens=3, stream=True, n=2)),
         ("chat-content-null", "chat", dict(base, messages=_tool_call_messages(model), max_tokens=3)),
         ("chat-max-tokens-0", "chat", dict(base, messages=chat, max_tokens=0)),
@@ -96,8 +115,9 @@ class RouterThread:
             self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
             ready.set()
 
-        self.thread = threading.Thread(target=lambda: (self.loop.run_until_complete(start()), self.loop.run_forever()),
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=lambda: (self.loop.run_until_complete(start()), self.loop.run_forever()), daemon=True
+        )
         self.thread.start()
         if not ready.wait(60):
             raise RuntimeError("router did not start")

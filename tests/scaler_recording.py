@@ -1,5 +1,6 @@
 """A scaler that records every event it gets and never scales (tests of the scaler's event
 contract, csrc/slocore/scale/scaler.h); named by import path in a serve config."""
+
 import slocore
 
 

@@ -2,6 +2,7 @@
 count, like vLLM's), /v1/completions (sleeps --latency s), /role (in-place role switch) and
 /load_weights. Started with --warm it has no weights: completions answer 503 until weights
 are loaded."""
+
 import argparse
 import json
 import threading

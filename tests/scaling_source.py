@@ -1,6 +1,7 @@
 """A transfer source in its own process, with fault injection for the scaling tests:
 `--corrupt NAME` flips one byte of a tensor after its checksum was taken (a corrupted
 tensor on the wire), `--kill-after K` SIGKILLs this process after K tensors were sent."""
+
 import argparse
 import os
 import signal
@@ -30,7 +31,9 @@ def hook(i, name):
 
 
 try:
-    TLManager("gloo", timeout_s=10, chunk_bytes=a.chunk_bytes, streams=a.streams).send(wm, "127.0.0.1", a.port, on_tensor_sent=hook)
+    TLManager("gloo", timeout_s=10, chunk_bytes=a.chunk_bytes, streams=a.streams).send(
+        wm, "127.0.0.1", a.port, on_tensor_sent=hook
+    )
 except Exception as e:  # the target aborted or died: report, exit non-zero
     print(f"send failed: {type(e).__name__}: {e}", file=sys.stderr)
     sys.exit(3)

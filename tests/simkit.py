@@ -1,5 +1,6 @@
 """Small helpers shared by the simulator tests: a hand-made profile, a Python FCFS batch
 scheduler (the research path: a Python policy inside the C++ simulator), request lists."""
+
 import numpy as np
 
 import slocore as s
@@ -60,9 +61,19 @@ def requests(n=100, rate=10.0, seed=0, prompt=(16, 400), output=(1, 60), ttft=1.
     rng = np.random.default_rng(seed)
     arrival = np.cumsum(rng.exponential(1 / rate, n))
     return _core.requests_from_columns(
-        np.arange(n), arrival, rng.integers(*prompt, n), rng.integers(*output, n), np.full(n, ttft),
-        np.full(n, tpot), np.full(n, np.nan), rng.integers(0, 2, n), np.ones(n), np.ones(n),
-        rng.integers(0, 2, n), ["a", "b"])
+        np.arange(n),
+        arrival,
+        rng.integers(*prompt, n),
+        rng.integers(*output, n),
+        np.full(n, ttft),
+        np.full(n, tpot),
+        np.full(n, np.nan),
+        rng.integers(0, 2, n),
+        np.ones(n),
+        np.ones(n),
+        rng.integers(0, 2, n),
+        ["a", "b"],
+    )
 
 
 def config(prof=None, instances=2, policy="round_robin", sched=PyFcfs, **kw):

@@ -1,14 +1,15 @@
 """Baseline batch schedulers: C++ == reference on random engine views; every plan is
 feasible (the contract in batch_scheduler.h); every scheduler drives a KV-pressured run
 to completion in the simulator; hand-checked orderings."""
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import slocore as s
+from simkit import config, profile, requests
 from slocore import _core
 from slocore.reference import batch_baselines as ref
-from simkit import config, profile, requests
 
 NAMES = ["vllm_fcfs", "orca", "sarathi_fcfs", "sarathi_priority", "edf", "weighted_vtc", "mlfq"]
 
@@ -26,22 +27,43 @@ def views(draw):
         gen = draw(st.integers(0, 40))
         done = prompt + gen - (1 if gen else 0)
         computed = done if draw(st.booleans()) else draw(st.integers(1, max(1, prompt + gen - 1)))
-        r = s.Request(next(rid), draw(st.floats(0, 10)), prompt, output_len=gen + 50, ttft=draw(st.floats(0.1, 2)),
-                      tpot=draw(st.floats(0.01, 0.2)), priority=draw(st.integers(0, 2)),
-                      priority_weight=draw(st.sampled_from([1.0, 2.0, 4.0])))
+        r = s.Request(
+            next(rid),
+            draw(st.floats(0, 10)),
+            prompt,
+            output_len=gen + 50,
+            ttft=draw(st.floats(0.1, 2)),
+            tpot=draw(st.floats(0.01, 0.2)),
+            priority=draw(st.integers(0, 2)),
+            priority_weight=draw(st.sampled_from([1.0, 2.0, 4.0])),
+        )
         st_ = s.RequestState(r, computed, gen)
         running.append(st_)
         used += v.blocks_for(computed)
     waiting = []
     for _ in range(draw(st.integers(0, 24))):
-        r = s.Request(next(rid), draw(st.floats(0, 10)), draw(st.integers(1, 900)), output_len=20,
-                      ttft=draw(st.floats(0.1, 2)), tpot=draw(st.floats(0.01, 0.2)), priority=draw(st.integers(0, 2)))
+        r = s.Request(
+            next(rid),
+            draw(st.floats(0, 10)),
+            draw(st.integers(1, 900)),
+            output_len=20,
+            ttft=draw(st.floats(0.1, 2)),
+            tpot=draw(st.floats(0.01, 0.2)),
+            priority=draw(st.integers(0, 2)),
+        )
         waiting.append(s.RequestState(r, 0, 0))
     v.running, v.waiting = running, waiting
     v.kv_blocks_total = used + draw(st.integers(0, 200))
     v.kv_blocks_free = v.kv_blocks_total - used
-    v.model = s.LatencyModel(s.LatencyCoeffs(t_c=0.01, a_p=draw(st.sampled_from([0.0, 1e-8])), c_p=1e-4, a_d=1e-6,
-                                             b_d=draw(st.sampled_from([1e-4, 1e-2]))))
+    v.model = s.LatencyModel(
+        s.LatencyCoeffs(
+            t_c=0.01,
+            a_p=draw(st.sampled_from([0.0, 1e-8])),
+            c_p=1e-4,
+            a_d=1e-6,
+            b_d=draw(st.sampled_from([1e-4, 1e-2])),
+        )
+    )
     return v
 
 
@@ -150,14 +172,18 @@ def test_prompt_longer_than_batch_limit_is_chunked(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_scheduler_finishes_a_kv_pressured_run(name):
     reqs = requests(150, rate=40, prompt=(32, 300), output=(5, 60))
-    res = _core.simulate(reqs, config(profile(kv_blocks=60), instances=2, sched=lambda: _core.make_batch_scheduler(name)))
+    res = _core.simulate(
+        reqs, config(profile(kv_blocks=60), instances=2, sched=lambda: _core.make_batch_scheduler(name))
+    )
     assert res.stats["plan_violations"] == 0 and res.stats["stalled"] == 0
     assert all(r.outcome == s.Outcome.FINISHED for r in res.recorder.records())
     assert res.recorder.total_tokens == sum(r.output_len for r in reqs)
 
 
 def state(rid, prompt, computed=0, gen=0, arrival=0.0, prio=0, ttft=1.0, tpot=0.1):
-    return s.RequestState(s.Request(rid, arrival, prompt, output_len=100, ttft=ttft, tpot=tpot, priority=prio), computed, gen)
+    return s.RequestState(
+        s.Request(rid, arrival, prompt, output_len=100, ttft=ttft, tpot=tpot, priority=prio), computed, gen
+    )
 
 
 def engine(running=(), waiting=(), blocks=1000, budget=4096):

@@ -1,10 +1,12 @@
 """Cache-aware baseline routers (llm-d weighted scorer, Dynamo KvRouter): C++ = Python
 reference on random views, parameters validated, and on prefix-sharing traffic they find
 more cached prefix than cache-blind routing."""
+
 import pytest
-import slocore as s
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import slocore as s
 from slocore import _core
 from slocore.reference import cache_routers as ref
 from slocore.reference import prefix as pref
@@ -28,8 +30,14 @@ def cluster(draw):
         v.accepting = draw(st.booleans()) or i == 0
         v.kv_blocks_total = draw(st.integers(0, 400))
         v.kv_blocks_free = draw(st.integers(0, v.kv_blocks_total))
-        pv = dict(accepting=v.accepting, kv_blocks_total=v.kv_blocks_total, kv_blocks_free=v.kv_blocks_free,
-                  block_size=bs, running=[], waiting=[])
+        pv = dict(
+            accepting=v.accepting,
+            kv_blocks_total=v.kv_blocks_total,
+            kv_blocks_free=v.kv_blocks_free,
+            block_size=bs,
+            running=[],
+            waiting=[],
+        )
         for q in ("running", "waiting"):
             states = []
             for _ in range(draw(st.integers(0, 4))):
@@ -76,8 +84,15 @@ def test_kv_router_matches_reference(c, w):
 def test_kv_router_cost_by_hand():
     # 16-token blocks; one running decode of 100 + 3 tokens; the request has 64 of its 100
     # prompt tokens cached: prefill (100 - 64) / 16 = 2.25, active 7 + 7 = 14 blocks.
-    v = dict(accepting=True, kv_blocks_total=100, kv_blocks_free=50, block_size=16, cached=64, waiting=[],
-             running=[dict(prompt_len=100, computed=102, generated=3)])
+    v = dict(
+        accepting=True,
+        kv_blocks_total=100,
+        kv_blocks_free=50,
+        block_size=16,
+        cached=64,
+        waiting=[],
+        running=[dict(prompt_len=100, computed=102, generated=3)],
+    )
     assert ref.kv_router_cost(100, v) == pytest.approx(2.25 + 14)
     assert ref.kv_router_cost(100, v, overlap_weight=2.0) == pytest.approx(4.5 + 14)
 
@@ -94,6 +109,8 @@ def test_bad_params():
 @pytest.mark.parametrize("policy", ["llmd_scorer", "kv_router"])
 def test_cache_aware_routing_finds_more_cached_prefix(policy):
     w = workloads.multi_turn_chat(rate=2.0, sessions=80, seed=2, think_s=2.0)
-    hits = {p: simulate(w, instances=4, global_policy=p).stats["prefix_hit_tokens"]
-            for p in ("round_robin", "least_outstanding", policy)}
+    hits = {
+        p: simulate(w, instances=4, global_policy=p).stats["prefix_hit_tokens"]
+        for p in ("round_robin", "least_outstanding", policy)
+    }
     assert hits[policy] > 1.3 * max(hits["round_robin"], hits["least_outstanding"])

@@ -1,5 +1,6 @@
 """`slocore fit` recovers the coefficients behind the bundled sample; malformed CSVs give
 an error naming the file, row and column; the CLI exits 2 with a message, no traceback."""
+
 import json
 
 import pytest
@@ -19,8 +20,10 @@ def test_fit_recovers_sample_coefficients(capsys):
 
 def test_fit_tps_and_per_request(tmp_path):
     tps = tmp_path / "tps.csv"
-    tps.write_text("batch_size,tokens_per_s\n" + "\n".join(
-        f"{n},{-0.423 * n * n + 44.766 * n - 7.753}" for n in (1, 2, 4, 8, 16, 32, 48)))
+    tps.write_text(
+        "batch_size,tokens_per_s\n"
+        + "\n".join(f"{n},{-0.423 * n * n + 44.766 * n - 7.753}" for n in (1, 2, 4, 8, 16, 32, 48))
+    )
     c = fitting.fit("tps", tps)["coeffs"]
     assert (c["a"], c["b"], c["c"]) == pytest.approx((-0.423, 44.766, -7.753), rel=1e-6)
     pr = tmp_path / "pr.csv"
@@ -34,13 +37,16 @@ def test_fit_tps_and_per_request(tmp_path):
     assert got["t_c"] == pytest.approx(0.01, rel=1e-6) and got["a_d"] == pytest.approx(1e-6, rel=1e-6)
 
 
-@pytest.mark.parametrize("body, match", [
-    ("batch_size,input_len\n1,2\n", "missing column"),
-    ("batch_size,input_len,prefill_s\n1,abc,0.1\n", "row 2: column 'input_len' is not a number"),
-    ("batch_size,input_len,prefill_s\n1,2,0.1\n1,,0.2\n", "row 3: column 'input_len' is empty"),
-    ("batch_size,input_len,prefill_s\n1,2,-0.1\n", "row 2: column 'prefill_s' must be finite"),
-    ("batch_size,input_len,prefill_s\n", "no data rows"),
-])
+@pytest.mark.parametrize(
+    "body, match",
+    [
+        ("batch_size,input_len\n1,2\n", "missing column"),
+        ("batch_size,input_len,prefill_s\n1,abc,0.1\n", "row 2: column 'input_len' is not a number"),
+        ("batch_size,input_len,prefill_s\n1,2,0.1\n1,,0.2\n", "row 3: column 'input_len' is empty"),
+        ("batch_size,input_len,prefill_s\n1,2,-0.1\n", "row 2: column 'prefill_s' must be finite"),
+        ("batch_size,input_len,prefill_s\n", "no data rows"),
+    ],
+)
 def test_malformed_csv(tmp_path, body, match):
     f = tmp_path / "bad.csv"
     f.write_text(body)

@@ -1,5 +1,6 @@
 """The main job: `slocore simulate` on its embedded default prints a readable table or
 JSON, is deterministic, and shows load mattering (attainment falls past saturation)."""
+
 import json
 
 from slocore import cli
@@ -33,8 +34,20 @@ def test_json_is_deterministic_and_load_matters(capsys):
 def test_scenarios_listing_and_overrides(capsys):
     assert cli.main(["scenarios"]) == 0
     assert "default" in capsys.readouterr().out
-    out = json.loads(run(capsys, "--json", "--loads", "30", "--variants", "round_robin", "--belief-scale", "1.2",
-                         "--profile", "h100-llama2-7b"))
+    out = json.loads(
+        run(
+            capsys,
+            "--json",
+            "--loads",
+            "30",
+            "--variants",
+            "round_robin",
+            "--belief-scale",
+            "1.2",
+            "--profile",
+            "h100-llama2-7b",
+        )
+    )
     assert out["rows"][0]["config"]["belief_scale"] == 1.2 and out["rows"][0]["config"]["profile"] == "h100-llama2-7b"
     assert scenarios.get("default").available_variants()
 

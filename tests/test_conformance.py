@@ -5,6 +5,7 @@ every registered global policy (the registered C++ ``recording`` one, and the Py
 request, each policy must see the same calls (kinds, token indices, order) with one id for
 the whole request, as the event contract of ``csrc/slocore/policy/global_policy.h`` says.
 Instance ids and times are not compared (the live engines run on a real clock)."""
+
 import asyncio
 import contextlib
 import math
@@ -14,8 +15,9 @@ import pytest
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 pytest.importorskip("prometheus_client", reason="the serve extra (prometheus-client) is not installed")
 
-import slocore  # noqa: E402
 from aiohttp import web  # noqa: E402
+
+import slocore  # noqa: E402
 from slocore.profiles import hardware_profile  # noqa: E402
 from slocore.recording import RecordingPolicy  # noqa: E402
 from slocore.serve import config as cfgmod  # noqa: E402
@@ -75,12 +77,17 @@ async def serving(d: dict):
 
 def serve(name, pd, python=False):
     """The recording policies' events after serving WORKLOAD live."""
-    pol = {"name": PY_RECORDING, "params": {"policy": name}} if python else \
-        {"name": "recording", "params": {"policy": name}}
+    pol = (
+        {"name": PY_RECORDING, "params": {"policy": name}}
+        if python
+        else {"name": "recording", "params": {"policy": name}}
+    )
     if pd:
-        backends = [{"name": "p0", "role": "prefill", "emulated": dict(EMU)},
-                    {"name": "d0", "role": "decode", "emulated": dict(EMU)},
-                    {"name": "d1", "role": "decode", "emulated": dict(EMU)}]
+        backends = [
+            {"name": "p0", "role": "prefill", "emulated": dict(EMU)},
+            {"name": "d0", "role": "decode", "emulated": dict(EMU)},
+            {"name": "d1", "role": "decode", "emulated": dict(EMU)},
+        ]
         d = {"backends": backends, "prefill_policy": pol, "decode_policy": dict(pol)}
     else:
         backends = [{"name": f"e{i}", "emulated": dict(EMU)} for i in range(2)]
@@ -114,7 +121,7 @@ def per_request(logs):
     placed = [{} for _ in logs]  # request -> instance, per policy
     for k, log in enumerate(logs):
         added.append(sum(1 for e in log if e[0] == "instance_added"))
-        for kind, rid, inst, gen, now, eh in log:
+        for kind, rid, inst, gen, _now, eh in log:
             if kind.startswith("instance_"):
                 continue
             assert rid in rank, f"policy {k} saw request {rid}, which policy 0 never got (ids differ)"
@@ -161,9 +168,15 @@ def test_sequences_follow_the_contract():
     kinds = [(e[0], e[3]) for e in colo if e[1] == rid]
     assert kinds == [("submit", 0), ("assign", 0)] + [("token", k) for k in range(1, n + 1)] + [("finished", 0)]
     assert [(e[0], e[3]) for e in p_log if e[1] == rid] == [
-        ("submit", 0), ("assign", 0), ("token", 1), ("prefill_done", 0), ("finished", 0)]
-    assert [(e[0], e[3]) for e in d_log if e[1] == rid] == [
-        ("submit", 0), ("prefill_done", 0), ("assign", 0)] + [("token", k) for k in range(2, n + 1)] + [("finished", 0)]
+        ("submit", 0),
+        ("assign", 0),
+        ("token", 1),
+        ("prefill_done", 0),
+        ("finished", 0),
+    ]
+    assert [(e[0], e[3]) for e in d_log if e[1] == rid] == [("submit", 0), ("prefill_done", 0), ("assign", 0)] + [
+        ("token", k) for k in range(2, n + 1)
+    ] + [("finished", 0)]
     # early assignment: the decode policy gets the request at prefill placement, with tau
     (_, d_early) = simulate("early_assign", pd=True)
     first = [e for e in d_early if e[1] == rid]
@@ -172,19 +185,25 @@ def test_sequences_follow_the_contract():
 
 
 def test_python_policy_import_errors_name_the_field():
-    for name, msg in [("no_such_module_xyz:Policy", "cannot import"), ("slocore.recording:NoSuchClass", "cannot import"),
-                      ("slocore.recording:math.isfinite", "is not a slocore.GlobalPolicy subclass"),
-                      ("slocore:Request", "is not a slocore.GlobalPolicy subclass")]:
+    for name, msg in [
+        ("no_such_module_xyz:Policy", "cannot import"),
+        ("slocore.recording:NoSuchClass", "cannot import"),
+        ("slocore.recording:math.isfinite", "is not a slocore.GlobalPolicy subclass"),
+        ("slocore:Request", "is not a slocore.GlobalPolicy subclass"),
+    ]:
         with pytest.raises(ValueError, match=f"policy.name: .*{msg}"):
             Router(cfgmod.from_dict({"policy": {"name": name}}))
-    d = {"backends": [{"name": "p", "role": "prefill", "emulated": {}}, {"name": "d", "role": "decode", "emulated": {}}],
-         "decode_policy": {"name": PY_RECORDING, "params": {"bogus": 1}}}
+    d = {
+        "backends": [{"name": "p", "role": "prefill", "emulated": {}}, {"name": "d", "role": "decode", "emulated": {}}],
+        "decode_policy": {"name": PY_RECORDING, "params": {"bogus": 1}},
+    }
     with pytest.raises(ValueError, match="decode_policy.params: "):
         Router(cfgmod.from_dict(d))
 
 
 def live_events(d, bodies):
     """Serve `d`, send `bodies` one after the other; (statuses, each dispatcher's events)."""
+
     async def go():
         async with serving(d) as (router, url, s):
             statuses = []
@@ -206,8 +225,9 @@ def test_retry_keeps_the_id_finishes_the_failed_attempt_and_starts_over():
     assert len({r for _, r, _, _ in ev}) == 1  # one id for both attempts
     kinds = [(k, g) for k, _, _, g in ev]
     # not streamed: the engine's whole answer comes at once, so the failed attempt shows no tokens
-    assert kinds == [("submit", 0), ("assign", 0), ("finished", 0),
-                     ("submit", 0), ("assign", 0)] + [("token", k) for k in range(1, 7)] + [("finished", 0)]
+    assert kinds == [("submit", 0), ("assign", 0), ("finished", 0), ("submit", 0), ("assign", 0)] + [
+        ("token", k) for k in range(1, 7)
+    ] + [("finished", 0)]
     first, second = ev[1][2], ev[4][2]
     assert ev[2][2] == first != second and ev[-1][2] == second  # on_finished names the failed engine
 
@@ -237,8 +257,11 @@ class Hold(slocore.GlobalPolicy):
 
 
 def test_request_leaving_while_queued_is_cancelled():
-    d = {"backends": [{"name": "e0", "emulated": dict(EMU)}], "policy": {"name": "test_conformance:Hold"},
-         "timeouts": {"first_token_s": 0.3}}
+    d = {
+        "backends": [{"name": "e0", "emulated": dict(EMU)}],
+        "policy": {"name": "test_conformance:Hold"},
+        "timeouts": {"first_token_s": 0.3},
+    }
 
     async def go():
         async with serving(d) as (router, url, s):
@@ -261,6 +284,7 @@ class HoldEarly(Hold):
 def test_simulated_one_token_pd_request_releases_the_early_decode_submit():
     """A P/D request that ends at prefill: the decode policy's early placement ends with
     on_finished, an early submit not yet placed with on_cancelled."""
+
     def run(decode):
         cfg = slocore.SimConfig()
         cfg.profile = hardware_profile(PROFILE)[0]

@@ -1,6 +1,7 @@
 """The emulated engine of `slocore serve` runs the simulator's C++ engine (slocore.EngineModel):
 given the same arrivals, an emulated engine (real-time paced) and a simulated one run the same
 sequence of batches (sanitised plans, preemptions) with the same predicted and truth times."""
+
 import asyncio
 
 import pytest
@@ -15,8 +16,7 @@ from slocore.serve.engine import EmulatedEngine  # noqa: E402
 PROFILE = "h100-llama2-7b"
 KV_BLOCKS = 90  # tight: forces waiting and, for vllm_fcfs, preemptions
 MAX_BATCH_TOKENS = 512
-WORKLOAD = [(300, 12), (120, 30), (400, 8), (64, 25), (250, 18), (90, 40), (180, 10), (330, 22), (40, 35),
-            (210, 15)]
+WORKLOAD = [(300, 12), (120, 30), (400, 8), (64, 25), (250, 18), (90, 40), (180, 10), (330, 22), (40, 35), (210, 15)]
 
 
 class RecordingScheduler(slocore.BatchScheduler):
@@ -61,8 +61,9 @@ def emulated(sched_name):
     rec = RecordingScheduler(sched_name)
 
     async def go():
-        eng = EmulatedEngine(PROFILE, scheduler=rec, time_scale=0.2, kv_blocks=KV_BLOCKS,
-                             max_batch_tokens=MAX_BATCH_TOKENS)
+        eng = EmulatedEngine(
+            PROFILE, scheduler=rec, time_scale=0.2, kv_blocks=KV_BLOCKS, max_batch_tokens=MAX_BATCH_TOKENS
+        )
         (p0, o0), rest = WORKLOAD[0], WORKLOAD[1:]
         queues = [eng.submit(p0, o0)[1]]
         while not eng.core.busy:  # the simulator starts the first arrival's iteration alone

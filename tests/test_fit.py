@@ -1,5 +1,6 @@
 """Least squares on relative error (HFX appendix A): recovers known coefficients, agrees
 with the reference, and names the problem on bad input."""
+
 import numpy as np
 import pytest
 from hypothesis import given

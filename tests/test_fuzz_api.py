@@ -6,6 +6,7 @@ against an ASan/UBSan build of the extension, see .ci/run).
 SLOCORE_FUZZ_EXAMPLES=N sets the number of hypothesis examples (default 150, about 20 calls
 each); `pytest -s` prints the number of calls made.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,7 +14,8 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 import slocore as s
 from slocore import _core
@@ -91,11 +93,16 @@ def models(draw):
 
 
 @st.composite
-def views(draw, vid=st.integers(0, 3)):
-    v = s.InstanceView(draw(vid), draw(st.sampled_from([s.Role.COLOCATED, s.Role.PREFILL, s.Role.DECODE])))
+def views(draw, vid=None):
+    v = s.InstanceView(
+        draw(vid or st.integers(0, 3)), draw(st.sampled_from([s.Role.COLOCATED, s.Role.PREFILL, s.Role.DECODE]))
+    )
     if draw(st.integers(0, 3)) == 0:  # a hostile field
-        field = draw(st.sampled_from(["block_size", "kv_blocks_total", "kv_blocks_free", "max_batch_tokens",
-                                      "max_num_seqs", "id"]))
+        field = draw(
+            st.sampled_from(
+                ["block_size", "kv_blocks_total", "kv_blocks_free", "max_batch_tokens", "max_num_seqs", "id"]
+            )
+        )
         call(setattr, v, field, draw(ints(-5, 5)))
     total = draw(st.integers(0, 5000))
     call(setattr, v, "kv_blocks_total", total)
@@ -118,8 +125,9 @@ VIEWS = st.lists(views(), max_size=4)
 
 
 def op_global_policy(data, p, ids):
-    kind = data.draw(st.sampled_from(["submit", "poll", "prefill", "token", "finished", "added", "removed",
-                                      "query", "hfx"]))
+    kind = data.draw(
+        st.sampled_from(["submit", "poll", "prefill", "token", "finished", "added", "removed", "query", "hfx"])
+    )
     now = data.draw(TIMES)
     rid = data.draw(st.one_of(st.sampled_from(ids or [0]), IDS))
     inst = data.draw(IDS)
@@ -160,7 +168,9 @@ def op_batch_scheduler(data, b):
         if plan is not None:
             assert all(isinstance(it.tokens, int) for it in plan.items)
     elif kind == "done":
-        items = [call(s.ScheduledItem, data.draw(IDS), data.draw(ints(0, 64))) for _ in range(data.draw(st.integers(0, 3)))]
+        items = [
+            call(s.ScheduledItem, data.draw(IDS), data.draw(ints(0, 64))) for _ in range(data.draw(st.integers(0, 3)))
+        ]
         plan = s.BatchPlan([it for it in items if it is not None], [data.draw(IDS)] if data.draw(st.booleans()) else [])
         call(b.on_batch_done, v, plan, data.draw(floats(0.0, 1.0)), data.draw(floats(0.0, 1.0)), now)
     else:
@@ -216,8 +226,14 @@ def op_slice(data):
         call(m.period, curve)
     call(_core.slice_period_eq7, sorted(rates, reverse=True) if data.draw(st.booleans()) else rates, curve)
     tp = data.draw(st.lists(floats(0.0, 1.0), max_size=6))
-    call(s.select_slice_tasks, tp, data.draw(st.lists(floats(0.0, 4.0), min_size=len(tp), max_size=len(tp))),
-         curve, data.draw(floats(0.0, 2.0)), data.draw(st.booleans()))
+    call(
+        s.select_slice_tasks,
+        tp,
+        data.draw(st.lists(floats(0.0, 4.0), min_size=len(tp), max_size=len(tp))),
+        curve,
+        data.draw(floats(0.0, 2.0)),
+        data.draw(st.booleans()),
+    )
     call(_core.slice_rate, data.draw(floats(0.0, 1.0)))
     call(_core.slice_utility_rate, data.draw(floats()), data.draw(floats(0.0, 1.0)))
 
@@ -226,8 +242,10 @@ def op_models(data):
     m = data.draw(models()) or s.LatencyModel()
     call(m.prefill_cost, data.draw(ints(0, 4096)), data.draw(ints(0, 4096)))
     call(m.decode_cost, data.draw(ints(0, 4096)))
-    items = [call(s.BatchItem, data.draw(ints(0, 512)), data.draw(ints(0, 4096)), data.draw(st.booleans()))
-             for _ in range(data.draw(st.integers(0, 3)))]
+    items = [
+        call(s.BatchItem, data.draw(ints(0, 512)), data.draw(ints(0, 4096)), data.draw(st.booleans()))
+        for _ in range(data.draw(st.integers(0, 3)))
+    ]
     t = call(m.batch_time, [it for it in items if it is not None])
     assert t is None or t >= 0
     call(m.stage_prefill, data.draw(floats(-10, 1e4)), data.draw(floats(-10, 1e6)))
@@ -236,8 +254,13 @@ def op_models(data):
     call(m.update)
     call(m.set_correction, data.draw(floats(0.0, 3.0)))
     call(s.BatchLatencyCurve.from_model, m, data.draw(ints(0, 4096)), data.draw(ints(0, 64)))
-    tc = call(s.ThroughputCurve, data.draw(floats(-1, 1)), data.draw(floats(0, 100)), data.draw(floats(0, 10)),
-              data.draw(floats(0.0, 2.0)))
+    tc = call(
+        s.ThroughputCurve,
+        data.draw(floats(-1, 1)),
+        data.draw(floats(0, 100)),
+        data.draw(floats(0, 10)),
+        data.draw(floats(0.0, 2.0)),
+    )
     if tc is not None:
         call(tc.total, data.draw(floats(-1, 300)))
         call(tc.per_request, data.draw(floats(-1, 300)))
@@ -247,15 +270,23 @@ def op_models(data):
 
 
 def op_sibyl(data):
-    est = call(_core.SurvivalEstimator, data.draw(ints(1, 128)), data.draw(floats(0.0, 1.0)),
-               data.draw(st.one_of(st.integers(1, 4096), st.sampled_from(NASTY_INTS))))
+    est = call(
+        _core.SurvivalEstimator,
+        data.draw(ints(1, 128)),
+        data.draw(floats(0.0, 1.0)),
+        data.draw(st.one_of(st.integers(1, 4096), st.sampled_from(NASTY_INTS))),
+    )
     if est is not None:
         for _ in range(data.draw(st.integers(0, 5))):
             call(est.observe, data.draw(ints(0, 5000)))
         call(est.survival, data.draw(floats(-5.0, 5000.0)))
         call(est.conditional, data.draw(floats(-5.0, 5000.0)), data.draw(floats(-5.0, 5000.0)))
-    pl = call(_core.SibylProjectedLoad, bucket=data.draw(ints(1, 64)), max_len=data.draw(ints(1, 4096)),
-              v_sys_init=data.draw(floats(0.0, 60.0)))
+    pl = call(
+        _core.SibylProjectedLoad,
+        bucket=data.draw(ints(1, 64)),
+        max_len=data.draw(ints(1, 4096)),
+        v_sys_init=data.draw(floats(0.0, 60.0)),
+    )
     if pl is not None:
         for _ in range(data.draw(st.integers(0, 6))):
             rid, inst, t = data.draw(IDS), data.draw(IDS), data.draw(TIMES)
@@ -293,8 +324,9 @@ def op_recorder(data, rec):
             call(s.request_metrics, got)
     else:
         call(rec.add_instance_time, data.draw(floats(-1.0, 10.0)))
-    opt = call(s.MetricsOptions, data.draw(floats(0.0, 2.0)), 1.0, 0.05,
-               data.draw(st.lists(floats(0.0, 1.0), max_size=3)))
+    opt = call(
+        s.MetricsOptions, data.draw(floats(0.0, 2.0)), 1.0, 0.05, data.draw(st.lists(floats(0.0, 1.0), max_size=3))
+    )
     call(s.summarize, rec, opt or s.MetricsOptions())
 
 
@@ -320,9 +352,21 @@ def op_mapper(data):
 def op_columns(data):
     n = data.draw(st.integers(0, 4))
     col = lambda strat: np.array([data.draw(strat) for _ in range(n)])  # noqa: E731
-    call(_core.requests_from_columns, col(IDS), col(TIMES), col(ints(1, 100)), col(ints(1, 100)),
-         col(floats(0.0, 2.0)), col(floats(0.0, 1.0)), col(st.just(math.nan)), col(ints(0, 3)), col(floats(0.0, 2.0)),
-         col(floats(0.0, 2.0)), col(ints(0, 2)), ["a", "b"])
+    call(
+        _core.requests_from_columns,
+        col(IDS),
+        col(TIMES),
+        col(ints(1, 100)),
+        col(ints(1, 100)),
+        col(floats(0.0, 2.0)),
+        col(floats(0.0, 1.0)),
+        col(st.just(math.nan)),
+        col(ints(0, 3)),
+        col(floats(0.0, 2.0)),
+        col(floats(0.0, 2.0)),
+        col(ints(0, 2)),
+        ["a", "b"],
+    )
     k = data.draw(st.integers(1, 3))
     X = [[data.draw(floats(0.0, 100.0)) for _ in range(k)] for _ in range(data.draw(st.integers(0, 5)))]
     call(s.fit_relative_least_squares, X, [data.draw(floats(0.0, 10.0)) for _ in X])
@@ -382,8 +426,12 @@ class PyScaler(s.Scaler):
     def decide(self, now, views):
         act = [s.ScaleAction.SCALE_OUT, s.ScaleAction.SCALE_IN, s.ScaleAction.SWITCH_ROLE]
         roles = [s.Role.COLOCATED, s.Role.PREFILL, s.Role.DECODE]
-        return [s.ScaleDecision(act[int(self.rng.integers(3))], roles[int(self.rng.integers(3))],
-                                int(self.rng.integers(-1, 6))) for _ in range(int(self.rng.integers(0, 2)))]
+        return [
+            s.ScaleDecision(
+                act[int(self.rng.integers(3))], roles[int(self.rng.integers(3))], int(self.rng.integers(-1, 6))
+            )
+            for _ in range(int(self.rng.integers(0, 2)))
+        ]
 
 
 def op_simulate(data):
@@ -423,9 +471,21 @@ def op_simulate(data):
         cfg.scaler = PyScaler(rng) if scaler == "py" else s.make_scaler(scaler)
     n = data.draw(st.integers(0, 8))
     arrival = np.sort(rng.uniform(0, 5, n))
-    reqs = call(_core.requests_from_columns, np.arange(n), arrival, rng.integers(1, 300, n), rng.integers(1, 40, n),
-                np.full(n, 2.0), np.full(n, 0.2), np.full(n, np.nan), rng.integers(0, 3, n), np.ones(n), np.ones(n),
-                np.zeros(n, dtype=np.int64), ["t"])
+    reqs = call(
+        _core.requests_from_columns,
+        np.arange(n),
+        arrival,
+        rng.integers(1, 300, n),
+        rng.integers(1, 40, n),
+        np.full(n, 2.0),
+        np.full(n, 0.2),
+        np.full(n, np.nan),
+        rng.integers(0, 3, n),
+        np.ones(n),
+        np.ones(n),
+        np.zeros(n, dtype=np.int64),
+        ["t"],
+    )
     res = call(_core.simulate, reqs or [], cfg)
     if res is not None:  # every request accounted for, once
         assert sorted(r.request.id for r in res.recorder.records()) == list(range(n))
@@ -433,8 +493,13 @@ def op_simulate(data):
 
 
 # No shrinking: a failure prints its draws; shrinking a long call sequence takes minutes.
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None,
-          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)
 @given(st.data())
 def test_random_call_sequences_never_crash(data):
     pol = call(s.make_global_policy, data.draw(st.sampled_from(s.global_policy_names())))
@@ -443,8 +508,14 @@ def test_random_call_sequences_never_crash(data):
     rec = s.Recorder()
     pol_ids, sc_ids = [], []
     for _ in range(data.draw(st.integers(5, 30))):
-        kind = data.draw(st.sampled_from(["policy"] * 4 + ["sched"] * 2 + ["scaler"] * 2 + [
-            "view", "slice", "models", "sibyl", "recorder", "mapper", "columns", "simulate"]))
+        kind = data.draw(
+            st.sampled_from(
+                ["policy"] * 4
+                + ["sched"] * 2
+                + ["scaler"] * 2
+                + ["view", "slice", "models", "sibyl", "recorder", "mapper", "columns", "simulate"]
+            )
+        )
         if kind == "policy":
             op_global_policy(data, pol, pol_ids)
         elif kind == "sched":

@@ -1,6 +1,7 @@
 """HFX: C++ dispatcher / migrator / priority mapper against the
 pure-Python reference on random inputs, hand-checked formulas, invariants in the
 simulator, and the direction of the paper's headline (HFX >> RR on the 4-task set)."""
+
 import math
 
 import numpy as np
@@ -9,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import slocore as s
+from simkit import config, requests
 from slocore import _core
 from slocore.reference import hfx as ref
-from simkit import config, requests
 from test_sim_invariants import check_conserved
 
 COEF = dict(t_c=0.024, a_p=1.6e-9, b_p=3.2e-9, c_p=1.2e-4, a_d=6e-8, b_d=2.4e-5)
@@ -37,13 +38,23 @@ def test_maturity_hand_checked():
 fin = st.floats(0.01, 50.0)
 
 
-@given(fin, fin, st.floats(0, 1), st.floats(0, 0.1), st.floats(1e-6, 1e-3), st.floats(0, 100), fin, st.floats(0, 1),
-       st.floats(0, 3))
+@given(
+    fin,
+    fin,
+    st.floats(0, 1),
+    st.floats(0, 0.1),
+    st.floats(1e-6, 1e-3),
+    st.floats(0, 100),
+    fin,
+    st.floats(0, 1),
+    st.floats(0, 3),
+)
 def test_formulas_match_reference(ttft, tpot, e_d, a, b, now, e_p, util, k):
     assert _core.hfx_token_budget(ttft, tpot, e_d, a, b) == pytest.approx(ref.token_budget(ttft, tpot, e_d, a, b))
     assert _core.hfx_maturity_time(now, e_p, e_d, tpot) == pytest.approx(ref.maturity_time(now, e_p, e_d, tpot))
     assert _core.hfx_admission_p(now / 2, ttft, e_p, now, util, k) == pytest.approx(
-        ref.admission_p(now / 2, ttft, e_p, now, util, k))
+        ref.admission_p(now / 2, ttft, e_p, now, util, k)
+    )
 
 
 # --- dispatcher: differential on random views and queues -------------------------------------
@@ -54,8 +65,14 @@ def make_view(i, rng, model, stage):
     states = []
     for _ in range(int(rng.integers(0, 6))):
         p = int(rng.integers(1, 800))
-        r = s.Request(int(10_000 + i * 100 + len(states)), 0.0, p, output_len=50, ttft=float(rng.choice([0.7, 1, 2, 20])),
-                      tpot=float(rng.choice([0.05, 0.5, 0.7, 1.0])))
+        r = s.Request(
+            int(10_000 + i * 100 + len(states)),
+            0.0,
+            p,
+            output_len=50,
+            ttft=float(rng.choice([0.7, 1, 2, 20])),
+            tpot=float(rng.choice([0.05, 0.5, 0.7, 1.0])),
+        )
         gen = int(rng.integers(0, 20)) if stage != "prefill" else 0
         comp = p + gen - 1 if gen > 0 else int(rng.integers(0, p))
         states.append(s.RequestState(r, comp, gen))
@@ -77,9 +94,15 @@ def test_dispatcher_matches_reference(stage, name, seed, theta, best_effort):
     now, rid = 5.0, 0
     for step in range(6):
         for _ in range(int(rng.integers(0, 30))):
-            r = s.Request(rid, now - float(rng.uniform(0, 3)), int(rng.integers(1, 1500)), output_len=20,
-                          ttft=float(rng.choice([0.7, 1.0, 2.0, 20.0])), tpot=float(rng.choice([0.05, 0.5, 0.7, 1.0])),
-                          priority=int(rng.integers(0, 4)))
+            r = s.Request(
+                rid,
+                now - float(rng.uniform(0, 3)),
+                int(rng.integers(1, 1500)),
+                output_len=20,
+                ttft=float(rng.choice([0.7, 1.0, 2.0, 20.0])),
+                tpot=float(rng.choice([0.05, 0.5, 0.7, 1.0])),
+                priority=int(rng.integers(0, 4)),
+            )
             cpp.submit(r, now, math.nan)
             py.submit(ref.req_of(r), now)
             rid += 1
@@ -166,8 +189,9 @@ def test_bad_params_are_rejected():
 
 # --- priority mapper ----------------------------------------------------------------------------
 def test_mapper_eq6_and_contention_rule():
-    m = _core.PriorityMapper(window=100, ttft_base=[1.0, 2.0], tpot_base=[0.5, 1.0], spread=0.25, relaxed_min=0.5,
-                             queue_correction=False)
+    m = _core.PriorityMapper(
+        window=100, ttft_base=[1.0, 2.0], tpot_base=[0.5, 1.0], spread=0.25, relaxed_min=0.5, queue_correction=False
+    )
     assert m.map(1, True) == (2.0, 1.0)  # empty window: the base
     for i in range(6):
         m.record(0, 0.8 + 0.01 * i, 0.0, 0.4)
@@ -187,8 +211,11 @@ def test_mapper_eq6_and_contention_rule():
         lo.map(2, False)
 
 
-@given(st.lists(st.tuples(st.integers(0, 3), st.floats(0, 30), st.floats(0, 5), st.floats(0, 2)), max_size=80),
-       st.integers(1, 30), st.booleans())
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.floats(0, 30), st.floats(0, 5), st.floats(0, 2)), max_size=80),
+    st.integers(1, 30),
+    st.booleans(),
+)
 def test_mapper_matches_reference(events, window, corr):
     cpp = _core.PriorityMapper(window=window, queue_correction=corr)
     py = ref.PriorityMapper(window=window, queue_correction=corr)
@@ -215,8 +242,13 @@ def test_no_request_lost_in_simulation(policy):
 
 def test_pd_stages_in_simulation():
     reqs = requests(200, rate=40)
-    cfg = config(disaggregated=True, prefill_policy=_core.make_global_policy("hfx_prefill"),
-                 decode_policy=_core.make_global_policy("hfx_migrator"), prefill_instances=2, decode_instances=2)
+    cfg = config(
+        disaggregated=True,
+        prefill_policy=_core.make_global_policy("hfx_prefill"),
+        decode_policy=_core.make_global_policy("hfx_migrator"),
+        prefill_instances=2,
+        decode_instances=2,
+    )
     res = _core.simulate(reqs, cfg)
     check_conserved(reqs, res)
     assert res.stats["stalled"] == 0
@@ -228,8 +260,10 @@ def test_hfx_beats_round_robin_on_4task_overload():
     from slocore.sim import simulate, workloads
 
     w = workloads.hfx_4task(rate=90, n_per_task=150, seed=1)
-    att = {p: simulate(w, profile="ascend910b-qwen7b", instances=2, global_policy=p).summary["attainment"]
-           for p in ("round_robin", "hfx")}
+    att = {
+        p: simulate(w, profile="ascend910b-qwen7b", instances=2, global_policy=p).summary["attainment"]
+        for p in ("round_robin", "hfx")
+    }
     assert att["hfx"] > 1.8 * att["round_robin"], att
 
 
@@ -260,20 +294,28 @@ def test_scaler_scales_out_on_waiting_and_in_on_low_rate():
 
 def test_scaler_pd_switches_roles_instead_of_churning():
     sc = _core.make_scaler("hfx", {"warmup": 0.0, "min_samples": 4, "in_patience": 1, "kv_high": 0.5})
-    views = [_view(0, s.Role.PREFILL, 10), _view(1, s.Role.PREFILL, 20), _view(2, s.Role.DECODE, 900),
-             _view(3, s.Role.DECODE, 950)]
+    views = [
+        _view(0, s.Role.PREFILL, 10),
+        _view(1, s.Role.PREFILL, 20),
+        _view(2, s.Role.DECODE, 900),
+        _view(3, s.Role.DECODE, 950),
+    ]
     for i in range(20):  # prefill pool idle (arrivals long done), decode pool KV-full
         sc.on_arrival(s.Request(i, 0.0, 10, output_len=5, ttft=1.0, tpot=0.1), 0.0)
         sc.on_first_token(i, 0.1)
     (d,) = sc.decide(30.0, views)
     assert d.action == s.ScaleAction.SWITCH_ROLE and d.role == s.Role.DECODE and d.instance == 0
-    sc2 = _core.make_scaler("hfx", {"warmup": 0.0, "min_samples": 4, "in_patience": 1, "kv_high": 0.5,
-                                    "role_switch": 0})
+    sc2 = _core.make_scaler(
+        "hfx", {"warmup": 0.0, "min_samples": 4, "in_patience": 1, "kv_high": 0.5, "role_switch": 0}
+    )
     for i in range(20):
         sc2.on_arrival(s.Request(i, 0.0, 10, output_len=5, ttft=1.0, tpot=0.1), 0.0)
         sc2.on_first_token(i, 0.1)
     acts = sorted((int(d.action), int(d.role)) for d in sc2.decide(30.0, views))
-    assert acts == [(int(s.ScaleAction.SCALE_OUT), int(s.Role.DECODE)), (int(s.ScaleAction.SCALE_IN), int(s.Role.PREFILL))]
+    assert acts == [
+        (int(s.ScaleAction.SCALE_OUT), int(s.Role.DECODE)),
+        (int(s.ScaleAction.SCALE_IN), int(s.Role.PREFILL)),
+    ]
 
 
 def test_scaler_bad_params():
@@ -348,8 +390,16 @@ def test_hfx_scenarios_registered_with_all_variants_available():
     from slocore.sim import scenarios
 
     names = [n for n in scenarios.all_scenarios() if n.startswith("hfx_")]
-    assert set(names) >= {"hfx_fig3_4task", "hfx_fig3_2task", "hfx_fig4_pd", "hfx_fig5_pm", "hfx_fig6_ramp",
-                          "hfx_fig7_wikisql", "hfx_scaling_sustained", "hfx_fig5_pm_2task"}
+    assert set(names) >= {
+        "hfx_fig3_4task",
+        "hfx_fig3_2task",
+        "hfx_fig4_pd",
+        "hfx_fig5_pm",
+        "hfx_fig6_ramp",
+        "hfx_fig7_wikisql",
+        "hfx_scaling_sustained",
+        "hfx_fig5_pm_2task",
+    }
     for n in names:
         sc = scenarios.get(n)
         assert sc.available_variants() == sc.variants, n  # every policy it names is registered

@@ -1,5 +1,6 @@
 """The slocore package has no import cycles: the graph of ``import`` statements between
 slocore modules (function-level imports included) is acyclic."""
+
 import ast
 import pathlib
 
@@ -46,7 +47,7 @@ def find_cycle(graph: dict[str, set[str]]):
         stack.append(n)
         for m in sorted(graph[n]):
             if state.get(m) == 1:
-                return stack[stack.index(m):] + [m]
+                return stack[stack.index(m) :] + [m]
             if m not in state:
                 c = visit(m)
                 if c:

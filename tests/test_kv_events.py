@@ -1,5 +1,6 @@
 """vLLM KV-event handling without vLLM: decoding, the block set, and every bad stream
 (garbage, sequence gaps, runaway size) degrading to "stale" (fall back), never raising."""
+
 import pytest
 
 msgspec = pytest.importorskip("msgspec")
@@ -12,8 +13,16 @@ def batch(*events, ts=1.0):
 
 
 def stored(hs):
-    return {"type": "BlockStored", "block_hashes": hs, "parent_block_hash": None, "token_ids": [], "block_size": 16,
-            "lora_id": None, "medium": "GPU", "lora_name": None}
+    return {
+        "type": "BlockStored",
+        "block_hashes": hs,
+        "parent_block_hash": None,
+        "token_ids": [],
+        "block_size": 16,
+        "lora_id": None,
+        "medium": "GPU",
+        "lora_name": None,
+    }
 
 
 def seq(n):
@@ -49,8 +58,13 @@ def test_bad_streams_degrade_never_raise(caplog):
     s = KvBlockSet("v0", max_blocks=10)
     s.apply(seq(0), batch(stored(chain)))
     assert s.match_blocks(chain) == 4
-    for junk in (b"\xc1\xff", msgspec.msgpack.encode({"a": 1}), batch({"type": "Nope"}), batch([1]),
-                 batch({"type": "BlockStored", "block_hashes": "xx"})):
+    for junk in (
+        b"\xc1\xff",
+        msgspec.msgpack.encode({"a": 1}),
+        batch({"type": "Nope"}),
+        batch([1]),
+        batch({"type": "BlockStored", "block_hashes": "xx"}),
+    ):
         s.apply(seq(1), junk)
         assert s.match_blocks(chain) is None
     assert "garbage" in caplog.text

@@ -1,6 +1,7 @@
 """The router's vLLM block hashes equal vLLM's own (``hash_block_tokens`` chained from
 ``init_none_hash``, vLLM 0.32) for sha256 and sha256_cbor, and decode vLLM's own encoded
 KVEventBatch; run under the vLLM interpreter (SLOCORE_VLLM_PYTHON, CI's vLLM step)."""
+
 import json
 import os
 import random
@@ -45,8 +46,9 @@ def test_router_hashes_equal_vllms(algo):
     ids = [rng.randrange(0, 150000) for _ in range(16 * 9 + 5)]
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
-    out = subprocess.run([VLLM_PY, "-c", SCRIPT, json.dumps(ids), "16", algo], capture_output=True, text=True,
-                         env=env, timeout=300)
+    out = subprocess.run(
+        [VLLM_PY, "-c", SCRIPT, json.dumps(ids), "16", algo], capture_output=True, text=True, env=env, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     mine = VllmBlockHasher(16, algo).chain(ids)

@@ -1,4 +1,5 @@
 """C++ latency models == the pure-Python reference (hypothesis), plus the HFX mapping."""
+
 import math
 
 import pytest

@@ -1,5 +1,6 @@
 """The one definition of each metric: C++ summarize == the pure-Python reference on random
 records, and hand-checked cases for SLO attainment, TDG (ProServe Eq. 3) and cost."""
+
 import math
 
 import pytest
@@ -14,12 +15,18 @@ from slocore.reference import metrics as ref
 def records(draw):
     n = draw(st.integers(1, 12))
     out = []
-    for i in range(n):
+    for _i in range(n):
         arrival = draw(st.floats(0, 100))
-        req = dict(arrival=arrival, ttft=draw(st.floats(0.05, 5)), tpot=draw(st.floats(0.01, 1)),
-                   deadline=draw(st.none() | st.floats(0.5, 50)), priority=draw(st.integers(0, 2)),
-                   priority_weight=draw(st.sampled_from([1.0, 2.0])), task=draw(st.sampled_from(["a", "b"])),
-                   output_len=draw(st.integers(1, 20)))
+        req = dict(
+            arrival=arrival,
+            ttft=draw(st.floats(0.05, 5)),
+            tpot=draw(st.floats(0.01, 1)),
+            deadline=draw(st.none() | st.floats(0.5, 50)),
+            priority=draw(st.integers(0, 2)),
+            priority_weight=draw(st.sampled_from([1.0, 2.0])),
+            task=draw(st.sampled_from(["a", "b"])),
+            output_len=draw(st.integers(1, 20)),
+        )
         gaps = draw(st.lists(st.floats(0, 2), max_size=req["output_len"]))
         t, cur = [], arrival
         for g in gaps:
@@ -33,9 +40,20 @@ def records(draw):
 def to_recorder(recs):
     rec = s.Recorder()
     for i, (req, t, outcome) in enumerate(recs):
-        rec.add(s.Request(i, req["arrival"], 10, output_len=req["output_len"], ttft=req["ttft"], tpot=req["tpot"],
-                          deadline=req["deadline"], priority=req["priority"],
-                          priority_weight=req["priority_weight"], task=req["task"]))
+        rec.add(
+            s.Request(
+                i,
+                req["arrival"],
+                10,
+                output_len=req["output_len"],
+                ttft=req["ttft"],
+                tpot=req["tpot"],
+                deadline=req["deadline"],
+                priority=req["priority"],
+                priority_weight=req["priority_weight"],
+                task=req["task"],
+            )
+        )
         for x in t:
             rec.token(i, x)
         if outcome == "finished":

@@ -1,6 +1,7 @@
 """One parameter table per registered policy, scheduler and scaler: params() feeds back into
 the registry unchanged, the documented table lists exactly what params() prints, bad values
 raise ValueError naming `name.field`, and a simulation's printed parameters reproduce it."""
+
 import math
 import re
 from pathlib import Path
@@ -135,8 +136,9 @@ def test_cli_policies_prints_every_parameter(capsys):
 
 def test_docs_list_every_parameter_table():
     doc = Path(__file__).resolve().parents[1] / "docs" / "policies.md"
-    assert doc.read_text() == registry.markdown(registry.entries()), \
+    assert doc.read_text() == registry.markdown(registry.entries()), (
         "docs/policies.md is stale: slocore policies --markdown > docs/policies.md"
+    )
 
 
 def _run(**kw):
@@ -145,18 +147,24 @@ def _run(**kw):
 
 
 def test_report_prints_parameters_that_reproduce_the_run():
-    kw = dict(global_policy=("goroute", {"alpha": 0.8, "gain_phi": "c"}),
-              batch_scheduler=("slide_batching", {"gamma": 0.5}), scaler=("hfx", {"cooldown": 3.0}),
-              max_instances=3)
+    kw = dict(
+        global_policy=("goroute", {"alpha": 0.8, "gain_phi": "c"}),
+        batch_scheduler=("slide_batching", {"gamma": 0.5}),
+        scaler=("hfx", {"cooldown": 3.0}),
+        max_instances=3,
+    )
     first = _run(**kw)
     cfg = first.config
     assert cfg["global_policy"]["params"]["alpha"] == 0.8 and cfg["batch_scheduler"]["params"]["gamma"] == 0.5
-    sc = Scenario(name="tiny", description="", source="", workload=None, loads=(6.0,), load_unit="req/s",
-                  variants={"v": {}})
+    sc = Scenario(
+        name="tiny", description="", source="", workload=None, loads=(6.0,), load_unit="req/s", variants={"v": {}}
+    )
     text = report.table(sc, [Row("v", 6.0, 0, first.summary, first.stats, cfg, 0.0)])
     for key in ("global_policy", "batch_scheduler", "scaler"):
         assert repr(cfg[key]) in text
-    again = _run(**{k: (cfg[k]["name"], cfg[k]["params"]) for k in ("global_policy", "batch_scheduler", "scaler")},
-                 max_instances=3)
+    again = _run(
+        **{k: (cfg[k]["name"], cfg[k]["params"]) for k in ("global_policy", "batch_scheduler", "scaler")},
+        max_instances=3,
+    )
     assert again.summary == first.summary
     assert again.config == cfg

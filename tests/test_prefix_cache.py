@@ -1,10 +1,12 @@
 """Prefix caching as vLLM does it: chained block hashes (C++ = Python reference), the engine's
 block cache (refcounts, LRU free queue), hand-checked hit/miss timings, KV accounting with
 shared blocks, and the simulator's invariants with caching on."""
+
 import pytest
-import slocore as s
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import slocore as s
 from simkit import PyFcfs, config, profile
 from slocore import _core
 from slocore.reference import prefix as ref
@@ -128,7 +130,10 @@ def test_lru_eviction_in_the_engine():
     reqs = [s.Request(i, 5.0 * i, 96, output_len=1, ttft=10, tpot=10, prefix=[(g, 96)]) for i, g in enumerate(seq)]
     res = _core.simulate(reqs, config(profile(kv_blocks=16), instances=1))
     ttft = [ttft_of(res, i) for i in range(len(seq))]
-    cost = lambda cached: 0.01 + (96 - cached) * 1e-4
+
+    def cost(cached):
+        return 0.01 + (96 - cached) * 1e-4
+
     assert ttft == pytest.approx([cost(0), cost(0), cost(0), cost(64), cost(80), cost(48)], rel=1e-12)
     assert res.stats["prefix_hit_tokens"] == 64 + 80 + 48
 
@@ -159,8 +164,9 @@ def test_kv_accounting_and_invariants_with_caching_on():
     w = workloads.multi_turn_chat(rate=4.0, sessions=60, seed=1, think_s=0.5, max_context=2048)
     reqs = runner.requests_of(w)
     CheckingFcfs.shared_seen = 0
-    runs = [_core.simulate(reqs, config(profile(kv_blocks=200), instances=2, sched=CheckingFcfs, seed=3))
-            for _ in range(2)]
+    runs = [
+        _core.simulate(reqs, config(profile(kv_blocks=200), instances=2, sched=CheckingFcfs, seed=3)) for _ in range(2)
+    ]
     res = runs[0]
     check_conserved(reqs, res)
     assert res.stats["preemptions"] > 0  # KV pressure was real
@@ -172,8 +178,15 @@ def test_kv_accounting_and_invariants_with_caching_on():
 
 def test_pd_with_caching_hits_on_prefill_instances():
     w = workloads.agentic(rate=1.0, tasks=20, seed=0, tool_gap_s=0.2)
-    res = simulate(w, mode="pd", prefill_instances=2, decode_instances=2, prefill_policy="kv_router",
-                         decode_policy="least_outstanding", profile="h100-llama2-7b")
+    res = simulate(
+        w,
+        mode="pd",
+        prefill_instances=2,
+        decode_instances=2,
+        prefill_policy="kv_router",
+        decode_policy="least_outstanding",
+        profile="h100-llama2-7b",
+    )
     check_conserved(runner.requests_of(w), res)
     assert res.stats["prefix_hit_tokens"] > 0 and res.stats["plan_violations"] == 0
 

@@ -1,6 +1,7 @@
 """The approximate prefix index, live: prompt ids -> prefix segments (C++ = Python reference),
 the router's tokenizer / text-block identity, bad input falling back, and the per-backend
 index feeding InstanceView.cached_prefix_tokens through a real router with emulated engines."""
+
 import logging
 
 import pytest
@@ -18,8 +19,7 @@ from test_serve_router import run, serving, two_engines  # noqa: E402
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 2**63 - 1), max_size=120), st.integers(1, 20), st.integers(1, 20),
-       st.integers(0, 12))
+@given(st.lists(st.integers(0, 2**63 - 1), max_size=120), st.integers(1, 20), st.integers(1, 20), st.integers(0, 12))
 def test_id_block_segments_match_reference(ids, per, toks, cap):
     assert _core.id_block_segments(ids, per, toks, cap) == ref.id_block_segments(ids, per, toks, cap)
 
@@ -117,8 +117,9 @@ def test_router_records_what_it_sent_and_policies_see_it():
                     await r.read()
             assert sent[0].served == 4
             # garbage prompt content still serves
-            async with s.post(url + "/v1/completions", json={"model": "m", "prompt": "\x00" * 5000,
-                                                            "max_tokens": 1}) as r:
+            async with s.post(
+                url + "/v1/completions", json={"model": "m", "prompt": "\x00" * 5000, "max_tokens": 1}
+            ) as r:
                 assert r.status == 200, await r.text()
                 await r.read()
 
@@ -126,8 +127,12 @@ def test_router_records_what_it_sent_and_policies_see_it():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["add", "remove", "clear", "match"]),
-                          st.lists(st.integers(0, 30), max_size=8)), max_size=40))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["add", "remove", "clear", "match"]), st.lists(st.integers(0, 30), max_size=8)),
+        max_size=40,
+    )
+)
 def test_block_set_matches_reference(ops):
     c, r = _core.BlockSet(), ref.BlockSet()
     for op, hs in ops:
@@ -172,10 +177,29 @@ def test_precise_mode_from_kv_events_and_fallback():
             vchain = VllmBlockHasher(16).chain(ids)
             req = _core.Request(7, 0.0, len(ids), output_len=1, prefix=router.prefix.segments(body, False))
             for i in range(300):  # vLLM says it holds the first 12 blocks
-                pub.send_multipart([b"", i.to_bytes(8, "big"), msgspec.msgpack.encode([1.0, [
-                    {"type": "BlockStored", "block_hashes": vchain[:12], "parent_block_hash": None,
-                     "token_ids": ids[:192], "block_size": 16, "lora_id": None, "medium": "GPU",
-                     "lora_name": None}]])])
+                pub.send_multipart(
+                    [
+                        b"",
+                        i.to_bytes(8, "big"),
+                        msgspec.msgpack.encode(
+                            [
+                                1.0,
+                                [
+                                    {
+                                        "type": "BlockStored",
+                                        "block_hashes": vchain[:12],
+                                        "parent_block_hash": None,
+                                        "token_ids": ids[:192],
+                                        "block_size": 16,
+                                        "lora_id": None,
+                                        "medium": "GPU",
+                                        "lora_name": None,
+                                    }
+                                ],
+                            ]
+                        ),
+                    ]
+                )
                 await asyncio.sleep(0.02)
                 if e0.view().prefix_cache is not None:
                     break

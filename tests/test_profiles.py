@@ -1,6 +1,7 @@
 """Hardware profiles: every bundled file validates, equals what roofline.py derives from its
 specs (no drift), and agrees with the numbers the papers quote (recomputed here from the
 coefficients, never read back from the stored `derived_value`)."""
+
 import json
 import math
 import re
@@ -10,12 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from slocore.profiles import list_profiles, load_profile, load_profile_file
-from slocore.profiles import roofline
+from slocore.profiles import list_profiles, load_profile, load_profile_file, roofline
 from slocore.profiles.roofline import SPECS, build, derive, iteration_time, kv_bytes_per_token, render
 
-REQUIRED = {"ascend910b-qwen7b", "ascend910b-qwen32b", "h20-qwen3-32b", "rtx4060ti-chatglm2-6b-int4",
-            "h100-llama2-7b"}
+REQUIRED = {"ascend910b-qwen7b", "ascend910b-qwen32b", "h20-qwen3-32b", "rtx4060ti-chatglm2-6b-int4", "h100-llama2-7b"}
 DATA = Path(roofline.__file__).with_name("data")
 
 
@@ -36,6 +35,7 @@ def recompute(p: dict, c: dict) -> float:
 
 # --- loading and validation ---------------------------------------------------------------
 
+
 def test_bundled_profiles_exist_and_validate():
     names = list_profiles()
     assert REQUIRED <= set(names) and set(names) == set(SPECS)
@@ -53,8 +53,9 @@ def test_bundled_profiles_load_into_the_simulator():
         hw, data = hardware_profile(n)
         assert hw.kv_blocks == data["kv"]["num_blocks"] and hw.coeffs.t_c == data["per_request"]["t_c"]
         t = data["kv_transfer"]
-        assert hw.kv_transfer_time(1000) == pytest.approx(t["fixed_s"] + 1000 * data["kv"]["bytes_per_token"]
-                                                          / t["bandwidth_bytes_per_s"])
+        assert hw.kv_transfer_time(1000) == pytest.approx(
+            t["fixed_s"] + 1000 * data["kv"]["bytes_per_token"] / t["bandwidth_bytes_per_s"]
+        )
 
 
 def test_unknown_name_lists_known_profiles():
@@ -62,13 +63,25 @@ def test_unknown_name_lists_known_profiles():
         load_profile("nope")
 
 
-@pytest.mark.parametrize("field, value", [
-    ("per_request.a_d", -1.0), ("per_request.t_c", float("nan")), ("per_request.b_p", "1e-9"),
-    ("per_request.c_p", None), ("kv.num_blocks", 0), ("kv.block_size", 16.5), ("kv.bytes_per_token", 0),
-    ("kv_transfer.bandwidth_bytes_per_s", float("inf")), ("kv_transfer.fixed_s", -0.001),
-    ("tps_quadratic.b", -1.0), ("tps_quadratic.a", float("nan")), ("hardware.mem_gib", -80),
-    ("checks[0].paper_value", "x"), ("version", 0),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("per_request.a_d", -1.0),
+        ("per_request.t_c", float("nan")),
+        ("per_request.b_p", "1e-9"),
+        ("per_request.c_p", None),
+        ("kv.num_blocks", 0),
+        ("kv.block_size", 16.5),
+        ("kv.bytes_per_token", 0),
+        ("kv_transfer.bandwidth_bytes_per_s", float("inf")),
+        ("kv_transfer.fixed_s", -0.001),
+        ("tps_quadratic.b", -1.0),
+        ("tps_quadratic.a", float("nan")),
+        ("hardware.mem_gib", -80),
+        ("checks[0].paper_value", "x"),
+        ("version", 0),
+    ],
+)
 def test_corrupted_file_names_field_and_file(tmp_path, field, value):
     data = load_profile("h20-qwen3-32b")
     *path, last = field.replace("[0]", ".0").split(".")
@@ -105,9 +118,12 @@ def test_bad_json_and_missing_file(tmp_path):
 
 
 def test_user_file_needs_only_what_the_simulator_reads(tmp_path):
-    mine = {"name": "my-gpu", "per_request": dict(t_c=0.01, a_p=0, b_p=0, c_p=1e-4, a_d=1e-7, b_d=1e-4),
-            "kv": dict(block_size=16, num_blocks=1000, bytes_per_token=131072),
-            "kv_transfer": dict(bandwidth_bytes_per_s=1e10, fixed_s=0.0)}
+    mine = {
+        "name": "my-gpu",
+        "per_request": dict(t_c=0.01, a_p=0, b_p=0, c_p=1e-4, a_d=1e-7, b_d=1e-4),
+        "kv": dict(block_size=16, num_blocks=1000, bytes_per_token=131072),
+        "kv_transfer": dict(bandwidth_bytes_per_s=1e10, fixed_s=0.0),
+    }
     f = tmp_path / "mine.json"
     f.write_text(json.dumps(mine))
     assert load_profile_file(f) == mine
@@ -126,12 +142,14 @@ def test_package_is_pure_python_without_the_extension():
         f"submodule_search_locations=[{str(pkg)!r}])\n"
         "m = importlib.util.module_from_spec(spec); sys.modules['alone'] = m; spec.loader.exec_module(m)\n"
         "import alone.roofline as r\n"
-        "print(len(m.list_profiles()), m.load_profile('h100-llama2-7b')['name'], r.stale())\n")
+        "print(len(m.list_profiles()), m.load_profile('h100-llama2-7b')['name'], r.stale())\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == [str(len(SPECS)), "h100-llama2-7b", "[]"]
 
 
 # --- no drift between SPECS, the derivation and the files -----------------------------------
+
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_files_are_exactly_the_derivation(name):
@@ -149,12 +167,19 @@ def test_regen_reproduces_the_data_dir(tmp_path):
 
 def test_derivation_is_the_documented_roofline():
     hw = dict(peak_tflops_bf16=100.0, mem_bandwidth_gbps=1000.0, mem_gib=10, interconnect_gbps=50.0, num_devices=2)
-    model = dict(params_b=1.0, bytes_per_param=2, kv_bytes=2, layers=10, hidden=1024, attn_heads=8, kv_heads=2,
-                 head_dim=128)
-    eff = dict(mfu_prefill=0.5, mbu_decode=0.5, step_overhead_s=0.001, decode_compute_exposed=0.5,
-               per_seq_overhead_s=0.002)
-    d = derive(hw, model, eff, dict(gpu_mem_util=0.9, activation_reserve_gib=1.0),
-               dict(link_efficiency=0.5, fixed_s=0.003, notes=""))
+    model = dict(
+        params_b=1.0, bytes_per_param=2, kv_bytes=2, layers=10, hidden=1024, attn_heads=8, kv_heads=2, head_dim=128
+    )
+    eff = dict(
+        mfu_prefill=0.5, mbu_decode=0.5, step_overhead_s=0.001, decode_compute_exposed=0.5, per_seq_overhead_s=0.002
+    )
+    d = derive(
+        hw,
+        model,
+        eff,
+        dict(gpu_mem_util=0.9, activation_reserve_gib=1.0),
+        dict(link_efficiency=0.5, fixed_s=0.003, notes=""),
+    )
     pr, flops, stream = d["per_request"], 2 * 100e12 * 0.5, 2 * 1000e9 * 0.5
     assert pr["t_c"] == pytest.approx(2e9 / stream + 0.001, rel=1e-5)
     assert pr["c_p"] == pytest.approx(2e9 / flops, rel=1e-5)
@@ -169,8 +194,8 @@ def test_derivation_is_the_documented_roofline():
 
 def test_kv_bytes_per_token_of_known_models():
     bpt = {n: kv_bytes_per_token(s["model"]) for n, s in SPECS.items()}
-    assert bpt["h100-llama2-7b"] == 512 * 1024          # Llama-2-7B: 0.5 MiB per token (MHA)
-    assert bpt["ascend910b-qwen7b"] == 56 * 1024        # Qwen2.5-7B: GQA, 4 KV heads
+    assert bpt["h100-llama2-7b"] == 512 * 1024  # Llama-2-7B: 0.5 MiB per token (MHA)
+    assert bpt["ascend910b-qwen7b"] == 56 * 1024  # Qwen2.5-7B: GQA, 4 KV heads
     assert bpt["h20-qwen3-32b"] == bpt["ascend910b-qwen32b"] == 256 * 1024
     assert bpt["rtx4060ti-chatglm2-6b-int4"] == 28 * 1024  # ChatGLM2: 2 KV groups
 
@@ -178,12 +203,21 @@ def test_kv_bytes_per_token_of_known_models():
 def test_iteration_time_is_proserve_eq7():
     pr = load_profile("h100-llama2-7b")["per_request"]
     got = iteration_time(pr, prefills=[(256, 1024), (512, 0)], decodes=[100, 2000])
-    want = (pr["t_c"] + pr["a_p"] * 256**2 + pr["b_p"] * 256 * 1024 + pr["c_p"] * 256
-            + pr["a_p"] * 512**2 + pr["c_p"] * 512 + pr["a_d"] * 2100 + 2 * pr["b_d"])
+    want = (
+        pr["t_c"]
+        + pr["a_p"] * 256**2
+        + pr["b_p"] * 256 * 1024
+        + pr["c_p"] * 256
+        + pr["a_p"] * 512**2
+        + pr["c_p"] * 512
+        + pr["a_d"] * 2100
+        + 2 * pr["b_d"]
+    )
     assert got == pytest.approx(want, rel=1e-12)
 
 
 # --- checks against the papers ------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_checks_agree_with_papers(name):
@@ -206,8 +240,8 @@ def test_slice_fig1_near_linear_growth():
     steps = [step(pr, b, 300) for b in range(1, 11)]
     incs = [b - a for a, b in zip(steps, steps[1:])]
     assert all(i > 0 for i in incs) and max(incs) == pytest.approx(min(incs))
-    assert steps[0] < steps[8] / 3       # the step grows ~linearly, so throughput gains < 3x from 1 to 9
-    assert steps[9] > 0.120              # "above 120 ms" beyond batch 9
+    assert steps[0] < steps[8] / 3  # the step grows ~linearly, so throughput gains < 3x from 1 to 9
+    assert steps[9] > 0.120  # "above 120 ms" beyond batch 9
 
 
 @pytest.mark.parametrize("ctx", [1000, 1500, 2000])

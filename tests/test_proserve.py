@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import slocore as s
+from simkit import config, profile, requests
 from slocore import _core
 from slocore.reference import proserve as ref
-from simkit import config, profile, requests
 from test_batch_baselines import feasible, views
 
 COEF = dict(t_c=0.01, a_p=2e-8, b_p=1e-9, c_p=1e-4, a_d=1e-6, b_d=2e-3)
@@ -21,10 +21,17 @@ def slide_views(draw):
     return v
 
 
-slide_params = st.fixed_dictionaries({
-    "phi": st.sampled_from(["a", "c", "p"]), "gamma": st.floats(0, 3), "eta": st.floats(0.005, 0.5),
-    "w_prefill": st.floats(0.1, 5), "order": st.sampled_from(["slide", "deadline", "density"]),
-    "latency_aware": st.booleans(), "token_budget": st.integers(1, 2048)})
+slide_params = st.fixed_dictionaries(
+    {
+        "phi": st.sampled_from(["a", "c", "p"]),
+        "gamma": st.floats(0, 3),
+        "eta": st.floats(0.005, 0.5),
+        "w_prefill": st.floats(0.1, 5),
+        "order": st.sampled_from(["slide", "deadline", "density"]),
+        "latency_aware": st.booleans(),
+        "token_budget": st.integers(1, 2048),
+    }
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -85,8 +92,14 @@ def test_decodes_are_kept_and_gamma_zero_means_all_normal():
 
 
 def test_bad_params_are_named():
-    for bad, field in (({"gamma": -1}, "gamma"), ({"eta": 0}, "eta"), ({"phi": "x"}, "phi"),
-                       ({"order": "fifo"}, "order"), ({"token_budget": 0}, "token_budget"), ({"zz": 1}, "zz")):
+    for bad, field in (
+        ({"gamma": -1}, "gamma"),
+        ({"eta": 0}, "eta"),
+        ({"phi": "x"}, "phi"),
+        ({"order": "fifo"}, "order"),
+        ({"token_budget": 0}, "token_budget"),
+        ({"zz": 1}, "zz"),
+    ):
         with pytest.raises(ValueError, match=field):
             _core.make_batch_scheduler("slide_batching", bad)
 
@@ -101,6 +114,7 @@ def test_slide_batching_finishes_a_kv_pressured_run(params):
 
 
 # --- GoRouting (Alg. 2) -------------------------------------------------------------------
+
 
 def inst(i, coef=COEF, free=1000):
     v = s.InstanceView(i)
@@ -121,9 +135,9 @@ def route(policy, r, views, now=0.0):
 def test_goroute_pd_light_load_goes_to_the_idlest_and_tracks_the_queue():
     g = _core.make_global_policy("goroute", {"mode": "pd"})
     views = [inst(0), inst(1)]
-    assert route(g, req(1, 2000), views) == 0          # both idle: the first of the lightest
-    assert route(g, req(2, 100), views) == 1           # 0 now holds a long prefill
-    g.on_prefill_done(1, 0, 0.5)                       # PrefillQueueMap[0].remove(r1)
+    assert route(g, req(1, 2000), views) == 0  # both idle: the first of the lightest
+    assert route(g, req(2, 100), views) == 1  # 0 now holds a long prefill
+    g.on_prefill_done(1, 0, 0.5)  # PrefillQueueMap[0].remove(r1)
     assert route(g, req(3, 100, arrival=0.5), views, now=0.5) == 0
 
 
@@ -143,8 +157,13 @@ def test_goroute_decode_mode_takes_the_most_free_kv():
 
 
 def test_goroute_bad_params():
-    for bad, field in (({"mode": "x"}, "mode"), ({"alpha": 2}, "alpha"), ({"mu": 0.8, "lambda": 0.5}, "lambda"),
-                       ({"fallback": "rr"}, "fallback"), ({"gain_phi": "b"}, "gain_phi")):
+    for bad, field in (
+        ({"mode": "x"}, "mode"),
+        ({"alpha": 2}, "alpha"),
+        ({"mu": 0.8, "lambda": 0.5}, "lambda"),
+        ({"fallback": "rr"}, "fallback"),
+        ({"gain_phi": "b"}, "gain_phi"),
+    ):
         with pytest.raises(ValueError, match=field):
             _core.make_global_policy("goroute", bad)
 
@@ -153,21 +172,42 @@ def test_goroute_bad_params():
 def test_goroute_finishes_runs(mode):
     reqs = requests(200, rate=40, prompt=(32, 300), output=(1, 40))
     if mode == "colocated":
-        cfg = config(profile(), instances=3, policy=_core.make_global_policy("goroute"),
-                     sched=lambda: _core.make_batch_scheduler("slide_batching"))
+        cfg = config(
+            profile(),
+            instances=3,
+            policy=_core.make_global_policy("goroute"),
+            sched=lambda: _core.make_batch_scheduler("slide_batching"),
+        )
     else:
-        cfg = config(profile(), disaggregated=True, prefill_instances=2, decode_instances=2,
-                     prefill_policy=_core.make_global_policy("goroute", {"mode": "pd"}),
-                     decode_policy=_core.make_global_policy("goroute", {"mode": "decode"}),
-                     sched=lambda: _core.make_batch_scheduler("sarathi_fcfs"))
+        cfg = config(
+            profile(),
+            disaggregated=True,
+            prefill_instances=2,
+            decode_instances=2,
+            prefill_policy=_core.make_global_policy("goroute", {"mode": "pd"}),
+            decode_policy=_core.make_global_policy("goroute", {"mode": "decode"}),
+            sched=lambda: _core.make_batch_scheduler("sarathi_fcfs"),
+        )
     res = _core.simulate(reqs, cfg)
     assert res.stats["stalled"] == 0 and res.recorder.total_tokens == sum(r.output_len for r in reqs)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(["colocated", "pd", "colocated_c"]), st.lists(st.tuples(
-    st.integers(16, 3000), st.floats(0.05, 3.0), st.sampled_from([1.0, 2.0]), st.integers(0, 3), st.floats(0, 0.3)),
-    min_size=1, max_size=40), st.integers(1, 6))
+@given(
+    st.sampled_from(["colocated", "pd", "colocated_c"]),
+    st.lists(
+        st.tuples(
+            st.integers(16, 3000),
+            st.floats(0.05, 3.0),
+            st.sampled_from([1.0, 2.0]),
+            st.integers(0, 3),
+            st.floats(0, 0.3),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(1, 6),
+)
 def test_goroute_matches_reference(mode, events, n_inst):
     # Random arrivals; after each, the oldest queued request may get its first token.
     phi = "c" if mode.endswith("_c") else "a"

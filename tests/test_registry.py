@@ -1,5 +1,6 @@
 """Policies by name: unknown names/params are ValueErrors listing what is valid; baseline
 push policies place requests as documented."""
+
 import pytest
 
 import slocore as s

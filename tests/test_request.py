@@ -1,4 +1,5 @@
 """Bad input at the boundary raises ValueError/KeyError naming the field; nothing crashes."""
+
 import math
 
 import pytest

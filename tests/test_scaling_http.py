@@ -1,4 +1,5 @@
 """The launchers' blocking HTTP (aiohttp on a private loop) and their scrape of vLLM's gauges."""
+
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer

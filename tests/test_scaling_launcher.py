@@ -1,6 +1,7 @@
 """LocalLauncher against a fake router registry and real subprocess engines (a tiny HTTP
 engine): link only when healthy (and, from the warm pool, only once weights are in),
 drain waits for in-flight requests, role switches, scaler decisions."""
+
 import json
 import os
 import sys
@@ -10,8 +11,14 @@ import urllib.request
 
 import pytest
 
-from slocore.scaling.launcher import (EngineSpec, InstanceRegistry, InstanceState, LocalLauncher,
-                                      _decision_fields, http_get)
+from slocore.scaling.launcher import (
+    EngineSpec,
+    InstanceRegistry,
+    InstanceState,
+    LocalLauncher,
+    _decision_fields,
+    http_get,
+)
 
 HERE = os.path.dirname(__file__)
 
@@ -45,8 +52,16 @@ def post(url, obj, timeout=10):
 
 def spec(**kw):
     def command(port, role, warm):
-        return [sys.executable, os.path.join(HERE, "scaling_fake_engine.py"), "--port", str(port), "--role", role,
-                "--startup", "0.3"] + (["--warm"] if warm else [])
+        return [
+            sys.executable,
+            os.path.join(HERE, "scaling_fake_engine.py"),
+            "--port",
+            str(port),
+            "--role",
+            role,
+            "--startup",
+            "0.3",
+        ] + (["--warm"] if warm else [])
 
     def load_weights(inst):
         code, body = post(inst.url + "/load_weights", {"source": "peer"})
@@ -56,8 +71,15 @@ def spec(**kw):
     def switch_role(inst, role):
         return post(inst.url + "/role", {"role": role})[0] == 200
 
-    base = dict(command=command, startup_timeout_s=20, drain_timeout_s=20, stop_grace_s=5, poll_s=0.05,
-                load_weights=load_weights, switch_role=switch_role)
+    base = dict(
+        command=command,
+        startup_timeout_s=20,
+        drain_timeout_s=20,
+        stop_grace_s=5,
+        poll_s=0.05,
+        load_weights=load_weights,
+        switch_role=switch_role,
+    )
     base.update(kw)
     return EngineSpec(**base)
 
@@ -65,10 +87,23 @@ def spec(**kw):
 def test_command_template():
     from slocore.scaling.launcher import CommandTemplate
 
-    c = CommandTemplate(["eng", "--host", "{host}", "--port", "{port}", "--kv-role", "{role}"],
-                        warm_args=["--load-format", "dummy"], role_args={"prefill": ["--p"]})
-    assert c(8000, "prefill", True) == ["eng", "--host", "{host}", "--port", "8000", "--kv-role", "prefill", "--p",
-                                        "--load-format", "dummy"]
+    c = CommandTemplate(
+        ["eng", "--host", "{host}", "--port", "{port}", "--kv-role", "{role}"],
+        warm_args=["--load-format", "dummy"],
+        role_args={"prefill": ["--p"]},
+    )
+    assert c(8000, "prefill", True) == [
+        "eng",
+        "--host",
+        "{host}",
+        "--port",
+        "8000",
+        "--kv-role",
+        "prefill",
+        "--p",
+        "--load-format",
+        "dummy",
+    ]
     assert c(1, "decode", False)[-1] == "decode"
 
 
@@ -145,6 +180,7 @@ def test_failed_engine_is_reported():
 def test_apply_scale_decisions():
     try:
         from slocore import _core
+
         decisions = [_core.ScaleDecision(_core.ScaleAction.SCALE_OUT, _core.Role.DECODE)]
     except ImportError:
         decisions = [{"action": "scale_out", "role": "decode"}]

@@ -1,5 +1,6 @@
 """RayLauncher on a local Ray (ray.init()): engines started by actors in placement groups,
 linked when healthy, drained before they stop."""
+
 import os
 import sys
 import threading
@@ -25,15 +26,27 @@ def test_ray_launcher_needs_init():
 
 @pytest.fixture(scope="module")
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             object_store_memory=100 << 20)
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, object_store_memory=100 << 20
+    )
     yield
     ray.shutdown()
 
 
 # data, not a function of this module: Ray ships it to the actor's node
-command = CommandTemplate([sys.executable, os.path.join(HERE, "scaling_fake_engine.py"), "--host", "{host}",
-                           "--port", "{port}", "--role", "{role}"], warm_args=["--warm"])
+command = CommandTemplate(
+    [
+        sys.executable,
+        os.path.join(HERE, "scaling_fake_engine.py"),
+        "--host",
+        "{host}",
+        "--port",
+        "{port}",
+        "--role",
+        "{role}",
+    ],
+    warm_args=["--warm"],
+)
 
 
 def test_ray_launcher_start_drain(local_ray):

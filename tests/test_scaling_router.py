@@ -1,6 +1,7 @@
 """The launcher linked to slocore's own router (slocore serve) through its admin API: a
 scaled-out engine (slocore engine, a subprocess) becomes a router backend only once healthy,
 takes traffic, and leaves the router before it is stopped."""
+
 import json
 import socket
 import subprocess
@@ -14,9 +15,9 @@ pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installe
 pytest.importorskip("yaml", reason="the serve extra (pyyaml) is not installed")
 pytest.importorskip("prometheus_client", reason="the serve extra (prometheus-client) is not installed")
 
+from slocore.childenv import child_env  # noqa: E402
 from slocore.scaling.launcher import CommandTemplate, EngineSpec, InstanceState, LocalLauncher, http_get  # noqa: E402
 from slocore.scaling.router_link import RouterAdminRegistry  # noqa: E402
-from slocore.childenv import child_env  # noqa: E402
 
 ENV = child_env()
 
@@ -32,8 +33,12 @@ def router(tmp_path):
     port = free_port()
     cfg = tmp_path / "router.yaml"
     cfg.write_text("admin_token: tk\npolicy: round_robin\n")
-    p = subprocess.Popen([sys.executable, "-m", "slocore.cli", "serve", "--config", str(cfg), "--port", str(port)],
-                         env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "slocore.cli", "serve", "--config", str(cfg), "--port", str(port)],
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -53,17 +58,26 @@ def router(tmp_path):
 
 
 def complete(url):
-    req = urllib.request.Request(url + "/v1/completions", data=json.dumps({"prompt": "q", "max_tokens": 2}).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url + "/v1/completions",
+        data=json.dumps({"prompt": "q", "max_tokens": 2}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=30) as r:
         return r.status
 
 
 def test_launcher_adds_and_removes_router_backends(router):
     reg = RouterAdminRegistry(router, "tk")
-    spec = EngineSpec(command=CommandTemplate([sys.executable, "-m", "slocore.cli", "engine", "--host", "{host}",
-                                               "--port", "{port}"]),
-                      env={"PYTHONPATH": ENV["PYTHONPATH"]}, startup_timeout_s=60, drain_timeout_s=30, poll_s=0.1)
+    spec = EngineSpec(
+        command=CommandTemplate(
+            [sys.executable, "-m", "slocore.cli", "engine", "--host", "{host}", "--port", "{port}"]
+        ),
+        env={"PYTHONPATH": ENV["PYTHONPATH"]},
+        startup_timeout_s=60,
+        drain_timeout_s=30,
+        poll_s=0.1,
+    )
     with LocalLauncher(spec, reg) as L:
         before = {b["name"] for b in reg.backends()}
         inst = L.start()

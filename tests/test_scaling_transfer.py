@@ -1,5 +1,6 @@
 """Peer weight transfer (TLManager over gloo between two processes) with checks and the
 disk fallback: a good transfer, a corrupted tensor, a killed source, a wrong manifest."""
+
 import os
 import subprocess
 import sys
@@ -15,8 +16,7 @@ if not torch.distributed.is_available():
 from slocore.childenv import child_env  # noqa: E402
 from slocore.scaling import disk  # noqa: E402
 from slocore.scaling.transfer import TLManager, TransferError, free_port  # noqa: E402
-from slocore.scaling.weights import (WeightManager, checksum, manifest_mismatch,  # noqa: E402
-                                     safetensors_manifest)
+from slocore.scaling.weights import WeightManager, checksum, manifest_mismatch, safetensors_manifest  # noqa: E402
 
 HERE = os.path.dirname(__file__)
 
@@ -26,10 +26,12 @@ def make_checkpoint(path, seed=0, layers=3, hidden=64):
     from safetensors.torch import save_file
 
     g = torch.Generator().manual_seed(seed)
-    t = {"model.embed_tokens.weight": torch.randn(256, hidden, generator=g).to(torch.bfloat16),
-         "lm_head.weight": torch.randn(256, hidden, generator=g).to(torch.bfloat16),
-         "model.norm.weight": torch.ones(hidden, dtype=torch.float32),
-         "odd.bytes": torch.randint(0, 255, (13,), generator=g, dtype=torch.uint8)}
+    t = {
+        "model.embed_tokens.weight": torch.randn(256, hidden, generator=g).to(torch.bfloat16),
+        "lm_head.weight": torch.randn(256, hidden, generator=g).to(torch.bfloat16),
+        "model.norm.weight": torch.ones(hidden, dtype=torch.float32),
+        "odd.bytes": torch.randint(0, 255, (13,), generator=g, dtype=torch.uint8),
+    }
     for i in range(layers):
         t[f"model.layers.{i}.self_attn.qkv.weight"] = torch.randn(3 * hidden, hidden, generator=g).to(torch.bfloat16)
         t[f"model.layers.{i}.mlp.up.weight"] = torch.randn(2 * hidden, hidden, generator=g)
@@ -46,8 +48,11 @@ _sources: list[subprocess.Popen] = []
 
 
 def start_source(ckpt, port, *extra):
-    p = subprocess.Popen([sys.executable, os.path.join(HERE, "scaling_source.py"), "--checkpoint", ckpt,
-                          "--port", str(port), *extra], stderr=subprocess.PIPE, env=child_env())
+    p = subprocess.Popen(
+        [sys.executable, os.path.join(HERE, "scaling_source.py"), "--checkpoint", ckpt, "--port", str(port), *extra],
+        stderr=subprocess.PIPE,
+        env=child_env(),
+    )
     _sources.append(p)
     return p
 

@@ -7,6 +7,7 @@ vLLM (with torch and safetensors) runs under the interpreter that has it: this o
 $SLOCORE_VLLM_PYTHON (as in tests/test_serve_vllm.py); this process needs neither.
     SLOCORE_VLLM_PYTHON=/tmp/vllm-venv/bin/python python -m pytest -m vllm tests/test_scaling_vllm.py
 """
+
 import json
 import os
 import subprocess
@@ -16,11 +17,10 @@ import pytest
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
+from slocore.childenv import child_env  # noqa: E402
 from slocore.integrations.vllm.engine import VllmEngine, collective_rpc  # noqa: E402
 from slocore.scaling.launcher import LocalLauncher  # noqa: E402
-from slocore.childenv import child_env  # noqa: E402
 from vllmkit import vllm_python  # noqa: E402
-
 
 VLLM_PY, WHY = vllm_python("docs/scaling.md")
 if VLLM_PY is None:
@@ -42,8 +42,9 @@ class Registry:
 
 
 def complete(url, prompt_ids):
-    body = json.dumps({"prompt": prompt_ids, "max_tokens": 12, "temperature": 0,
-                       "ignore_eos": True, "return_token_ids": True}).encode()
+    body = json.dumps(
+        {"prompt": prompt_ids, "max_tokens": 12, "temperature": 0, "ignore_eos": True, "return_token_ids": True}
+    ).encode()
     req = urllib.request.Request(url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as r:
         out = json.loads(r.read())
@@ -53,10 +54,19 @@ def complete(url, prompt_ids):
 
 def test_warm_pool_peer_transfer_into_vllm(tmp_path):
     model = str(tmp_path / "tiny")
-    subprocess.run([VLLM_PY, "-m", "slocore.integrations.vllm.tiny_model", model, "--weights"], check=True,
-                   env=child_env(), capture_output=True)
-    eng = VllmEngine(model, os.path.join(model, "model.safetensors"), python=VLLM_PY,
-                     log_dir=str(tmp_path / "logs"), transfer_timeout_s=30)
+    subprocess.run(
+        [VLLM_PY, "-m", "slocore.integrations.vllm.tiny_model", model, "--weights"],
+        check=True,
+        env=child_env(),
+        capture_output=True,
+    )
+    eng = VllmEngine(
+        model,
+        os.path.join(model, "model.safetensors"),
+        python=VLLM_PY,
+        log_dir=str(tmp_path / "logs"),
+        transfer_timeout_s=30,
+    )
     reg = Registry()
     spec = eng.spec(startup_timeout_s=240)
     spec.command = lambda port, role, warm, c=eng.command: [*c(port, role, warm), "--served-model-name", "m"]

@@ -1,4 +1,5 @@
 """`slocore engine` and `slocore bench serve` as a user runs them (subprocesses)."""
+
 import json
 import socket
 import subprocess
@@ -23,8 +24,13 @@ def free_port():
 
 def test_engine_and_bench_serve_cli():
     port = free_port()
-    eng = subprocess.Popen([sys.executable, "-m", "slocore.cli", "engine", "--port", str(port), "--time-scale", "0.2"],
-                           env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    eng = subprocess.Popen(
+        [sys.executable, "-m", "slocore.cli", "engine", "--port", str(port), "--time-scale", "0.2"],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         for _ in range(100):
@@ -33,15 +39,40 @@ def test_engine_and_bench_serve_cli():
                 break
             except OSError:
                 time.sleep(0.1)
-        r = subprocess.run([sys.executable, "-m", "slocore.cli", "bench", "serve", "--url", url, "--param", "rate=50",
-                            "--param", "n=20", "--max-output", "16", "--json", "--quiet"], env=ENV,
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "slocore.cli",
+                "bench",
+                "serve",
+                "--url",
+                url,
+                "--param",
+                "rate=50",
+                "--param",
+                "n=20",
+                "--max-output",
+                "16",
+                "--json",
+                "--quiet",
+            ],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == 0, r.stderr
         out = json.loads(r.stdout)
         assert out["summary"]["finished"] == 20 and out["summary"]["output_tokens"] > 0
         assert "sharegpt_like" in out["title"]
-        bad = subprocess.run([sys.executable, "-m", "slocore.cli", "bench", "serve", "--url", url, "--workload",
-                              "nope"], env=ENV, capture_output=True, text=True, timeout=60)
+        bad = subprocess.run(
+            [sys.executable, "-m", "slocore.cli", "bench", "serve", "--url", url, "--workload", "nope"],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert bad.returncode == 2 and "workload: unknown 'nope'" in bad.stderr
     finally:
         eng.terminate()
@@ -52,8 +83,13 @@ def test_engine_and_bench_serve_cli():
 def test_serve_rejects_bad_config(tmp_path):
     p = tmp_path / "c.yaml"
     p.write_text("backends:\n  - {name: a, url: 'http://x', role: boss}\n")
-    r = subprocess.run([sys.executable, "-m", "slocore.cli", "serve", "--config", str(p)], env=ENV,
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "slocore.cli", "serve", "--config", str(p)],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and "backends[0].role" in r.stderr
 
 

@@ -1,6 +1,7 @@
 """The emulated engine refuses what vLLM refuses (context overflow: vLLM's 400), frees the
 work of a client that leaves, and the router's retry budget keeps one stalling request from
 visiting every engine."""
+
 import asyncio
 
 import pytest
@@ -26,8 +27,13 @@ def test_context_overflow_is_vllms_400():
     assert e2.max_model_len == 4 * e2.block_size
 
     async def go():
-        d = {"backends": [{"name": "e0", "emulated": dict(EMU, max_model_len=64)},
-                          {"name": "e1", "emulated": dict(EMU, max_model_len=64)}], "retries": 2}
+        d = {
+            "backends": [
+                {"name": "e0", "emulated": dict(EMU, max_model_len=64)},
+                {"name": "e1", "emulated": dict(EMU, max_model_len=64)},
+            ],
+            "retries": 2,
+        }
         async with serving(d) as (router, url, s):
             async with s.post(url + "/v1/completions", json={"prompt": list(range(60)), "max_tokens": 10}) as r:
                 body = await r.json()
@@ -36,6 +42,7 @@ def test_context_overflow_is_vllms_400():
             assert router.metrics.retries._value.get() == 0  # a 4xx is the client's: never retried
             async with s.post(url + "/v1/completions", json={"prompt": list(range(50)), "max_tokens": 10}) as r:
                 assert r.status == 200
+
     run(go())
 
 
@@ -46,8 +53,9 @@ def test_engine_frees_the_request_of_a_client_that_leaves():
         try:
             async with aiohttp.ClientSession() as s:
                 for stream in (False, True):
-                    task = asyncio.ensure_future(s.post(url + "/v1/completions",
-                                                        json={"prompt": "a", "max_tokens": 5, "stream": stream}))
+                    task = asyncio.ensure_future(
+                        s.post(url + "/v1/completions", json={"prompt": "a", "max_tokens": 5, "stream": stream})
+                    )
                     for _ in range(100):
                         await asyncio.sleep(0.02)
                         if e.reqs:
@@ -63,19 +71,25 @@ def test_engine_frees_the_request_of_a_client_that_leaves():
                     assert not e.reqs, f"stream={stream}: the engine kept the request of a client that left"
         finally:
             await runner.cleanup()
+
     run(go())
 
 
 def test_a_stalled_request_is_not_resent_to_every_engine():
     async def go():
-        d = {"backends": [{"name": f"e{i}", "emulated": dict(EMU, fault="hang_after:0")} for i in range(3)],
-             "policy": {"name": "round_robin"}, "retries": 2, "timeouts": {"first_token_s": 0.4, "idle_s": 0.4}}
+        d = {
+            "backends": [{"name": f"e{i}", "emulated": dict(EMU, fault="hang_after:0")} for i in range(3)],
+            "policy": {"name": "round_robin"},
+            "retries": 2,
+            "timeouts": {"first_token_s": 0.4, "idle_s": 0.4},
+        }
         async with serving(d) as (router, url, s):
             async with s.post(url + "/v1/completions", json={"prompt": "z", "max_tokens": 4}) as r:
                 body = await r.json()
             assert r.status == 504 and "no output for 0.4 s" in body["error"]["message"], body
             assert router.metrics.retries._value.get() == 0
             assert sum(not b.healthy for b in router.backends.values()) <= 1  # only the engine that stalled is blamed
+
     run(go())
 
 

@@ -1,4 +1,5 @@
 """Backend pool and health: hysteresis on /metrics failures, quarantine as pool state."""
+
 import asyncio
 import logging
 
@@ -21,6 +22,7 @@ async def fake_engine(state: dict):
         if state["fail"]:
             return web.Response(status=500, text="boom")
         return web.Response(text=PAGE, content_type="text/plain")
+
     app = web.Application()
     app.router.add_get("/metrics", metrics)
     runner = web.AppRunner(app, access_log=None)
@@ -63,6 +65,7 @@ def test_down_after_n_consecutive_failures_one_log_line_each_way(caplog):
             await hc.poll(b, 2.0)  # the count starts again after a success
             assert b.healthy and b.poll_failures == 1
         await runner.cleanup()
+
     run(go())
 
 
@@ -81,6 +84,7 @@ def test_a_failed_backend_stays_out_until_its_quarantine_ends():
             await hc.poll(b, 2.0)
             assert b.healthy and not pool.quarantined("e0") and pool.healthy() == [b]
         await runner.cleanup()
+
     run(go())
 
 
@@ -132,6 +136,7 @@ def test_an_engine_slow_to_answer_metrics_stays_up_and_serves(caplog):
                 assert b.healthy and b.poll_failures == 0
         assert not any("is down" in r.getMessage() for r in caplog.records)
         await runner.cleanup()
+
     run(go())
 
 
@@ -168,4 +173,5 @@ def test_a_stale_pooled_connection_is_retried_once_and_blames_nobody():
         with pytest.raises(aiohttp.ClientConnectorError):  # a refusal is the engine's: not retried here
             await up._send("http://x", {}, None)
         assert Fresh.calls == 1
+
     run(go())

@@ -1,6 +1,7 @@
 """The router's request limits (serve.limits): 4xx for every malformed request, 413/408 on the
 body, bounded labels and per-request state, router-owned fields stripped, error texts that
 name nothing internal but carry a request id."""
+
 import asyncio
 import json
 
@@ -42,9 +43,13 @@ def test_malformed_bodies_get_400_naming_the_field_and_a_request_id():
             chat = {"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}
             async with s.post(url + "/v1/chat/completions", json=chat) as r:
                 assert r.status == 400 and "content[0].text" in (await r.json())["error"]["message"]
-            async with s.post(url + "/v1/completions", json={"prompt": [1, 2, 999], "max_tokens": 2},
-                              headers={"x-request-id": "abc-123"}) as r:
+            async with s.post(
+                url + "/v1/completions",
+                json={"prompt": [1, 2, 999], "max_tokens": 2},
+                headers={"x-request-id": "abc-123"},
+            ) as r:
                 assert r.status == 200 and r.headers["x-request-id"] == "abc-123"
+
     run(go())
 
 
@@ -60,15 +65,17 @@ def test_body_over_the_limit_is_413_and_a_slow_body_is_408():
             async def chunked():  # no content-length: the limit applies while reading
                 for _ in range(10):
                     yield b" " * 1000
+
             async with s.post(url + "/v1/completions", data=chunked()) as r:
                 assert r.status == 413
-            host, port = url[len("http://"):].split(":")
+            host, port = url[len("http://") :].split(":")
             rd, wr = await asyncio.open_connection(host, int(port))
-            wr.write(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"pro")
+            wr.write(b'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"pro')
             await wr.drain()
             status = await asyncio.wait_for(rd.readline(), 5)  # answered, not held
             assert b" 408 " in status, status
             wr.close()
+
     run(go())
 
 
@@ -92,6 +99,7 @@ def test_router_owned_fields_are_stripped_and_labels_bounded():
                 text = await r.text()
             assert 'slo_class="gold"' in text and 'slo_class="other"' in text
             assert "x1" not in text and "priority77" not in text
+
     run(go())
 
 
@@ -105,6 +113,7 @@ def test_per_request_records_are_bounded():
                     assert r.status == 200
             assert 1 <= len(router.recorder) <= 5
             assert not router.handler.records.live
+
     run(go())
 
 
@@ -121,6 +130,7 @@ def test_engine_failures_name_no_url_backend_or_exception():
                     for leak in ("127.0.0.1", "http://", "secret-node", "Error"):
                         assert leak not in text, (leak, text)
                     assert r.headers["x-request-id"] in text or r.status == 503
+
     run(go())
 
 

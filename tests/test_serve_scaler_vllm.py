@@ -10,6 +10,7 @@ router's health polls of the busy server were timing out). Diagnose, then add it
 vLLM step.
     SLOCORE_VLLM_PYTHON=/tmp/slocore-vllm-venv/bin/python python -m pytest -m vllm tests/test_serve_scaler_vllm.py
 """
+
 import asyncio
 
 import pytest
@@ -20,30 +21,82 @@ aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is no
 import slocore  # noqa: E402
 from test_serve_vllm import VLLM_PY, VllmServer, _route, tiny_model, vllm_env  # noqa: E402,F401
 
-HFX = {"interval": 0.5, "window": 4.0, "min_samples": 6, "warmup": 1.0, "in_patience": 2, "out_patience": 2,
-       "cooldown": 2.0}
+HFX = {
+    "interval": 0.5,
+    "window": 4.0,
+    "min_samples": 6,
+    "warmup": 1.0,
+    "in_patience": 2,
+    "out_patience": 2,
+    "cooldown": 2.0,
+}
 
 
 def test_scaler_adds_and_removes_a_vllm_server(tiny_model, vllm_env, tmp_path):  # noqa: F811
     first = VllmServer(tiny_model, vllm_env, tmp_path / "vllm-0.log", extra=["--max-num-seqs", "2"])
-    cmd = [VLLM_PY, "-m", "vllm.entrypoints.openai.api_server", "--model", tiny_model, "--load-format", "dummy",
-           "--dtype", "bfloat16", "--max-model-len", "1024", "--max-num-seqs", "2", "--enforce-eager",
-           "--served-model-name", "tiny", "--host", "{host}", "--port", "{port}"]
+    cmd = [
+        VLLM_PY,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        tiny_model,
+        "--load-format",
+        "dummy",
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        "1024",
+        "--max-num-seqs",
+        "2",
+        "--enforce-eager",
+        "--served-model-name",
+        "tiny",
+        "--host",
+        "{host}",
+        "--port",
+        "{port}",
+    ]
     try:
         first.wait()
-        cfg = {"backends": [{"name": "v0", "url": first.url}], "retries": 2, "poll_interval_s": 0.25,
-               "slo": {"default": {"ttft_ms": 20, "tpot_ms": 1000}},
-               "scaler": {"name": "hfx", "params": HFX, "min_instances": 1, "max_instances": 2,
-                          "launcher": {"command": cmd, "env": {k: vllm_env[k] for k in (
-                              "PYTHONPATH", "HF_HUB_OFFLINE", "VLLM_NO_USAGE_STATS", "VLLM_CPU_KVCACHE_SPACE",
-                              "TOKENIZERS_PARALLELISM")}, "startup_timeout_s": 240, "drain_timeout_s": 60,
-                              "log_dir": str(tmp_path / "launched")}}}
+        cfg = {
+            "backends": [{"name": "v0", "url": first.url}],
+            "retries": 2,
+            "poll_interval_s": 0.25,
+            "slo": {"default": {"ttft_ms": 20, "tpot_ms": 1000}},
+            "scaler": {
+                "name": "hfx",
+                "params": HFX,
+                "min_instances": 1,
+                "max_instances": 2,
+                "launcher": {
+                    "command": cmd,
+                    "env": {
+                        k: vllm_env[k]
+                        for k in (
+                            "PYTHONPATH",
+                            "HF_HUB_OFFLINE",
+                            "VLLM_NO_USAGE_STATS",
+                            "VLLM_CPU_KVCACHE_SPACE",
+                            "TOKENIZERS_PARALLELISM",
+                        )
+                    },
+                    "startup_timeout_s": 240,
+                    "drain_timeout_s": 60,
+                    "log_dir": str(tmp_path / "launched"),
+                },
+            },
+        }
         answers = []
 
         async def client(url, s, stop):
             while not stop.is_set():
-                body = {"model": "tiny", "prompt": list(range(5, 69)), "max_tokens": 32, "ignore_eos": True,
-                        "stream": True}
+                body = {
+                    "model": "tiny",
+                    "prompt": list(range(5, 69)),
+                    "max_tokens": 32,
+                    "ignore_eos": True,
+                    "stream": True,
+                }
                 async with s.post(url + "/v1/completions", json=body) as r:
                     text = await r.text()
                 answers.append((r.status, text.rstrip().endswith("data: [DONE]")))

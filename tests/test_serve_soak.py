@@ -1,6 +1,7 @@
 """Soak: mixed good and malformed traffic from three tenants for ~20 s, one engine killed and
 restarted mid-way. No 500, every request answered exactly once, bounded router memory, the
 tight-SLO tenant keeps its attainment while the noisy tenant is rate-limited."""
+
 import asyncio
 import itertools
 import json
@@ -16,13 +17,31 @@ from test_serve_limits import MALFORMED  # noqa: E402
 from test_serve_router import EMU, free_port, serving  # noqa: E402
 
 DURATION_S = 20.0
-TENANTS = {"require_key": True, "list": [
-    {"name": "gold", "api_keys": ["kg"], "slo_class": "gold", "slo": {"ttft_ms": 2000, "tpot_ms": 500},
-     "client_slo": "cap", "priority": 0, "best_priority": 0},
-    {"name": "noisy", "api_keys": ["kn"], "slo_class": "noisy", "slo": {"ttft_ms": 5000, "tpot_ms": 1000},
-     "client_slo": "ignore", "priority": 1, "best_priority": 1, "requests_per_min": 120,
-     "tokens_per_min": 6000},
-]}
+TENANTS = {
+    "require_key": True,
+    "list": [
+        {
+            "name": "gold",
+            "api_keys": ["kg"],
+            "slo_class": "gold",
+            "slo": {"ttft_ms": 2000, "tpot_ms": 500},
+            "client_slo": "cap",
+            "priority": 0,
+            "best_priority": 0,
+        },
+        {
+            "name": "noisy",
+            "api_keys": ["kn"],
+            "slo_class": "noisy",
+            "slo": {"ttft_ms": 5000, "tpot_ms": 1000},
+            "client_slo": "ignore",
+            "priority": 1,
+            "best_priority": 1,
+            "requests_per_min": 120,
+            "tokens_per_min": 6000,
+        },
+    ],
+}
 
 
 def rss_mb() -> float:
@@ -41,15 +60,22 @@ def test_soak_mixed_traffic_engine_restart_tenants():
             runner, _ = await eng.start(e, port=ports[i])
             engines[i] = (runner, e)
             return e
+
         all_engines = [await start_engine(0), await start_engine(1)]
-        d = {"backends": [{"name": f"e{i}", "url": f"http://127.0.0.1:{p}"} for i, p in enumerate(ports)],
-             "policy": {"name": "least_outstanding"}, "poll_interval_s": 0.2, "retries": 2, "tenants": TENANTS,
-             "limits": {"max_body_bytes": 1 << 20, "max_records": 500, "vocab_size": 32000},
-             "timeouts": {"first_token_s": 5, "idle_s": 5}}
+        d = {
+            "backends": [{"name": f"e{i}", "url": f"http://127.0.0.1:{p}"} for i, p in enumerate(ports)],
+            "policy": {"name": "least_outstanding"},
+            "poll_interval_s": 0.2,
+            "retries": 2,
+            "tenants": TENANTS,
+            "limits": {"max_body_bytes": 1 << 20, "max_records": 500, "vocab_size": 32000},
+            "timeouts": {"first_token_s": 5, "idle_s": 5},
+        }
         rng = random.Random(7)
         results = []  # (tenant, kind, status, request id sent, request id echoed, body)
         ids = itertools.count()
         async with serving(d) as (router, url, s):
+
             async def client(tenant: str, rate: float, malformed_share: float):
                 key = {"gold": "kg", "noisy": "kn"}[tenant]
                 tasks = []
@@ -67,12 +93,26 @@ def test_soak_mixed_traffic_engine_restart_tenants():
                     raw, _ = rng.choice(MALFORMED)
                     kw = {"data": raw}
                 else:
-                    kw = {"json": {"prompt": "hello " * rng.randint(1, 50), "max_tokens": rng.randint(2, 12),
-                                   "stream": stream, "slo_ttft_ms": 1}}
+                    kw = {
+                        "json": {
+                            "prompt": "hello " * rng.randint(1, 50),
+                            "max_tokens": rng.randint(2, 12),
+                            "stream": stream,
+                            "slo_ttft_ms": 1,
+                        }
+                    }
                 async with s.post(url + "/v1/completions", headers=hdr, **kw) as r:
                     body = await r.read()
-                    results.append((tenant, "bad" if malformed else ("stream" if stream else "json"), r.status,
-                                    rid, r.headers.get("x-request-id"), body))
+                    results.append(
+                        (
+                            tenant,
+                            "bad" if malformed else ("stream" if stream else "json"),
+                            r.status,
+                            rid,
+                            r.headers.get("x-request-id"),
+                            body,
+                        )
+                    )
 
             async def chaos():
                 await asyncio.sleep(DURATION_S * 0.3)
@@ -84,6 +124,7 @@ def test_soak_mixed_traffic_engine_restart_tenants():
             async def warm_then_measure():
                 await asyncio.sleep(3.0)
                 return rss_mb()
+
             measure = asyncio.ensure_future(warm_then_measure())
             await asyncio.gather(client("gold", 4.0, 0.1), client("noisy", 25.0, 0.1), chaos())
             rss0, rss1 = await measure, rss_mb()
@@ -94,8 +135,10 @@ def test_soak_mixed_traffic_engine_restart_tenants():
             await runner.cleanup()
 
         statuses = [st for _, _, st, *_ in results]
-        print(f"\nsoak: {len(results)} requests, statuses "
-              f"{ {k: statuses.count(k) for k in sorted(set(statuses))} }, RSS {rss0:.0f} -> {rss1:.0f} MB, {summary}")
+        print(
+            f"\nsoak: {len(results)} requests, statuses "
+            f"{ {k: statuses.count(k) for k in sorted(set(statuses))} }, RSS {rss0:.0f} -> {rss1:.0f} MB, {summary}"
+        )
         assert 500 not in statuses and all(st < 600 for st in statuses)
         # every request answered exactly once, under its own id
         sent = [rid for _, _, _, rid, _, _ in results]
@@ -126,9 +169,9 @@ def test_soak_mixed_traffic_engine_restart_tenants():
         print("soak:", att)
         assert att and float(att[0].split()[-1]) >= 0.9, att
         assert 'slo_class="noisy"' in metrics and "kg" not in metrics
+
     run_long(go())
 
 
 def run_long(coro):
     return asyncio.run(asyncio.wait_for(coro, 120))
-

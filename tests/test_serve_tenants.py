@@ -1,5 +1,6 @@
 """Tenants (API keys -> SLO class, client-SLO policy, priority cap, rate limits) and overload
 shedding (serve.admission)."""
+
 import asyncio
 
 import pytest
@@ -11,13 +12,30 @@ from slocore.serve.admission import Admission, AdmissionConfig, Shed  # noqa: E4
 from slocore.serve.tenants import TokenBucket  # noqa: E402
 from test_serve_router import EMU, run, serving, two_engines  # noqa: E402
 
-TENANTS = {"require_key": True, "list": [
-    {"name": "gold", "api_keys": ["kg"], "slo_class": "interactive", "slo": {"ttft_ms": 300, "tpot_ms": 50},
-     "slo_max": {"ttft_ms": 3000, "tpot_ms": 500}, "best_priority": 0},
-    {"name": "free", "api_keys": ["kf"], "slo_class": "batch", "slo": {"ttft_ms": 5000, "tpot_ms": 300},
-     "client_slo": "ignore", "priority": 2, "best_priority": 2, "requests_per_min": 3},
-    {"name": "lab", "api_keys": ["kl"], "client_slo": "trust"},
-]}
+TENANTS = {
+    "require_key": True,
+    "list": [
+        {
+            "name": "gold",
+            "api_keys": ["kg"],
+            "slo_class": "interactive",
+            "slo": {"ttft_ms": 300, "tpot_ms": 50},
+            "slo_max": {"ttft_ms": 3000, "tpot_ms": 500},
+            "best_priority": 0,
+        },
+        {
+            "name": "free",
+            "api_keys": ["kf"],
+            "slo_class": "batch",
+            "slo": {"ttft_ms": 5000, "tpot_ms": 300},
+            "client_slo": "ignore",
+            "priority": 2,
+            "best_priority": 2,
+            "requests_per_min": 3,
+        },
+        {"name": "lab", "api_keys": ["kl"], "client_slo": "trust"},
+    ],
+}
 
 
 def _slo_of(router, rid):
@@ -28,11 +46,14 @@ def _slo_of(router, rid):
 def test_tenant_slo_policies_priority_caps_and_429():
     async def go():
         async with serving(two_engines(tenants=TENANTS)) as (router, url, s):
+
             async def post(key, **body):
                 hdr = {"Authorization": f"Bearer {key}"} if key else {}
-                async with s.post(url + "/v1/completions", json={"prompt": "a", "max_tokens": 1, **body},
-                                  headers=hdr) as r:
+                async with s.post(
+                    url + "/v1/completions", json={"prompt": "a", "max_tokens": 1, **body}, headers=hdr
+                ) as r:
                     return r.status, r.headers, await r.json()
+
             st, _, body = await post(None)
             assert st == 401 and "API key" in body["error"]["message"]
             assert (await post("wrong"))[0] == 401
@@ -55,6 +76,7 @@ def test_tenant_slo_policies_priority_caps_and_429():
             async with s.get(url + "/metrics") as r:
                 text = await r.text()
             assert 'slocore_requests_total{outcome="rate_limited",slo_class="batch"} 1.0' in text
+
     run(go())
 
 
@@ -98,14 +120,19 @@ def test_admission_sheds_lowest_priority_that_cannot_meet_its_slo():
 
 def test_overloaded_router_sheds_with_503_and_counts_per_class():
     async def go():
-        d = {"backends": [{"name": "e0", "emulated": dict(EMU, max_num_seqs=1)}], "admission": {"max_queue": 2},
-             "slo": {"priorities": {0: {"ttft_ms": 100, "tpot_ms": 100}, 1: {"ttft_ms": 100, "tpot_ms": 100}}},
-             "policy": {"name": "least_outstanding"}}
+        d = {
+            "backends": [{"name": "e0", "emulated": dict(EMU, max_num_seqs=1)}],
+            "admission": {"max_queue": 2},
+            "slo": {"priorities": {0: {"ttft_ms": 100, "tpot_ms": 100}, 1: {"ttft_ms": 100, "tpot_ms": 100}}},
+            "policy": {"name": "least_outstanding"},
+        }
         async with serving(d) as (router, url, s):
+
             async def one(prio):
                 body = {"prompt": "a", "max_tokens": 30, "priority": prio}
                 async with s.post(url + "/v1/completions", json=body) as r:
                     return r.status, r.headers.get("Retry-After")
+
             res = await asyncio.gather(*(one(i % 2) for i in range(40)))
             statuses = [st for st, _ in res]
             assert set(statuses) <= {200, 503}, statuses
@@ -116,4 +143,5 @@ def test_overloaded_router_sheds_with_503_and_counts_per_class():
             assert all(ra is not None for st, ra in res if st == 503)
             assert statuses.count(503) == shed >= 1, statuses
             assert 'outcome="shed"' in text
+
     run(go())

@@ -5,6 +5,7 @@ vLLM runs under the interpreter that has it: this one, or $SLOCORE_VLLM_PYTHON (
 separate venv made by scripts/install_vllm_cpu.sh). Skipped with the reason otherwise.
     SLOCORE_VLLM_PYTHON=/tmp/vllm-venv/bin/python python -m pytest -m vllm tests/test_serve_vllm.py
 """
+
 import asyncio
 import json
 import os
@@ -35,11 +36,18 @@ if VLLM_PY is None:
 def vllm_env(tmp_path_factory):
     """Environment for vLLM subprocesses: slocore importable (this build) without the rest
     of this interpreter's site-packages."""
-    env = dict(os.environ, PYTHONPATH=slocore_only_path(), HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1",
-               VLLM_CPU_KVCACHE_SPACE="1", TOKENIZERS_PARALLELISM="false")
-    ver = subprocess.run([VLLM_PY, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True,
-                         text=True).stdout.strip()
-    if ver != "%d.%d" % sys.version_info[:2]:
+    env = dict(
+        os.environ,
+        PYTHONPATH=slocore_only_path(),
+        HF_HUB_OFFLINE="1",
+        VLLM_NO_USAGE_STATS="1",
+        VLLM_CPU_KVCACHE_SPACE="1",
+        TOKENIZERS_PARALLELISM="false",
+    )
+    ver = subprocess.run(
+        [VLLM_PY, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True
+    ).stdout.strip()
+    if ver != "{}.{}".format(*sys.version_info[:2]):
         pytest.skip(f"the vLLM interpreter is Python {ver}; this slocore build is for {sys.version_info[:2]}")
     return env
 
@@ -47,8 +55,9 @@ def vllm_env(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tiny_model(vllm_env, tmp_path_factory):
     d = tmp_path_factory.mktemp("tiny-llama")
-    subprocess.run([VLLM_PY, "-m", "slocore.integrations.vllm.tiny_model", str(d)], env=vllm_env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [VLLM_PY, "-m", "slocore.integrations.vllm.tiny_model", str(d)], env=vllm_env, check=True, capture_output=True
+    )
     return str(d)
 
 
@@ -63,9 +72,29 @@ class VllmServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
-        cmd = [VLLM_PY, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--load-format", "dummy",
-               "--dtype", "bfloat16", "--max-model-len", "1024", "--max-num-seqs", "32", "--enforce-eager",
-               "--served-model-name", name, "--host", "127.0.0.1", "--port", str(self.port), *extra]
+        cmd = [
+            VLLM_PY,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            model,
+            "--load-format",
+            "dummy",
+            "--dtype",
+            "bfloat16",
+            "--max-model-len",
+            "1024",
+            "--max-num-seqs",
+            "32",
+            "--enforce-eager",
+            "--served-model-name",
+            name,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            *extra,
+        ]
         self.log = open(log_path, "w")
         self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 
@@ -123,6 +152,7 @@ def _route(cfg: dict, fn):
                 return await fn(router, url, s)
         finally:
             await runner.cleanup()
+
     return asyncio.run(asyncio.wait_for(go(), 240))
 
 
@@ -142,13 +172,23 @@ def test_router_in_front_of_real_vllm(vllm_server):
     async def fn(router, url, s):
         async with s.get(url + "/v1/models") as r:
             assert (await r.json())["data"][0]["id"] == "tiny"
-        async with s.post(url + "/v1/completions", json={"model": "tiny", "prompt": [5, 6, 7, 8], "max_tokens": 6,
-                                                         "ignore_eos": True, "slo_ttft_ms": 2000}) as r:
+        async with s.post(
+            url + "/v1/completions",
+            json={"model": "tiny", "prompt": [5, 6, 7, 8], "max_tokens": 6, "ignore_eos": True, "slo_ttft_ms": 2000},
+        ) as r:
             body = await r.json()
             assert r.status == 200 and body["usage"]["completion_tokens"] == 6, body
-        async with s.post(url + "/v1/chat/completions", json={
-                "model": "tiny", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 4,
-                "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}) as r:
+        async with s.post(
+            url + "/v1/chat/completions",
+            json={
+                "model": "tiny",
+                "messages": [{"role": "user", "content": "hello"}],
+                "max_tokens": 4,
+                "ignore_eos": True,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        ) as r:
             ev = await _sse(r)
             assert r.status == 200 and ev[-1] == "[DONE]" and ev[-2]["usage"]["completion_tokens"] == 4
         async with s.post(url + "/v1/completions", json={"model": "nope", "prompt": "x", "max_tokens": 2}) as r:
@@ -163,46 +203,83 @@ def test_router_in_front_of_real_vllm(vllm_server):
         assert 'slocore_backend_healthy{backend="v0"} 1.0' in text and "slocore_slo_attainment" in text
         return out
 
-    out = _route({"backends": [{"name": "v0", "url": vllm_server.url}], "policy": "least_outstanding",
-                  "poll_interval_s": 0.3}, fn)
+    out = _route(
+        {"backends": [{"name": "v0", "url": vllm_server.url}], "policy": "least_outstanding", "poll_interval_s": 0.3},
+        fn,
+    )
     assert out["summary"]["ttft"]["p50"] > 0
 
 
 def test_dead_engine_beside_real_vllm_is_routed_around(vllm_server):
     async def fn(router, url, s):
         async def one(i):
-            async with s.post(url + "/v1/completions", json={"model": "tiny", "prompt": [3, 4, 5], "max_tokens": 3,
-                                                             "ignore_eos": True, "stream": i % 2 == 0}) as r:
+            async with s.post(
+                url + "/v1/completions",
+                json={"model": "tiny", "prompt": [3, 4, 5], "max_tokens": 3, "ignore_eos": True, "stream": i % 2 == 0},
+            ) as r:
                 await r.read()
                 return r.status
+
         return await asyncio.gather(*(one(i) for i in range(6))), router
-    statuses, router = _route({"backends": [{"name": "dead", "url": f"http://127.0.0.1:{free_port()}"},
-                                            {"name": "v0", "url": vllm_server.url}], "policy": "round_robin"}, fn)
+
+    statuses, router = _route(
+        {
+            "backends": [
+                {"name": "dead", "url": f"http://127.0.0.1:{free_port()}"},
+                {"name": "v0", "url": vllm_server.url},
+            ],
+            "policy": "round_robin",
+        },
+        fn,
+    )
     assert statuses == [200] * 6 and router.backends["v0"].served == 6 and not router.backends["dead"].healthy
 
 
 def test_scheduler_plugin_in_process(tiny_model, vllm_env):
-    r = subprocess.run([VLLM_PY, str(HERE / "vllm_scheduler_checks.py"), tiny_model], env=vllm_env,
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [VLLM_PY, str(HERE / "vllm_scheduler_checks.py"), tiny_model],
+        env=vllm_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0 and "ALL OK" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
 
 
 def test_serving_with_scheduler_plugin(tiny_model, vllm_env, tmp_path):
     cfg = {"slocore": {"batch_scheduler": "sarathi_fcfs", "params": {"token_budget": 256}}}
-    srv = VllmServer(tiny_model, vllm_env, tmp_path / "plugin.log", extra=[
-        "--scheduler-cls", "slocore.integrations.vllm.scheduler.SlocoreScheduler",
-        "--additional-config", json.dumps(cfg)])
+    srv = VllmServer(
+        tiny_model,
+        vllm_env,
+        tmp_path / "plugin.log",
+        extra=[
+            "--scheduler-cls",
+            "slocore.integrations.vllm.scheduler.SlocoreScheduler",
+            "--additional-config",
+            json.dumps(cfg),
+        ],
+    )
     try:
         srv.wait()
 
         async def fn(router, url, s):
             async def one(i):
-                async with s.post(url + "/v1/completions", json={
-                        "model": "tiny", "prompt": list(range(3, 3 + 100 + i)), "max_tokens": 8, "ignore_eos": True,
-                        "stream": True}, headers={"x-slo-tpot-ms": "50"}) as r:
+                async with s.post(
+                    url + "/v1/completions",
+                    json={
+                        "model": "tiny",
+                        "prompt": list(range(3, 3 + 100 + i)),
+                        "max_tokens": 8,
+                        "ignore_eos": True,
+                        "stream": True,
+                    },
+                    headers={"x-slo-tpot-ms": "50"},
+                ) as r:
                     ev = await _sse(r)
                     return r.status, sum(1 for e in ev[:-1] if e.get("choices"))
+
             return await asyncio.gather(*(one(i) for i in range(8)))
+
         res = _route({"backends": [{"name": "p0", "url": srv.url}]}, fn)
         assert all(st == 200 for st, _ in res), res
     finally:
@@ -218,8 +295,17 @@ def test_pd_disaggregation_with_example_connector(tiny_model, vllm_env, tmp_path
     store.mkdir()
 
     def kv(role):
-        return ["--kv-transfer-config", json.dumps({"kv_connector": "ExampleConnector", "kv_role": role,
-                                                    "kv_connector_extra_config": {"shared_storage_path": str(store)}})]
+        return [
+            "--kv-transfer-config",
+            json.dumps(
+                {
+                    "kv_connector": "ExampleConnector",
+                    "kv_role": role,
+                    "kv_connector_extra_config": {"shared_storage_path": str(store)},
+                }
+            ),
+        ]
+
     p = VllmServer(tiny_model, vllm_env, tmp_path / "prefill.log", extra=kv("kv_producer"))
     d = VllmServer(tiny_model, vllm_env, tmp_path / "decode.log", extra=kv("kv_consumer"))
     try:
@@ -228,14 +314,25 @@ def test_pd_disaggregation_with_example_connector(tiny_model, vllm_env, tmp_path
 
         async def fn(router, url, s):
             prompt = [(i * 7) % 900 + 3 for i in range(300)]  # > 128 tokens: whole KV blocks transfer
-            async with s.post(url + "/v1/completions", json={"model": "tiny", "prompt": prompt, "max_tokens": 6,
-                                                             "ignore_eos": True, "temperature": 0}) as r:
+            async with s.post(
+                url + "/v1/completions",
+                json={"model": "tiny", "prompt": prompt, "max_tokens": 6, "ignore_eos": True, "temperature": 0},
+            ) as r:
                 body = await r.json()
                 assert r.status == 200 and body["usage"]["completion_tokens"] == 6, body
             return router.backends["p"].served, router.backends["d"].served
-        served = _route({"backends": [{"name": "p", "url": p.url, "role": "prefill"},
-                                      {"name": "d", "url": d.url, "role": "decode"}],
-                         "prefill_policy": "round_robin", "decode_policy": "least_outstanding"}, fn)
+
+        served = _route(
+            {
+                "backends": [
+                    {"name": "p", "url": p.url, "role": "prefill"},
+                    {"name": "d", "url": d.url, "role": "decode"},
+                ],
+                "prefill_policy": "round_robin",
+                "decode_policy": "least_outstanding",
+            },
+            fn,
+        )
         assert served == (1, 1)
     finally:
         p.stop()

@@ -1,9 +1,11 @@
 """SIBYL: C++ survival estimator and projected load against the
 pure-Python reference (hypothesis), the policy through the GlobalPolicy interface, params."""
+
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import slocore as s
 from slocore import _core
@@ -13,9 +15,13 @@ TOL = 1e-9
 
 
 @settings(max_examples=60, deadline=None)
-@given(bucket=st.integers(1, 200), alpha=st.floats(0.5, 0.999), max_len=st.integers(200, 5000),
-       lens=st.lists(st.integers(0, 6000), max_size=80),
-       queries=st.lists(st.floats(0, 7000, allow_nan=False), min_size=1, max_size=20))
+@given(
+    bucket=st.integers(1, 200),
+    alpha=st.floats(0.5, 0.999),
+    max_len=st.integers(200, 5000),
+    lens=st.lists(st.integers(0, 6000), max_size=80),
+    queries=st.lists(st.floats(0, 7000, allow_nan=False), min_size=1, max_size=20),
+)
 def test_survival_matches_reference(bucket, alpha, max_len, lens, queries):
     if max_len < bucket:
         max_len = bucket
@@ -50,10 +56,23 @@ def test_survival_bad_params():
         _core.SurvivalEstimator().observe(-1)
 
 
-OPTS = st.fixed_dictionaries(dict(prob=st.booleans(), type1=st.just(True), type2=st.booleans(), type3=st.booleans(),
-                                  reqlevel=st.booleans(), bucket=st.sampled_from([16, 64, 128])))
-EVENT = st.tuples(st.sampled_from(["assign", "token", "handoff", "finish"]), st.integers(0, 30), st.integers(0, 5),
-                  st.integers(1, 2000), st.floats(0.0, 3.0))
+OPTS = st.fixed_dictionaries(
+    dict(
+        prob=st.booleans(),
+        type1=st.just(True),
+        type2=st.booleans(),
+        type3=st.booleans(),
+        reqlevel=st.booleans(),
+        bucket=st.sampled_from([16, 64, 128]),
+    )
+)
+EVENT = st.tuples(
+    st.sampled_from(["assign", "token", "handoff", "finish"]),
+    st.integers(0, 30),
+    st.integers(0, 5),
+    st.integers(1, 2000),
+    st.floats(0.0, 3.0),
+)
 
 
 @settings(max_examples=80, deadline=None)
@@ -93,14 +112,14 @@ def test_projected_load_matches_reference(opts, events, horizon):
 
 def test_projection_types_by_hand():
     p = _core.SibylProjectedLoad(v_sys_init=10.0)
-    p.assign(1, 0, 100, 0.0)   # will be active
+    p.assign(1, 0, 100, 0.0)  # will be active
     p.token(1, 1, 0.0)
-    p.token(1, 21, 2.0)        # v_1 = 10 tok/s, l_now = 21
-    p.assign(2, 0, 50, 1.0)    # pending, tau_k = 1 <= tau: Type 2
-    p.assign(3, 0, 40, 4.0)    # pending, tau_k = 4 > tau = 3: Type 3
+    p.token(1, 21, 2.0)  # v_1 = 10 tok/s, l_now = 21
+    p.assign(2, 0, 50, 1.0)  # pending, tau_k = 1 <= tau: Type 2
+    p.assign(3, 0, 40, 4.0)  # pending, tau_k = 4 > tau = 3: Type 3
     t1, t2, t3 = p.terms(0, 2.0, 3.0)
-    assert t1 == pytest.approx(100 + 21 + 10)       # Eq. 6 with S = 1 (no completion yet)
-    assert t2 == pytest.approx(50 + 10 * 2.0)       # Eq. 7: g = v_sys (tau - tau_k)
+    assert t1 == pytest.approx(100 + 21 + 10)  # Eq. 6 with S = 1 (no completion yet)
+    assert t2 == pytest.approx(50 + 10 * 2.0)  # Eq. 7: g = v_sys (tau - tau_k)
     assert t3 == pytest.approx(max(0.0, 40 - 10 * 1.0))  # Eq. 8, not Alg. 1 line 17's l_in + gap
     q = _core.SibylProjectedLoad(v_sys_init=10.0, reqlevel=True)
     q.assign(3, 0, 40, 4.0)
@@ -149,9 +168,14 @@ def test_policy_lifecycle_and_params():
     with pytest.raises(KeyError, match="unknown id 1"):  # finished already: unknown now
         pol.on_finished(1, a.instance, 0.6)
     assert pol.pending() == 0
-    for bad, match in [({"bucket": 0}, "bucket"), ({"alpha": 2.0}, "alpha"), ({"handoff": "x"}, "handoff"),
-                       ({"type1": 0, "type2": 0, "type3": 0}, "type"), ({"nope": 1}, "nope"),
-                       ({"v_sys_init": -1}, "v_sys_init")]:
+    for bad, match in [
+        ({"bucket": 0}, "bucket"),
+        ({"alpha": 2.0}, "alpha"),
+        ({"handoff": "x"}, "handoff"),
+        ({"type1": 0, "type2": 0, "type3": 0}, "type"),
+        ({"nope": 1}, "nope"),
+        ({"v_sys_init": -1}, "v_sys_init"),
+    ]:
         with pytest.raises(ValueError, match=match):
             _core.make_global_policy("sibyl", bad)
     with pytest.raises(ValueError, match="policy"):

@@ -5,6 +5,7 @@ saturated so requests wait seconds between assignment and handoff: the load disc
 Fig. 1. ILS deciding at prefill start herds onto the seemingly idle instance; SIBYL's
 shadow terms (Type 2) see the requests still in prefill.
 """
+
 import pytest
 
 from slocore.sim import simulate, workloads
@@ -42,7 +43,8 @@ def test_optimal_assignment_ratio_above_ils(runs):
     # Table 1: SIBYL places more requests on the instance that is least loaded at handoff.
     ids = range(P, P + D)
     assert optimal_assignment_ratio(runs["sibyl"].recorder, ids) > 1.5 * optimal_assignment_ratio(
-        runs["ils"].recorder, ids)
+        runs["ils"].recorder, ids
+    )
 
 
 @pytest.mark.parametrize("name,bound", [("sibyl_sharegpt", 0.14), ("sibyl_zeta", 0.09)])

@@ -1,6 +1,8 @@
 """Heterogeneous clusters: a hardware profile per instance or pool, per-profile cold start and
 scale-out, KV transfer bounded by the slower link, and one profile giving today's runs."""
+
 import pytest
+
 import slocore as s
 from simkit import config, profile, requests
 from slocore import _core
@@ -63,8 +65,13 @@ def test_pd_transfer_uses_the_slower_link_and_pools_take_lists():
     d_slow_link.kv_bandwidth_bytes_per_s = 1e8
     d_slow_link.kv_fixed_s = 0.005
     reqs = [s.Request(0, 0.0, 64, output_len=2, ttft=10, tpot=10)]
-    cfg = config(disaggregated=True, prefill_instances=1, decode_instances=1, prefill_profiles=[p_fast],
-                 decode_profiles=[d_slow_link])
+    cfg = config(
+        disaggregated=True,
+        prefill_instances=1,
+        decode_instances=1,
+        prefill_profiles=[p_fast],
+        decode_profiles=[d_slow_link],
+    )
     cfg.prefill_policy = _core.make_global_policy("round_robin")
     cfg.decode_policy = _core.make_global_policy("round_robin")
     t = list(_core.simulate(reqs, cfg).recorder.records()[0].token_times)
@@ -105,8 +112,13 @@ def test_profile_lists_are_validated():
         _core.simulate(requests(3), config(instances=2, instance_profiles=[profile()]))
     with pytest.raises(ValueError, match="profile"):
         simulate(workloads.uniform_random(n=5), profile=["h100-llama2-7b"] * 2, instances=3)
-    res = simulate(workloads.uniform_random(n=40, rate=20), mode="pd", prefill_profile=["h100-llama2-7b"] * 2,
-                   decode_profile="h100-llama2-7b", decode_instances=3)
+    res = simulate(
+        workloads.uniform_random(n=40, rate=20),
+        mode="pd",
+        prefill_profile=["h100-llama2-7b"] * 2,
+        decode_profile="h100-llama2-7b",
+        decode_instances=3,
+    )
     assert res.config["prefill_instances"] == 2 and res.config["decode_instances"] == 3
     assert res.summary["finished"] == 40
 
@@ -114,8 +126,17 @@ def test_profile_lists_are_validated():
 def test_cli_takes_one_profile_per_instance(capsys):
     from slocore import cli
 
-    args = ["simulate", "--quiet", "--json", "--variants", "least_outstanding", "--loads", "30",
-            "--profile", "h100-llama2-7b,rtx4060ti-chatglm2-6b-int4"]
+    args = [
+        "simulate",
+        "--quiet",
+        "--json",
+        "--variants",
+        "least_outstanding",
+        "--loads",
+        "30",
+        "--profile",
+        "h100-llama2-7b,rtx4060ti-chatglm2-6b-int4",
+    ]
     assert cli.main(args) == 0
     assert "rtx4060ti-chatglm2-6b-int4" in capsys.readouterr().out
 

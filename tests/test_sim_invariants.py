@@ -5,8 +5,8 @@ handoff, scaling and stall reporting."""
 import pytest
 
 import slocore as s
-from slocore import _core
 from simkit import PyFcfs, config, profile, requests
+from slocore import _core
 
 
 def outcomes(res):
@@ -91,8 +91,13 @@ def test_processor_sharing_decode_step_is_n_over_tps():
     # P/D with SIBYL's model: two requests decode together at TPS(2)/2 each.
     a, b, c = -0.423, 44.766, -7.753
     reqs = [s.Request(i, 0.0, 32, output_len=4, ttft=10, tpot=10) for i in range(2)]
-    cfg = config(profile(tps=(a, b, c), kv_fixed_s=0.0), disaggregated=True, prefill_instances=1,
-                 decode_instances=1, processor_sharing=True)
+    cfg = config(
+        profile(tps=(a, b, c), kv_fixed_s=0.0),
+        disaggregated=True,
+        prefill_instances=1,
+        decode_instances=1,
+        processor_sharing=True,
+    )
     cfg.prefill_policy = _core.make_global_policy("round_robin")
     cfg.decode_policy = _core.make_global_policy("round_robin")
     res = _core.simulate(reqs, cfg)

@@ -1,14 +1,15 @@
 """SLICE: mask, Eq. 7 and Alg. 2 selection C++ == reference; mask properties; the online
 scheduler follows the column scan, reschedules on arrival/departure, and plans stay feasible."""
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import slocore as s
+from simkit import config, profile, requests
 from slocore import _core
 from slocore.reference import latency as ref_lat
 from slocore.reference import slice as ref
-from simkit import config, profile, requests
 from test_batch_baselines import feasible, views
 
 rates_st = st.lists(st.integers(1, 25), min_size=1, max_size=12)
@@ -26,7 +27,11 @@ def test_fig4_example_and_rates():
     assert (d.rows, d.cols) == (4, 6)
     assert [d.row_task(r) for r in range(4)] == [1, 3, 0, 2]
     assert [[int(d.at(r, c)) for c in range(6)] for r in range(4)] == [
-        [1] * 6, [1, 1, 1, 1, 0, 0], [1, 1, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0]]
+        [1] * 6,
+        [1, 1, 1, 1, 0, 0],
+        [1, 1, 0, 0, 0, 0],
+        [1, 0, 0, 0, 0, 0],
+    ]
     assert d.column(2) == [1, 3]  # column 2 batches task0 and task1 of the figure
     assert [_core.slice_rate(t) for t in (0.1, 0.12, 0.25, 0.05, 0.125)] == [10, 9, 4, 20, 8]
     with pytest.raises(ValueError, match="tpot"):
@@ -122,8 +127,12 @@ def test_plans_are_feasible(v, spread, adaptor):
 
 
 def test_bad_params_are_named():
-    for bad, field in (({"max_cycle": 0}, "max_cycle"), ({"adaptor": "lifo"}, "adaptor"),
-                       ({"sjf_tokens": -1}, "sjf_tokens"), ({"cycle": 1}, "cycle")):
+    for bad, field in (
+        ({"max_cycle": 0}, "max_cycle"),
+        ({"adaptor": "lifo"}, "adaptor"),
+        ({"sjf_tokens": -1}, "sjf_tokens"),
+        ({"cycle": 1}, "cycle"),
+    ):
         with pytest.raises(ValueError, match=field):
             _core.make_batch_scheduler("slice", bad)
 
@@ -131,7 +140,8 @@ def test_bad_params_are_named():
 @pytest.mark.parametrize("params", [{}, {"spread": True}, {"adaptor": "sjf"}])
 def test_slice_finishes_a_kv_pressured_run(params):
     reqs = requests(120, rate=30, prompt=(32, 300), output=(5, 60))
-    res = _core.simulate(reqs, config(profile(kv_blocks=60), instances=2,
-                                      sched=lambda: _core.make_batch_scheduler("slice", params)))
+    res = _core.simulate(
+        reqs, config(profile(kv_blocks=60), instances=2, sched=lambda: _core.make_batch_scheduler("slice", params))
+    )
     assert res.stats["plan_violations"] == 0 and res.stats["stalled"] == 0
     assert res.recorder.total_tokens == sum(r.output_len for r in reqs)

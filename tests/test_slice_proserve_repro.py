@@ -61,8 +61,15 @@ def test_proserve_low_load_everyone_meets_and_only_deadline_collapses_at_high_lo
 
 
 def test_scenarios_are_registered_with_available_variants():
-    for name in ("slice_table2", "slice_dynamic", "slice_rt_share", "proserve_single", "proserve_ablation",
-                 "proserve_colocated", "proserve_pd"):
+    for name in (
+        "slice_table2",
+        "slice_dynamic",
+        "slice_rt_share",
+        "proserve_single",
+        "proserve_ablation",
+        "proserve_colocated",
+        "proserve_pd",
+    ):
         sc = get(name)
         avail = sc.available_variants()
         assert len(avail) >= 2, name

@@ -1,5 +1,6 @@
 """python/slocore/_core.pyi lists exactly what the extension has (regenerate with
 scripts/gen_stubs.sh after changing bindings)."""
+
 import ast
 import inspect
 from pathlib import Path

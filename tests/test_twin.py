@@ -1,6 +1,7 @@
 """slocore profile / bench twin against the emulated engine (`slocore engine`, a subprocess):
 the fit recovers a known latency model, the profile file round-trips through `slocore
 profiles` and simulate(), the simulator tracks the engine, and bad endpoints fail clearly."""
+
 import asyncio
 import json
 import socket
@@ -54,14 +55,16 @@ def test_fit_is_non_negative_and_reports_residuals():
 
 
 def test_metrics_parsing_of_vllm_text():
-    text = ('# TYPE vllm:cache_config_info gauge\n'
-            'vllm:cache_config_info{block_size="128",engine="0",kv_cache_memory_bytes="1073741824",'
-            'num_gpu_blocks="8192"} 1.0\n'
-            '# TYPE vllm:iteration_tokens_total histogram\n'
-            'vllm:iteration_tokens_total_bucket{engine="0",le="1.0",model_name="t"} 3.0\n'
-            'vllm:iteration_tokens_total_bucket{engine="0",le="+Inf",model_name="t"} 5.0\n'
-            'vllm:iteration_tokens_total_count{engine="0",model_name="t"} 5.0\n'
-            'vllm:iteration_tokens_total_sum{engine="0",model_name="t"} 70.0\n')
+    text = (
+        "# TYPE vllm:cache_config_info gauge\n"
+        'vllm:cache_config_info{block_size="128",engine="0",kv_cache_memory_bytes="1073741824",'
+        'num_gpu_blocks="8192"} 1.0\n'
+        "# TYPE vllm:iteration_tokens_total histogram\n"
+        'vllm:iteration_tokens_total_bucket{engine="0",le="1.0",model_name="t"} 3.0\n'
+        'vllm:iteration_tokens_total_bucket{engine="0",le="+Inf",model_name="t"} 5.0\n'
+        'vllm:iteration_tokens_total_count{engine="0",model_name="t"} 5.0\n'
+        'vllm:iteration_tokens_total_sum{engine="0",model_name="t"} 70.0\n'
+    )
     m = parse_metrics(text)
     assert total(m, "vllm:iteration_tokens_total_count") == 5.0 and total(m, "vllm:iteration_tokens_total_sum") == 70
     info = labels_of(m, "vllm:cache_config_info")
@@ -78,8 +81,12 @@ def _free_port():
 
 def _engine(*extra):
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "slocore.cli", "engine", "--port", str(port), *extra],
-                            env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "slocore.cli", "engine", "--port", str(port), *extra],
+        env=child_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
         try:
@@ -87,7 +94,7 @@ def _engine(*extra):
                 return proc, url
         except OSError:
             if proc.poll() is not None:
-                raise RuntimeError(proc.stderr.read().decode()[-2000:])
+                raise RuntimeError(proc.stderr.read().decode()[-2000:]) from None
             time.sleep(0.05)
     proc.kill()
     raise RuntimeError("emulated engine did not start")
@@ -105,8 +112,9 @@ def emulated():
 @pytest.fixture(scope="module")
 def measured(emulated, tmp_path_factory):
     # Two repeats: the fit takes the faster of each pair (the engine's sleeps only overshoot).
-    prof = asyncio.run(profiler.measure(emulated, name="emu", token_budget=512, repeats=2, decode_tokens=32,
-                                        progress=False))
+    prof = asyncio.run(
+        profiler.measure(emulated, name="emu", token_budget=512, repeats=2, decode_tokens=32, progress=False)
+    )
     path = tmp_path_factory.mktemp("prof") / "emu.json"
     path.write_text(json.dumps(prof))
     return prof, path
@@ -151,8 +159,20 @@ def test_measured_profile_is_accepted_like_a_bundled_one(measured, capsys):
 
 def test_twin_tracks_the_emulated_engine(emulated, measured):
     prof, _ = measured
-    a = type("A", (), dict(trace=None, workload="sharegpt_like", param=["seed=1"], n=80, max_prompt=512,
-                           max_output=64, ttft_slo_ms=None, tpot_slo_ms=None))
+    a = type(
+        "A",
+        (),
+        dict(
+            trace=None,
+            workload="sharegpt_like",
+            param=["seed=1"],
+            n=80,
+            max_prompt=512,
+            max_output=64,
+            ttft_slo_ms=None,
+            tpot_slo_ms=None,
+        ),
+    )
     w, _, _ = compare.prepare(a, prof)
     out = asyncio.run(compare.run_loads(emulated, prof, w, [0.5], progress=False))
     row = out["rows"][0]
@@ -171,8 +191,10 @@ def test_not_an_engine_and_too_slow_fail_clearly(tmp_path):
 
     async def not_engine():
         app = web.Application()
+
         async def page(request):
             return web.Response(text="<html>hello</html>")
+
         app.router.add_get("/v1/models", page)
         runner = web.AppRunner(app)
         await runner.setup()
@@ -184,6 +206,7 @@ def test_not_an_engine_and_too_slow_fail_clearly(tmp_path):
                 await profiler.measure(url, progress=False)
         finally:
             await runner.cleanup()
+
     asyncio.run(not_engine())
     with pytest.raises(EngineError, match="cannot connect"):
         asyncio.run(profiler.measure(f"http://127.0.0.1:{_free_port()}", progress=False))
@@ -206,8 +229,10 @@ def test_not_an_engine_and_too_slow_fail_clearly(tmp_path):
         proc.stderr.close()
     from slocore import cli
 
-    assert cli.main(["profile", "--url", f"http://127.0.0.1:{_free_port()}", "-o", str(tmp_path / "x.json"),
-                     "--quiet"]) == 2
+    assert (
+        cli.main(["profile", "--url", f"http://127.0.0.1:{_free_port()}", "-o", str(tmp_path / "x.json"), "--quiet"])
+        == 2
+    )
     assert not (tmp_path / "x.json").exists()
 
 
@@ -228,4 +253,5 @@ def test_frontend_term_shifts_ttft_and_e2e_only():
     assert compare.engine_kwargs(base)["batch_scheduler"] == ("sarathi_fcfs", {"token_budget": 2048})
     ttft, tpot = compare.default_slos(base, w)
     assert 0 < tpot < ttft and compare.saturation_rate(base, w, 2) == pytest.approx(
-        2 * compare.saturation_rate(base, w, 1))
+        2 * compare.saturation_rate(base, w, 1)
+    )

@@ -6,6 +6,7 @@ The bounds are loose on purpose (docs/fidelity.md): a 2-core machine shared with
 moves vLLM-CPU's Python-bound steps by tens of percent; the measured errors are in the doc.
     SLOCORE_VLLM_PYTHON=/tmp/slocore-vllm-venv/bin/python python -m pytest -m vllm tests/test_twin_vllm.py
 """
+
 import asyncio
 import json
 import os
@@ -16,9 +17,8 @@ pytestmark = pytest.mark.vllm
 pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 pytest.importorskip("prometheus_client", reason="the serve extra (prometheus-client) is not installed")
 
-from test_serve_vllm import VllmServer, tiny_model, vllm_env  # noqa: E402,F401 - the module's fixtures
-
 from slocore.twin import compare, profiler  # noqa: E402
+from test_serve_vllm import VllmServer, tiny_model, vllm_env  # noqa: E402,F401 - the module's fixtures
 
 # Runnable tasks per core before this module starts its server: timing fidelity means nothing
 # on an oversubscribed machine (a step then waits for a CPU share, not for its work).
@@ -27,8 +27,9 @@ BASELINE_LOAD = os.getloadavg()[0] / (os.cpu_count() or 1)
 
 @pytest.fixture(scope="module")
 def pinned_server(tiny_model, vllm_env, tmp_path_factory):  # noqa: F811
-    s = VllmServer(tiny_model, dict(vllm_env, VLLM_CPU_OMP_THREADS_BIND="0"),
-                   tmp_path_factory.mktemp("twin-logs") / "vllm.log")
+    s = VllmServer(
+        tiny_model, dict(vllm_env, VLLM_CPU_OMP_THREADS_BIND="0"), tmp_path_factory.mktemp("twin-logs") / "vllm.log"
+    )
     try:
         yield s.wait()
     finally:
@@ -49,8 +50,12 @@ def test_profile_reads_vllm_metrics(vllm_profile):
     assert eng["kind"] == "vllm" and eng["version"] == "0.32.0" and eng["model"] == "tiny"
     assert eng["max_model_len"] == 1024 and eng["max_num_seqs"] == 32  # --max-num-seqs 32, found by polling
     # VLLM_CPU_KVCACHE_SPACE=1 (GiB): vllm:cache_config_info says 8192 blocks of 128 tokens
-    assert prof["kv"] == {"block_size": 128, "num_blocks": 8192, "bytes_per_token": 1024.0,
-                          "source": "vllm:cache_config_info"}
+    assert prof["kv"] == {
+        "block_size": 128,
+        "num_blocks": 8192,
+        "bytes_per_token": 1024.0,
+        "source": "vllm:cache_config_info",
+    }
     pts = prof["measured"]["points"]
     assert sum(q["timing"] == "engine" for q in pts) >= 0.8 * len(pts)  # vLLM's own step times
     assert all(q.get("steps", 1) >= 1 for q in pts)
@@ -61,16 +66,30 @@ def test_profile_reads_vllm_metrics(vllm_profile):
 
 def test_twin_of_one_vllm_server(pinned_server, vllm_profile):
     prof, _ = vllm_profile
-    a = type("A", (), dict(trace=None, workload="sharegpt_like", param=["seed=2"], n=150, max_prompt=512,
-                           max_output=128, ttft_slo_ms=None, tpot_slo_ms=None))
+    a = type(
+        "A",
+        (),
+        dict(
+            trace=None,
+            workload="sharegpt_like",
+            param=["seed=2"],
+            n=150,
+            max_prompt=512,
+            max_output=128,
+            ttft_slo_ms=None,
+            tpot_slo_ms=None,
+        ),
+    )
     w, _, _ = compare.prepare(a, prof)
     out = asyncio.run(compare.run_loads(pinned_server.url, prof, w, [0.3, 0.6], progress=False))
     print(compare.table(out, "twin of one vllm-cpu server"))
     for row in out["rows"]:
         assert row["failed"] == 0 and row["real"]["finished"] == 150, row["first_errors"]
     if BASELINE_LOAD > 2.0:
-        pytest.skip(f"fidelity bounds not checked: the machine ran {BASELINE_LOAD:.1f} tasks per core before "
-                    f"the test (limit 2); errors measured: {[r['errors'] for r in out['rows']]}")
+        pytest.skip(
+            f"fidelity bounds not checked: the machine ran {BASELINE_LOAD:.1f} tasks per core before "
+            f"the test (limit 2); errors measured: {[r['errors'] for r in out['rows']]}"
+        )
     for row in out["rows"]:
         e = row["errors"]
         # Within a factor of two at p50, attainment within 35 points, below saturation.

@@ -4,7 +4,8 @@ validation naming the column and row, trace formats with malformed rows."""
 import numpy as np
 import pytest
 
-from slocore.sim import load_trace, workloads as W
+from slocore.sim import load_trace
+from slocore.sim import workloads as W
 
 
 def test_deterministic_and_seeded():
@@ -64,12 +65,15 @@ def test_traces(tmp_path):
     w = load_trace(plain, rate_scale=2)
     assert list(w.arrival) == [0.0, 0.75] and list(w.prompt_len) == [20, 10] and w.ttft[0] == 1.0
     azure = tmp_path / "az.csv"
-    azure.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,100,20\n"
-                     "2023-11-16 18:15:47.1805900,50,10\n")
+    azure.write_text(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,100,20\n"
+        "2023-11-16 18:15:47.1805900,50,10\n"
+    )
     assert load_trace(azure).arrival[1] == pytest.approx(0.5)
     burst = tmp_path / "b.csv"
-    burst.write_text("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,ChatGPT,10,0,10,x\n"
-                     "6,GPT-4,10,7,17,x\n")
+    burst.write_text(
+        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,ChatGPT,10,0,10,x\n6,GPT-4,10,7,17,x\n"
+    )
     with pytest.raises(ValueError, match="line 2: column 'Response tokens'"):
         load_trace(burst)
     w = load_trace(burst, on_error="skip")

@@ -1,6 +1,8 @@
 """Prefix-sharing, bursty and steady-state workloads: shapes, sharing and determinism."""
+
 import numpy as np
 import pytest
+
 from slocore.sim import simulate
 from slocore.sim import workloads as wl
 
@@ -10,7 +12,7 @@ def test_multi_turn_chat_history_grows_and_is_shared():
     assert w.prefix is not None and len(w) > 50  # sessions have several turns
     by_group = {}
     for i in np.argsort(w.arrival, kind="stable"):
-        (g, n), = w.prefix[i]
+        ((g, n),) = w.prefix[i]
         assert n == w.prompt_len[i]  # the whole prompt is the session's history
         by_group.setdefault(g, []).append((w.prompt_len[i], w.output_len[i]))
     for turns in by_group.values():  # each prompt = previous prompt + reply + a new message

@@ -3,6 +3,7 @@
 Run by tests/test_serve_vllm.py with an interpreter that has vLLM (this one, or
 $SLOCORE_VLLM_PYTHON): ``python tests/vllm_scheduler_checks.py MODEL_DIR``.
 """
+
 import sys
 import types
 
@@ -23,8 +24,10 @@ def run_to_end(s, max_steps=500):
 def check_same_as_vllm_for_fcfs(model):
     """sarathi_fcfs with vLLM's budget decides what vLLM itself decides on a simple load."""
     outs = []
-    for cls, cfg in ((None, None), (SlocoreScheduler, {"slocore": {"batch_scheduler": "sarathi_fcfs",
-                                                                   "params": {"token_budget": 512}}})):
+    for cls, cfg in (
+        (None, None),
+        (SlocoreScheduler, {"slocore": {"batch_scheduler": "sarathi_fcfs", "params": {"token_budget": 512}}}),
+    ):
         s = make_scheduler(model, cls, additional_config=cfg)
         for i in range(4):
             s.add_request(make_request(40 + i, 5))
@@ -33,8 +36,11 @@ def check_same_as_vllm_for_fcfs(model):
 
 
 def check_token_budget_and_every_request_finishes(model):
-    s = make_scheduler(model, SlocoreScheduler, additional_config={
-        "slocore": {"batch_scheduler": "sarathi_fcfs", "params": {"token_budget": 64}}})
+    s = make_scheduler(
+        model,
+        SlocoreScheduler,
+        additional_config={"slocore": {"batch_scheduler": "sarathi_fcfs", "params": {"token_budget": 64}}},
+    )
     assert s.batch.name() == "sarathi_fcfs"
     reqs = [make_request(100, 8) for _ in range(5)]
     for r in reqs:
@@ -55,9 +61,11 @@ def check_slo_fields_reach_the_view(model):
 
     class Spy:
         def schedule(self, view, now):
-            seen.extend((st.request.slo.ttft, st.request.slo.tpot, st.request.priority, st.request.task)
-                        for st in view.waiting)
+            seen.extend(
+                (st.request.slo.ttft, st.request.slo.tpot, st.request.priority, st.request.task) for st in view.waiting
+            )
             return real.schedule(view, now)
+
     s.batch = Spy()
     step(s)
     assert seen == [(0.25, 0.04, 1, "chat")], seen
@@ -66,8 +74,9 @@ def check_slo_fields_reach_the_view(model):
 def check_skipped_decode_keeps_kv_and_counts_against_max_seqs(model):
     """A plan that leaves running requests out (a SLICE-style decode mask) skips their decode
     this step; they keep their KV blocks and still finish."""
-    s = make_scheduler(model, SlocoreScheduler, max_num_seqs=3, additional_config={
-        "slocore": {"batch_scheduler": "sarathi_fcfs"}})
+    s = make_scheduler(
+        model, SlocoreScheduler, max_num_seqs=3, additional_config={"slocore": {"batch_scheduler": "sarathi_fcfs"}}
+    )
     real = s.batch
     mask = {"on": False}
 
@@ -79,6 +88,7 @@ def check_skipped_decode_keeps_kv_and_counts_against_max_seqs(model):
             run_ids = {st.request.id for st in view.running}
             items = [it for it in plan.items if it.request not in run_ids or it.request % 2 == 0]
             return types.SimpleNamespace(items=items, preempt=[])
+
     s.batch = EveryOther()
     reqs = [make_request(30, 6) for _ in range(3)]
     for r in reqs:
@@ -118,8 +128,13 @@ def check_default_name():
     assert n == ("slide_batching" if "slide_batching" in slocore.batch_scheduler_names() else "sarathi_fcfs")
 
 
-CHECKS = [check_same_as_vllm_for_fcfs, check_token_budget_and_every_request_finishes, check_slo_fields_reach_the_view,
-          check_skipped_decode_keeps_kv_and_counts_against_max_seqs, check_every_registered_batch_scheduler_finishes]
+CHECKS = [
+    check_same_as_vllm_for_fcfs,
+    check_token_budget_and_every_request_finishes,
+    check_slo_fields_reach_the_view,
+    check_skipped_decode_keeps_kv_and_counts_against_max_seqs,
+    check_every_registered_batch_scheduler_finishes,
+]
 
 if __name__ == "__main__":
     model = sys.argv[1]

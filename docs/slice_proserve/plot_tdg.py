@@ -1,8 +1,9 @@
 """TDG ratio and SLO attainment vs load from `slocore simulate --json` output (ProServe Fig. 10-12, 15).
 
-    PYTHONPATH=python python -m slocore.cli simulate --scenario proserve_single --quiet --json > single.json
-    python docs/slice_proserve/plot_tdg.py single.json docs/slice_proserve/proserve_single_tdg.png
+PYTHONPATH=python python -m slocore.cli simulate --scenario proserve_single --quiet --json > single.json
+python docs/slice_proserve/plot_tdg.py single.json docs/slice_proserve/proserve_single_tdg.png
 """
+
 import json
 import sys
 from collections import defaultdict

@@ -4,6 +4,7 @@ The policies, metrics and simulator live in the C++ extension ``slocore._core``;
 package re-exports its types and adds the Python face (workloads, CLI, serving glue).
 See docs/design.md for the architecture and README.md for a first run.
 """
+
 from slocore._core import (
     Assignment,
     BatchItem,
@@ -33,9 +34,9 @@ from slocore._core import (
     Scaler,
     ScheduledItem,
     SimConfig,
-    TimelinePoint,
     Slo,
     ThroughputCurve,
+    TimelinePoint,
     TpsQuadratic,
     batch_scheduler_names,
     expected_handoff,

@@ -4,6 +4,7 @@ not see anything else from this interpreter's site-packages, since a vLLM venv's
 torch would be shadowed. ``slocore_only_path()`` is a folder that holds just a ``slocore``
 link to the imported package; put it first on the child's PYTHONPATH.
 """
+
 from __future__ import annotations
 
 import functools
@@ -14,7 +15,7 @@ from pathlib import Path
 import slocore
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def slocore_only_path() -> str:
     d = Path(tempfile.mkdtemp(prefix="slocore-pythonpath-"))
     (d / "slocore").symlink_to(Path(slocore.__file__).resolve().parent, target_is_directory=True)

@@ -1,5 +1,6 @@
 """`slocore` command line: simulate | scenarios | policies | fit | profiles | profile | presets | serve |
 engine | bench serve|matrix|twin."""
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,14 @@ def cmd_simulate(a) -> int:
         v = getattr(a, key)
         if v is not None:
             overrides[key] = v.split(",") if key == "profile" and "," in v else v  # a,b,...: one per instance
-    rows = experiment.run_scenario(sc, loads=a.loads, variants=a.variants.split(",") if a.variants else None,
-                                   seeds=a.seeds, overrides=overrides, progress=not a.quiet)
+    rows = experiment.run_scenario(
+        sc,
+        loads=a.loads,
+        variants=a.variants.split(",") if a.variants else None,
+        seeds=a.seeds,
+        overrides=overrides,
+        progress=not a.quiet,
+    )
     if a.json:
         print(report.to_json(sc, rows))
     else:
@@ -59,8 +66,10 @@ def cmd_policies(a) -> int:
     from slocore import registry
 
     infos = registry.entries(a.kind, a.name)
-    print(json.dumps(infos, indent=1) if a.json else registry.markdown(infos) if a.markdown else registry.text(infos),
-          end="" if not a.json else "\n")
+    print(
+        json.dumps(infos, indent=1) if a.json else registry.markdown(infos) if a.markdown else registry.text(infos),
+        end="" if not a.json else "\n",
+    )
     return 0
 
 
@@ -76,11 +85,16 @@ def cmd_fit(a) -> int:
         return 0
     for part in ("prefill", "decode"):
         if part in out:
-            print(f"{part}: " + ", ".join(f"{k}={v:.6g}" for k, v in out[part]["coeffs"].items())
-                  + f"  (rms rel err {out[part]['rms_rel_error']:.3%}, n={out[part]['samples']})")
+            print(
+                f"{part}: "
+                + ", ".join(f"{k}={v:.6g}" for k, v in out[part]["coeffs"].items())
+                + f"  (rms rel err {out[part]['rms_rel_error']:.3%}, n={out[part]['samples']})"
+            )
     if "coeffs" in out:
-        print(", ".join(f"{k}={v:.6g}" for k, v in out["coeffs"].items())
-              + f"  (rms rel err {out['rms_rel_error']:.3%}, n={out['samples']})")
+        print(
+            ", ".join(f"{k}={v:.6g}" for k, v in out["coeffs"].items())
+            + f"  (rms rel err {out['rms_rel_error']:.3%}, n={out['samples']})"
+        )
     if "per_request" in out:
         print("per_request: " + ", ".join(f"{k}={v:.6g}" for k, v in out["per_request"].items()))
     return 0
@@ -156,7 +170,9 @@ def _add_serving(sub) -> None:
     bs.set_defaults(func=cmd_bench_serve)
     from slocore.sim.bench_cli import add_matrix_arguments
 
-    add_matrix_arguments(bsub.add_parser("matrix", help="presets x workloads x loads x seeds x predictor error (simulator)"))
+    add_matrix_arguments(
+        bsub.add_parser("matrix", help="presets x workloads x loads x seeds x predictor error (simulator)")
+    )
     bt = bsub.add_parser("twin", help="one trace on the real engine(s) and in the simulator with a measured profile")
     from slocore.twin.compare import add_arguments as add_twin_arguments
 
@@ -177,13 +193,20 @@ def main(argv=None) -> int:
     s.add_argument("--variants", help="comma-separated variants of the scenario (default: all available)")
     s.add_argument("--loads", type=_floats, help="comma-separated loads (default: the scenario's)")
     s.add_argument("--seeds", type=_ints, default=[0], help="comma-separated seeds (default: 0)")
-    s.add_argument("--profile", help="hardware profile override (see `slocore profiles`); comma-separated: one "
-                   "per colocated instance (a mixed cluster)")
+    s.add_argument(
+        "--profile",
+        help="hardware profile override (see `slocore profiles`); comma-separated: one "
+        "per colocated instance (a mixed cluster)",
+    )
     s.add_argument("--instances", type=int, help="colocated instance count override")
     s.add_argument("--max-instances", dest="max_instances", type=int, help="scale-out cap override")
     s.add_argument("--noise-sigma", dest="noise_sigma", type=float, help="log-normal noise on iteration times")
-    s.add_argument("--belief-scale", dest="belief_scale", type=float,
-                   help="policies' latency model = truth x this (mis-calibration, e.g. 1.2)")
+    s.add_argument(
+        "--belief-scale",
+        dest="belief_scale",
+        type=float,
+        help="policies' latency model = truth x this (mis-calibration, e.g. 1.2)",
+    )
     s.add_argument("--plot", help="write attainment/latency/cost vs load to this PNG")
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--quiet", action="store_true", help="no progress bar")

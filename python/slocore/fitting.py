@@ -9,6 +9,7 @@ CSV formats (header row required; lines starting with '#' are comments):
                ProServe Eq. 7 per measured batch
   tps          batch_size,tokens_per_s                     SIBYL TPS(N) = aN^2 + bN + c
 """
+
 from __future__ import annotations
 
 import csv
@@ -55,8 +56,12 @@ def read_rows(path: str | Path, required: list[str]) -> list[dict[str, float]]:
 
 def _fit(X, y, names):
     res = _core.fit_relative_least_squares(X, y)
-    return {"coeffs": dict(zip(names, res.coeffs)), "rms_rel_error": res.rms_rel_error,
-            "max_rel_error": res.max_rel_error, "samples": len(y)}
+    return {
+        "coeffs": dict(zip(names, res.coeffs)),
+        "rms_rel_error": res.rms_rel_error,
+        "max_rel_error": res.max_rel_error,
+        "samples": len(y),
+    }
 
 
 def fit(model: str, path: str | Path) -> dict:
@@ -64,17 +69,29 @@ def fit(model: str, path: str | Path) -> dict:
         raise ValueError(f"model: unknown {model!r} (known: {', '.join(MODELS)})")
     rows = read_rows(path, MODELS[model])
     if model == "stage":
-        pre = _fit([[1.0, r["batch_size"] * r["input_len"], r["batch_size"] * r["input_len"] ** 2] for r in rows],
-                   [r["prefill_s"] for r in rows], ["a", "b", "c"])
+        pre = _fit(
+            [[1.0, r["batch_size"] * r["input_len"], r["batch_size"] * r["input_len"] ** 2] for r in rows],
+            [r["prefill_s"] for r in rows],
+            ["a", "b", "c"],
+        )
         out = {"model": "stage", "prefill": pre}
         dec_rows = [r for r in rows if "decode_s" in r]
         if dec_rows:
-            dec = _fit([[1.0, r["batch_size"] * r["input_len"], r["batch_size"]] for r in dec_rows],
-                       [r["decode_s"] for r in dec_rows], ["a'", "b'", "c'"])
+            dec = _fit(
+                [[1.0, r["batch_size"] * r["input_len"], r["batch_size"]] for r in dec_rows],
+                [r["decode_s"] for r in dec_rows],
+                ["a'", "b'", "c'"],
+            )
             out["decode"] = dec
             # The same model as ProServe's per-request coefficients (latency_model.h).
-            out["per_request"] = {"t_c": dec["coeffs"]["a'"], "a_p": pre["coeffs"]["c"], "b_p": 0.0,
-                                  "c_p": pre["coeffs"]["b"], "a_d": dec["coeffs"]["b'"], "b_d": dec["coeffs"]["c'"]}
+            out["per_request"] = {
+                "t_c": dec["coeffs"]["a'"],
+                "a_p": pre["coeffs"]["c"],
+                "b_p": 0.0,
+                "c_p": pre["coeffs"]["b"],
+                "a_d": dec["coeffs"]["b'"],
+                "b_d": dec["coeffs"]["c'"],
+            }
         return out
     if model == "per_request":
         names = ["t_c", "a_p", "b_p", "c_p", "a_d", "b_d"]

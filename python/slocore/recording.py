@@ -4,6 +4,7 @@ Python twin of the registered ``recording`` policy. It runs in ``simulate()`` an
 ``slocore serve`` (``policy: {name: "slocore.recording:RecordingPolicy", params: {policy:
 hfx}}``); ``events()`` lists ``(kind, request, instance, generated, now, expected_handoff)``.
 """
+
 from __future__ import annotations
 
 import math

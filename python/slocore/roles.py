@@ -5,6 +5,7 @@ side of a prefill/decode (P/D) split. Config files, the admin API and launchers 
 as these strings; the C++ core uses ``slocore._core.Role`` with the same members.
 Pure Python; ``core_role`` loads ``slocore._core`` only when called.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,7 +24,7 @@ def role_name(role) -> str:
     return s
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def core_role(role):
     """The ``slocore._core.Role`` of a role name (or Role)."""
     from slocore import _core

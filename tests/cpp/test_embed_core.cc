@@ -52,8 +52,8 @@ int main() {
 
   // HFX Eq. 1 == ProServe Eq. 7 for a fresh prefill batch.
   LatencyModel m(LatencyCoeffs{0.02, 1e-8, 0.0, 1e-4, 1e-6, 1e-3});
-  CHECK(std::abs(m.stage_prefill(300, 100.0 * 100 + 200.0 * 200) -
-                 m.batch_time({{100, 0, true}, {200, 0, true}})) < 1e-12);
+  CHECK(std::abs(m.stage_prefill(300, 100.0 * 100 + 200.0 * 200) - m.batch_time({{100, 0, true}, {200, 0, true}})) <
+        1e-12);
 
   // Fit recovers a line exactly.
   FitResult f = fit_relative_least_squares({{1, 1}, {1, 2}, {1, 3}}, {3, 5, 7});

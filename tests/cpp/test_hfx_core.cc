@@ -3,8 +3,8 @@
 // the simulator (P/D included). Exit code != 0 on any failure.
 #include <cmath>
 #include <cstdio>
-#include <memory>
 #include <map>
+#include <memory>
 #include <random>
 
 #include "slocore/batch/registry.h"

@@ -24,7 +24,8 @@ int main() {
     est.observe(L);
     for (int b = 1; b <= est.buckets(); ++b) naive[size_t(b)] = 0.99 * naive[size_t(b)] + 0.01 * (L >= b * 64);
     if (i % 997 == 0)
-      for (int b = 0; b <= est.buckets(); ++b) worst = std::max(worst, std::fabs(est.bucket_value(b) - naive[size_t(b)]));
+      for (int b = 0; b <= est.buckets(); ++b)
+        worst = std::max(worst, std::fabs(est.bucket_value(b) - naive[size_t(b)]));
   }
   CHECK(worst < 1e-9);
   CHECK(est.survival(10) == 1.0);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-
 namespace slocore {
 
 Tokens cached_prompt_tokens(PromptChains& chains, const InstanceView& v, PrefixSource source) {
@@ -39,7 +38,8 @@ int WeightedScorerPolicy::choose(const Request& r, Time, const std::vector<Insta
     double prefix = 0.0;
     if (!r.prefix.empty()) {
       const auto& chain = chains.get(v.block_size);
-      if (!chain.empty()) prefix = double(cached_prompt_tokens(chains, v, p_.prefix_source) / v.block_size) / double(chain.size());
+      if (!chain.empty())
+        prefix = double(cached_prompt_tokens(chains, v, p_.prefix_source) / v.block_size) / double(chain.size());
     }
     const double score = p_.w_prefix * prefix + p_.w_queue * queue + p_.w_kv * kv;
     if (score > best_score) best = i, best_score = score;

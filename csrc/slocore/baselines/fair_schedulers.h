@@ -53,8 +53,8 @@ class WeightedVtcScheduler : public BatchScheduler {
 
 struct MlfqParams {
   int levels = 6;
-  double base_quantum_s = 0.02;   // level-0 quantum: about one decode iteration
-  double promote_after_s = 2.0;   // starvation guard
+  double base_quantum_s = 0.02;  // level-0 quantum: about one decode iteration
+  double promote_after_s = 2.0;  // starvation guard
   template <class V>
   void visit(V& v) {
     v.field("levels", levels, "queue levels; level i has quantum base_quantum_s * 2^i", Range::closed(1, 32));

@@ -15,8 +15,10 @@ namespace slocore {
 class RoundRobinPolicy : public PushPolicy {
  public:
   std::string name() const override { return "round_robin"; }
+
  protected:
   int choose(const Request& r, Time now, const std::vector<InstanceView>& views) override;
+
  private:
   Id last_ = -1;
 };
@@ -34,8 +36,10 @@ class RandomPolicy : public PushPolicy {
   explicit RandomPolicy(RandomParams p = {}) : p_(p), rng_(p.seed) {}
   std::string name() const override { return "random"; }
   ParamMap params() const override { return write_params(p_); }
+
  protected:
   int choose(const Request& r, Time now, const std::vector<InstanceView>& views) override;
+
  private:
   RandomParams p_;
   std::mt19937_64 rng_;
@@ -44,6 +48,7 @@ class RandomPolicy : public PushPolicy {
 class LeastOutstandingPolicy : public PushPolicy {
  public:
   std::string name() const override { return "least_outstanding"; }
+
  protected:
   int choose(const Request& r, Time now, const std::vector<InstanceView>& views) override;
 };
@@ -63,8 +68,10 @@ class LeastTokensPolicy : public PushPolicy {
   std::string name() const override { return "least_tokens"; }
   ParamMap params() const override { return write_params(LeastTokensParams{default_output_}); }
   static int64_t outstanding_tokens(const InstanceView& v, Tokens default_output);
+
  protected:
   int choose(const Request& r, Time now, const std::vector<InstanceView>& views) override;
+
  private:
   double default_output_;
 };

@@ -68,8 +68,7 @@ BatchPlan SarathiScheduler::schedule(const InstanceView& v, Time) {
   std::vector<const RequestState*> pre;
   for (const RequestState& s : v.running)
     if (s.in_prefill() && !b.planned(s.request.id)) pre.push_back(&s);
-  if (by_priority_)
-    std::stable_sort(pre.begin(), pre.end(), [&](auto* a, auto* c) { return later(*a, *c); });
+  if (by_priority_) std::stable_sort(pre.begin(), pre.end(), [&](auto* a, auto* c) { return later(*a, *c); });
   auto full = [&] { return b.budget_left() <= 0 || b.seq_full(); };
   for (size_t i = 0; i < pre.size() && !full(); ++i) b.add_next(*pre[i], true, true);
   if (!by_priority_) {  // FCFS: the waiting queue's front, as far as the batch reaches

@@ -44,8 +44,8 @@ class BatchScheduler {
   virtual ParamMap params() const { return {}; }
   virtual BatchPlan schedule(const InstanceView& engine, Time now) = 0;
   // Called when the iteration ends, with what the view's model predicted and the truth.
-  virtual void on_batch_done(const InstanceView& engine, const BatchPlan& plan,
-                             double predicted_s, double actual_s, Time now) {}
+  virtual void on_batch_done(const InstanceView& engine, const BatchPlan& plan, double predicted_s, double actual_s,
+                             Time now) {}
   virtual void on_finished(Id request, Time now) {}
 };
 

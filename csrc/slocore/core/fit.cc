@@ -7,14 +7,13 @@
 
 namespace slocore {
 
-FitResult fit_relative_least_squares(const std::vector<std::vector<double>>& X,
-                                     const std::vector<double>& y) {
+FitResult fit_relative_least_squares(const std::vector<std::vector<double>>& X, const std::vector<double>& y) {
   const size_t n = X.size();
   require(n > 0 && n == y.size(), "y", "need one target per row and at least one row");
   const size_t k = X[0].size();
   require(k > 0, "X", "rows must have at least one feature");
-  require(n >= k, "X", "need at least as many rows (" + std::to_string(n) + ") as features (" +
-                           std::to_string(k) + ")");
+  require(n >= k, "X",
+          "need at least as many rows (" + std::to_string(n) + ") as features (" + std::to_string(k) + ")");
   // A = X / y (row-wise), b = 1: minimising |A theta - 1|^2 is the relative-error problem.
   std::vector<std::vector<double>> A(n, std::vector<double>(k));
   std::vector<double> b(n, 1.0);

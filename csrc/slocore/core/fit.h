@@ -14,7 +14,6 @@ struct FitResult {
 
 // X: n rows of k features (n >= k), y: n positive targets. InvalidArgument on bad shapes,
 // non-finite values, y <= 0, or a rank-deficient design.
-FitResult fit_relative_least_squares(const std::vector<std::vector<double>>& X,
-                                     const std::vector<double>& y);
+FitResult fit_relative_least_squares(const std::vector<std::vector<double>>& X, const std::vector<double>& y);
 
 }  // namespace slocore

@@ -37,7 +37,7 @@ struct RequestState {
 struct InstanceView {
   Id id = 0;
   Role role = Role::Colocated;
-  bool accepting = true;  // false while draining or starting
+  bool accepting = true;              // false while draining or starting
   std::vector<RequestState> running;  // holds KV (prefilling in chunks or decoding)
   std::deque<RequestState> waiting;   // admitted to the engine, no KV yet (FIFO: O(1) at both ends)
   int64_t kv_blocks_total = 0;

@@ -26,9 +26,7 @@ double LatencyModel::prefill_cost(Tokens lq, Tokens lkv) const {
   return beta_ * (c_.a_p * q * q + c_.b_p * q * kv + c_.c_p * q);
 }
 
-double LatencyModel::decode_cost(Tokens lkv) const {
-  return beta_ * (c_.a_d * double(lkv) + c_.b_d);
-}
+double LatencyModel::decode_cost(Tokens lkv) const { return beta_ * (c_.a_d * double(lkv) + c_.b_d); }
 
 double LatencyModel::batch_time(const std::vector<BatchItem>& items) const {
   double t = c_.t_c;
@@ -68,8 +66,7 @@ void LatencyModel::set_correction(double beta) {
 
 BatchLatencyCurve::BatchLatencyCurve(std::vector<double> batch_sizes, std::vector<double> latencies)
     : b_(std::move(batch_sizes)), l_(std::move(latencies)) {
-  require(!b_.empty() && b_.size() == l_.size(), "latencies",
-          "need one latency per batch size and at least one point");
+  require(!b_.empty() && b_.size() == l_.size(), "latencies", "need one latency per batch size and at least one point");
   for (size_t i = 0; i < b_.size(); ++i) {
     require(std::isfinite(b_[i]) && b_[i] > 0, "batch_sizes", "must be finite and > 0");
     require(i == 0 || b_[i] > b_[i - 1], "batch_sizes", "must be strictly increasing");

@@ -18,12 +18,12 @@
 namespace slocore {
 
 struct LatencyCoeffs {
-  double t_c = 0.0;  // fixed per-iteration cost, s
-  double a_p = 0.0;  // s per (prefill token)^2
-  double b_p = 0.0;  // s per (prefill token x cached token)
-  double c_p = 0.0;  // s per prefill token
-  double a_d = 0.0;  // s per cached token read by one decode
-  double b_d = 0.0;  // s per decoding request
+  double t_c = 0.0;       // fixed per-iteration cost, s
+  double a_p = 0.0;       // s per (prefill token)^2
+  double b_p = 0.0;       // s per (prefill token x cached token)
+  double c_p = 0.0;       // s per prefill token
+  double a_d = 0.0;       // s per cached token read by one decode
+  double b_d = 0.0;       // s per decoding request
   void validate() const;  // all finite and >= 0, else InvalidArgument naming the field
 };
 

@@ -124,8 +124,10 @@ Summary summarize(const Recorder& recorder, const MetricsOptions& opt) {
     s.ttft_attainment = double(ttft_met) / n;
     s.tpot_attainment = double(tpot_met) / n;
   }
-  for (const auto& kv : s.count_by_task) s.attainment_by_task[kv.first] = double(met_by_task[kv.first]) / double(kv.second);
-  for (const auto& kv : s.count_by_priority) s.attainment_by_priority[kv.first] = double(met_by_prio[kv.first]) / double(kv.second);
+  for (const auto& kv : s.count_by_task)
+    s.attainment_by_task[kv.first] = double(met_by_task[kv.first]) / double(kv.second);
+  for (const auto& kv : s.count_by_priority)
+    s.attainment_by_priority[kv.first] = double(met_by_prio[kv.first]) / double(kv.second);
   s.ttft = distribution(std::move(ttft), opt.quantiles);
   s.tpot = distribution(std::move(tpot), opt.quantiles);
   s.tbt = distribution(std::move(tbt), opt.quantiles);

@@ -20,13 +20,11 @@
 namespace slocore {
 
 // Deadline of token i (1-based) of r, absolute time (ProServe Eq. 3): arrival + TTFT + (i-1) * TPOT.
-inline double token_deadline(const Request& r, Tokens i) {
-  return r.arrival + r.slo.ttft + double(i - 1) * r.slo.tpot;
-}
+inline double token_deadline(const Request& r, Tokens i) { return r.arrival + r.slo.ttft + double(i - 1) * r.slo.tpot; }
 
 struct MetricsOptions {
-  double w_prefill = 1.0;   // TDG w_p
-  double w_decode = 1.0;    // TDG w_d
+  double w_prefill = 1.0;  // TDG w_p
+  double w_decode = 1.0;   // TDG w_d
   double cost_unit_s = 0.05;
   std::vector<double> quantiles{0.5, 0.9, 0.99, 0.999};
   // Steady-state runs: requests arriving before warmup_s are left out (instance time is not).

@@ -17,7 +17,7 @@ uint64_t mix(uint64_t h, uint64_t x) {
   return z ^ (z >> 31);
 }
 
-constexpr uint64_t kRoot = 0x736c6f636f726531ULL;  // the chain's parent of block 0
+constexpr uint64_t kRoot = 0x736c6f636f726531ULL;    // the chain's parent of block 0
 constexpr uint64_t kIdSeed = 0x69642d626c6f636bULL;  // the seed of an id block's group hash
 
 Tokens covered(const Request& r) {
@@ -68,8 +68,8 @@ std::vector<uint64_t> prompt_block_hashes(const Request& r, int block_size) {
   return prefix_block_hashes(r, block_size, r.prompt_len - 1);
 }
 
-std::vector<PrefixSegment> id_block_segments(const std::vector<int64_t>& ids, int ids_per_block,
-                                             int tokens_per_block, int64_t max_blocks) {
+std::vector<PrefixSegment> id_block_segments(const std::vector<int64_t>& ids, int ids_per_block, int tokens_per_block,
+                                             int64_t max_blocks) {
   require(ids_per_block >= 1, "ids_per_block", "must be >= 1");
   require(tokens_per_block >= 1, "tokens_per_block", "must be >= 1");
   std::vector<PrefixSegment> out;

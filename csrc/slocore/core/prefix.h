@@ -36,8 +36,8 @@ std::vector<uint64_t> prompt_block_hashes(const Request& r, int block_size);
 // ids agree block by block (the chain in prefix_block_hashes then makes the hashes depend on
 // the whole prefix). A last partial block counts ceil(ids * tokens_per_block / ids_per_block)
 // tokens. At most `max_blocks` segments (bounded work per prompt; identity stops there).
-std::vector<PrefixSegment> id_block_segments(const std::vector<int64_t>& ids, int ids_per_block,
-                                             int tokens_per_block, int64_t max_blocks);
+std::vector<PrefixSegment> id_block_segments(const std::vector<int64_t>& ids, int ids_per_block, int tokens_per_block,
+                                             int64_t max_blocks);
 
 // The prompt chains of one request, computed once per block size (instances may differ).
 class PromptChains {

@@ -26,7 +26,8 @@ double HardwareProfile::kv_transfer_time(Tokens tokens) const {
 double kv_transfer_time(const HardwareProfile& from, const HardwareProfile& to, Tokens tokens) {
   const double fixed = std::max(from.kv_fixed_s, to.kv_fixed_s);
   double bw = from.kv_bandwidth_bytes_per_s;  // <= 0: no bandwidth limit on that side
-  if (to.kv_bandwidth_bytes_per_s > 0 && (bw <= 0 || to.kv_bandwidth_bytes_per_s < bw)) bw = to.kv_bandwidth_bytes_per_s;
+  if (to.kv_bandwidth_bytes_per_s > 0 && (bw <= 0 || to.kv_bandwidth_bytes_per_s < bw))
+    bw = to.kv_bandwidth_bytes_per_s;
   if (bw <= 0) return fixed;
   return fixed + double(tokens) * from.kv_bytes_per_token / bw;
 }

@@ -16,14 +16,14 @@ struct TpsQuadratic {
 
 struct HardwareProfile {
   std::string name;
-  LatencyCoeffs coeffs;                 // per-request model (ProServe Eq. 4-7)
-  int64_t kv_blocks = 0;                // KV-cache capacity in blocks
-  int block_size = 16;                  // tokens per block
+  LatencyCoeffs coeffs;   // per-request model (ProServe Eq. 4-7)
+  int64_t kv_blocks = 0;  // KV-cache capacity in blocks
+  int block_size = 16;    // tokens per block
   double kv_bytes_per_token = 0.0;
   double kv_bandwidth_bytes_per_s = 0.0;  // prefill -> decode KV transfer
   double kv_fixed_s = 0.0;                // fixed cost per transfer
   std::optional<TpsQuadratic> tps;
-  double cold_start_s = -1.0;             // seconds to bring one up (< 0: the simulator's default)
+  double cold_start_s = -1.0;  // seconds to bring one up (< 0: the simulator's default)
   void validate() const;
   // Seconds to move the KV cache of `tokens` tokens between instances.
   double kv_transfer_time(Tokens tokens) const;

@@ -16,19 +16,22 @@ struct RequestRecord {
   Request request;
   std::vector<Time> token_times;  // absolute times of output tokens 1..n
   Outcome outcome = Outcome::Pending;
-  Time end_time = kNever;  // finish or rejection time
+  Time end_time = kNever;     // finish or rejection time
   Id instance = kNoInstance;  // where the last token was produced
-  std::string reason;      // why rejected, if so
+  std::string reason;         // why rejected, if so
 };
 
 class Recorder {
  public:
-  void add(const Request& r);                           // duplicate id -> InvalidArgument
+  void add(const Request& r);                            // duplicate id -> InvalidArgument
   void token(Id id, Time t, Id instance = kNoInstance);  // t must not go back in time
   void finish(Id id, Time t);
   void reject(Id id, Time t, const std::string& reason);
   void add_instance_time(double seconds);  // active instance-seconds (HFX Eq. 3 cost)
-  void reserve(size_t n) { records_.reserve(n); index_.reserve(n); }
+  void reserve(size_t n) {
+    records_.reserve(n);
+    index_.reserve(n);
+  }
 
   const RequestRecord& get(Id id) const;  // UnknownId if absent
   bool contains(Id id) const { return index_.count(id) != 0; }

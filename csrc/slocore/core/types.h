@@ -18,9 +18,12 @@ enum class Role { Colocated = 0, Prefill = 1, Decode = 2 };
 
 inline const char* role_name(Role r) {
   switch (r) {
-    case Role::Colocated: return "colocated";
-    case Role::Prefill: return "prefill";
-    case Role::Decode: return "decode";
+    case Role::Colocated:
+      return "colocated";
+    case Role::Prefill:
+      return "prefill";
+    case Role::Decode:
+      return "decode";
   }
   return "?";
 }

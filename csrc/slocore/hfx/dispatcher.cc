@@ -112,8 +112,7 @@ void Dispatcher::sync(Time now, const std::vector<InstanceView>& views) {
     if (!live.count(id)) workers_.erase(id);
   if (now >= next_monitor_) {  // monitor correction: an idle instance is mature now
     for (const InstanceView& v : views)
-      if (v.accepting && v.running.empty() && v.waiting.empty() && workers_.key(v.id) > now)
-        workers_.set(v.id, now);
+      if (v.accepting && v.running.empty() && v.waiting.empty() && workers_.key(v.id) > now) workers_.set(v.id, now);
     next_monitor_ = now + p_.monitor_interval;
   }
 }

@@ -23,12 +23,12 @@
 namespace slocore::hfx {
 
 struct DispatcherParams {
-  Role role = Role::Colocated;      // colocated dispatcher, P-stage dispatcher, D-stage migrator:
-                                    // fixed by the registry name (hfx, hfx_prefill, hfx_migrator)
-  double theta = 0.0;               // admission threshold on calculate_p (Alg. 1 line 12)
-  double util_exp = 0.0;            // k in p = clamp(slack/TTFT) * (1 - util)^k (our calculate_p)
-  double monitor_interval = 1.0;    // s, monitor correction period (paper: 1 s, Sec. 9.3)
-  bool best_effort = true;          // serve late requests from leftover budget
+  Role role = Role::Colocated;    // colocated dispatcher, P-stage dispatcher, D-stage migrator:
+                                  // fixed by the registry name (hfx, hfx_prefill, hfx_migrator)
+  double theta = 0.0;             // admission threshold on calculate_p (Alg. 1 line 12)
+  double util_exp = 0.0;          // k in p = clamp(slack/TTFT) * (1 - util)^k (our calculate_p)
+  double monitor_interval = 1.0;  // s, monitor correction period (paper: 1 s, Sec. 9.3)
+  bool best_effort = true;        // serve late requests from leftover budget
   // Eq. 5's "tightest TTFT/TPOT": 0 = the instance's requests and the queue head;
   // > 0 = also every request submitted in the last `tight_window` seconds (the worst-case
   // future arrival of appendix B is of the strictest class seen lately, not the head's).
@@ -68,12 +68,12 @@ Time maturity_time(Time now, double e_p, double e_d, double min_tpot);
 
 // What the dispatcher derives from one instance view.
 struct InstanceLoad {
-  double min_ttft = kNever, min_tpot = kNever;  // over running and waiting requests
-  double decode_ctx = 0.0;                       // sum of l_cur over decoding requests
-  double decode_batch = 0.0;                     // number of decoding requests
-  double prefill_tokens = 0.0, prefill_sq = 0.0; // tokens still to prefill (sum, sum of squares)
-  double all_ctx = 0.0, all_batch = 0.0;         // every request's l_cur (running + waiting)
-  double kv_free_tokens = 0.0;                   // free KV minus what waiting requests need
+  double min_ttft = kNever, min_tpot = kNever;    // over running and waiting requests
+  double decode_ctx = 0.0;                        // sum of l_cur over decoding requests
+  double decode_batch = 0.0;                      // number of decoding requests
+  double prefill_tokens = 0.0, prefill_sq = 0.0;  // tokens still to prefill (sum, sum of squares)
+  double all_ctx = 0.0, all_batch = 0.0;          // every request's l_cur (running + waiting)
+  double kv_free_tokens = 0.0;                    // free KV minus what waiting requests need
   bool idle = true;
 };
 InstanceLoad instance_load(const InstanceView& v);

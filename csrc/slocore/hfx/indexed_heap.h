@@ -32,8 +32,10 @@ class IndexedHeap {
     const size_t i = it->second;
     const double old = h_[i].second;
     h_[i].second = key;
-    if (less(h_[i], std::make_pair(id, old))) up(i);
-    else down(i);
+    if (less(h_[i], std::make_pair(id, old)))
+      up(i);
+    else
+      down(i);
   }
   void erase(Id id) {
     auto it = pos_.find(id);

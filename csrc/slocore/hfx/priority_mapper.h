@@ -27,8 +27,8 @@ struct MapperParams {
   // Per-priority median targets, priority 0 first (4-task set of Table 1 by default).
   std::vector<double> ttft_base = {0.7, 1.0, 2.0, 20.0};
   std::vector<double> tpot_base = {0.5, 0.7, 0.9, 1.0};
-  double spread = 0.25;       // range = base * (1 -+ spread)
-  double relaxed_min = 0.5;   // lower bound factor when no higher priority is pending
+  double spread = 0.25;      // range = base * (1 -+ spread)
+  double relaxed_min = 0.5;  // lower bound factor when no higher priority is pending
   bool queue_correction = true;
   int levels() const { return int(ttft_base.size()); }
   template <class V>

@@ -126,8 +126,10 @@ std::vector<ScaleDecision> HfxScaler::decide(Time now, const std::vector<Instanc
     const bool low = I.rate_valid && I.rate_ratio < p_.in_rate && I.norm_wait < 0.5 * p_.out_wait && I.max_wait < 1.0 &&
                      I.kv_mean < 0.5 * p_.kv_high;
     P.low_ticks = low ? P.low_ticks + 1 : 0;
-    if (out && now >= P.cooldown_until) want[s] = 1;
-    else if (!out && P.low_ticks >= p_.in_patience) want[s] = -1;
+    if (out && now >= P.cooldown_until)
+      want[s] = 1;
+    else if (!out && P.low_ticks >= p_.in_patience)
+      want[s] = -1;
   }
   auto victim = [&](Role role) {  // least KV-loaded accepting instance of a pool with > 1
     const InstanceView* best = nullptr;

@@ -4,7 +4,8 @@
 //     until min_samples events. The arrival window is shifted back by the stage's mean
 //     latency (EMA of E2E, TTFT or decode time): a completion belongs to an arrival that
 //     long ago, so without the shift rho reads > 1 at every ramp-up even with spare capacity
-//     (a choice the papers leave open); and until `warmup` seconds after the first arrival (rho > 1.1: scale out; rho < 0.7: scale in);
+//     (a choice the papers leave open); and until `warmup` seconds after the first arrival (rho > 1.1: scale out; rho <
+//     0.7: scale in);
 //  2. the SLO-normalised wait, mean over queued requests of (now - arrival) / TTFT
 //     (> 0.5: scale out even when rho is moderate);
 //  3. each instance's KV load, (used + reserved for its waiting requests) / total: the
@@ -28,21 +29,21 @@
 namespace slocore::hfx {
 
 struct ScalerParams {
-  double interval = 1.0;   // tau, s
-  double window = 10.0;    // rate window, s
+  double interval = 1.0;  // tau, s
+  double window = 10.0;   // rate window, s
   int min_samples = 20;
   double lag_alpha = 0.1;  // EMA weight of the stage-latency lag
   double warmup = 5.0;     // s of arrivals before rho counts (early completions are the short ones)
   double out_rate = 1.1, in_rate = 0.7;
-  double out_wait = 0.5;   // normalised wait
-  double kv_high = 0.9;    // mean KV load of a pool
+  double out_wait = 0.5;  // normalised wait
+  double kv_high = 0.9;   // mean KV load of a pool
   int in_patience = 3;
   int out_patience = 3;    // consecutive high ticks before a rate-driven scale-out (noise)
   double rate_wait = 0.1;  // rho-driven scale-out also needs this much normalised wait
   double cooldown = 5.0;   // s
   bool role_switch = true;
-  double forget_s = 600.0; // a request with no first token after this long is forgotten (lost or
-                           // rejected upstream: it must not hold the wait indicator up forever)
+  double forget_s = 600.0;  // a request with no first token after this long is forgotten (lost or
+                            // rejected upstream: it must not hold the wait indicator up forever)
   template <class V>
   void visit(V& v) {
     v.field("interval", interval, "decision period tau, s", Range::above(0));
@@ -82,7 +83,7 @@ class HfxScaler : public Scaler {
     double rate_ratio = 1.0;  // NaN-free: 1 while suppressed
     bool rate_valid = false;
     double norm_wait = 0.0;
-    double max_wait = 0.0;    // the largest normalised wait (scale-in only when < 1)
+    double max_wait = 0.0;  // the largest normalised wait (scale-in only when < 1)
     double kv_mean = 0.0;
   };
   // Indicators of pool `stage` (0 colocated, 1 prefill, 2 decode) as of `now`.

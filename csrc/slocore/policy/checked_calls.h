@@ -15,8 +15,7 @@ namespace slocore::checked {
 // Global policies. `ledger` is false for a policy whose methods are not the C++ ones (a
 // Python subclass, whose overrides Python calls directly): then only the arguments are checked.
 void submit(GlobalPolicy& p, const Request& r, Time now, Time expected_handoff, bool ledger = true);
-std::vector<Assignment> poll(GlobalPolicy& p, Time now, const std::vector<InstanceView>& views,
-                             bool ledger = true);
+std::vector<Assignment> poll(GlobalPolicy& p, Time now, const std::vector<InstanceView>& views, bool ledger = true);
 void on_cancelled(GlobalPolicy& p, Id request, Time now, bool ledger = true);
 void on_prefill_done(GlobalPolicy& p, Id request, Id instance, Time now, bool ledger = true);
 void on_token(GlobalPolicy& p, Id request, Id instance, Tokens generated, Time now, bool ledger = true);

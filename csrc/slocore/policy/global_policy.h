@@ -56,8 +56,8 @@
 
 #include "slocore/core/id_ledger.h"
 #include "slocore/core/instance_view.h"
-#include "slocore/core/prefix.h"
 #include "slocore/core/params.h"
+#include "slocore/core/prefix.h"
 
 namespace slocore {
 

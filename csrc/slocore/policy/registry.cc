@@ -18,13 +18,15 @@ std::shared_ptr<RecordingPolicy> make_recording(const RecordingParams& p) {
 std::vector<RegistryEntry<GlobalPolicy>> tool_global_policies() {
   return {
       registered<GlobalPolicy, RecordingPolicy>(
-          "recording", "records every call (the event contract) and forwards it to an inner policy",
-          RecordingParams{}, make_recording),
+          "recording", "records every call (the event contract) and forwards it to an inner policy", RecordingParams{},
+          make_recording),
   };
 }
 
 const std::vector<RegistryEntry<GlobalPolicy>>& table() {
-  static const auto t = joined<GlobalPolicy>({baseline_global_policies(), hfx_global_policies(), proserve_global_policies(), sibyl_global_policies(), tool_global_policies()});
+  static const auto t =
+      joined<GlobalPolicy>({baseline_global_policies(), hfx_global_policies(), proserve_global_policies(),
+                            sibyl_global_policies(), tool_global_policies()});
   return t;
 }
 

@@ -25,7 +25,8 @@ std::vector<const Request*> ordered(const RouteQueue& q, const Request* extra) {
   v.reserve(q.queue.size() + 1);
   for (const Request& r : q.queue) v.push_back(&r);
   if (extra) v.push_back(extra);
-  std::stable_sort(v.begin(), v.end(), [](const Request* a, const Request* b) { return ttft_deadline(*a) < ttft_deadline(*b); });
+  std::stable_sort(v.begin(), v.end(),
+                   [](const Request* a, const Request* b) { return ttft_deadline(*a) < ttft_deadline(*b); });
   return v;
 }
 
@@ -147,9 +148,12 @@ int GoRoutePolicy::choose(const Request& r, Time now, const std::vector<Instance
       if (exec0[k] < p_.mu * r.slo.ttft) L.push_back(k);
       if (!(exec1[k] > p_.lambda * r.slo.ttft)) CmH.push_back(k);
     }
-    if (!L.empty()) chosen = argbest(L, exec0, false);          // line 13
-    else if (!CmH.empty()) chosen = argbest(CmH, exec0, true);  // line 15
-    else chosen = argbest(C, exec0, false);                     // line 17
+    if (!L.empty())
+      chosen = argbest(L, exec0, false);  // line 13
+    else if (!CmH.empty())
+      chosen = argbest(CmH, exec0, true);  // line 15
+    else
+      chosen = argbest(C, exec0, false);  // line 17
   } else if (p_.fallback == Fallback::Random) {
     chosen = std::uniform_int_distribution<size_t>(0, ok.size() - 1)(rng_);  // line 19
   } else {

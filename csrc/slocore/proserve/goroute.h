@@ -33,13 +33,13 @@ inline const EnumNames<Phi> kGainPhis = {{"a", Phi::Aggressive}, {"c", Phi::Cons
 
 struct GoRouteParams {
   GoMode mode = GoMode::Colocated;
-  double alpha = 0.9;               // candidate threshold on the gain (line 8)
-  double mu = 0.25;                 // light load: ESTIMATEEXEC < mu * TTFT (line 10)
-  double lambda = 0.75;             // heavy load: ESTIMATEEXEC(p, req) > lambda * TTFT (line 11)
+  double alpha = 0.9;    // candidate threshold on the gain (line 8)
+  double mu = 0.25;      // light load: ESTIMATEEXEC < mu * TTFT (line 10)
+  double lambda = 0.75;  // heavy load: ESTIMATEEXEC(p, req) > lambda * TTFT (line 11)
   TdgWeights weights{};
   Fallback fallback = Fallback::MinExec;  // line 19
-  bool compensate = true;           // timestamp compensation of PrefillQueueMap
-  Phi gain_phi = Phi::Aggressive;   // colocated ESTIMATEGAIN: a (Eq. 8, paper) | c (per position, Eq. 9)
+  bool compensate = true;                 // timestamp compensation of PrefillQueueMap
+  Phi gain_phi = Phi::Aggressive;         // colocated ESTIMATEGAIN: a (Eq. 8, paper) | c (per position, Eq. 9)
   uint64_t seed = 0;
   template <class V>
   void visit(V& v) {
@@ -49,8 +49,7 @@ struct GoRouteParams {
     v.field("lambda", lambda, "heavy load: ESTIMATEEXEC with the request > lambda * TTFT (line 11); >= mu",
             Range::at_least(0));
     v.field("w_prefill", weights.w_prefill, "Eq. 3 weight w_p of a first token", Range::at_least(0));
-    v.field("fallback", fallback, "no instance gains (line 19): least ESTIMATEEXEC, or the paper's random",
-            kFallbacks);
+    v.field("fallback", fallback, "no instance gains (line 19): least ESTIMATEEXEC, or the paper's random", kFallbacks);
     v.field("compensate", compensate, "subtract the time since a queue's last update (timestamp compensation)");
     v.field("gain_phi", gain_phi, "colocated ESTIMATEGAIN: whole queue at once (Eq. 8) or per position (Eq. 9)",
             kGainPhis);
@@ -92,7 +91,7 @@ class GoRoutePolicy : public PushPolicy {
   GoRouteParams p_;
   std::mt19937_64 rng_;
   std::unordered_map<Id, RouteQueue> queues_;
-  std::unordered_map<Id, bool> decoding_; // request -> counted in n_d
+  std::unordered_map<Id, bool> decoding_;  // request -> counted in n_d
 };
 
 }  // namespace slocore::proserve

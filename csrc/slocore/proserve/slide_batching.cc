@@ -82,15 +82,17 @@ BatchPlan SlideBatchingScheduler::schedule(const InstanceView& v, Time now) {
   std::vector<size_t> victims;
   for (const SlideCandidate& c : q)
     if (c.running) victims.push_back(c.index);
-  double t_batch = m.overhead();  // line 14
+  double t_batch = m.overhead();       // line 14
   for (const SlideCandidate& c : q) {  // lines 15-18
     if ((b.planned_count() > 0 && t_batch >= limit) || b.seq_full() || b.budget_left() <= 0) break;
     const RequestState& s = *c.s;
     if (b.planned(s.request.id)) continue;
     if (!s.in_prefill()) {  // a decode step is atomic: GETMAXCHUNK is its exec
       const size_t before = b.planned_count();
-      if (c.running) run_with_preemption(b, {c.index}, victims);
-      else b.add(s, false, 1, false);
+      if (c.running)
+        run_with_preemption(b, {c.index}, victims);
+      else
+        b.add(s, false, 1, false);
       if (b.planned_count() > before && b.planned(s.request.id)) t_batch += c.exec;
       continue;
     }

@@ -21,13 +21,13 @@ inline const EnumNames<SlideOrder> kSlideOrders = {
     {"slide", SlideOrder::Slide}, {"deadline", SlideOrder::Deadline}, {"density", SlideOrder::Density}};
 
 struct SlideParams {
-  Phi phi = Phi::Aggressive;     // the paper reports phi_a (section 4.4)
-  double gamma = 1.0;            // aggressiveness coefficient (line 9)
-  double eta = 0.05;             // lower bound of t_budget, s (line 7); keep it above t_c
-  TdgWeights weights{};          // w_p, w_d of Eq. 3
+  Phi phi = Phi::Aggressive;  // the paper reports phi_a (section 4.4)
+  double gamma = 1.0;         // aggressiveness coefficient (line 9)
+  double eta = 0.05;          // lower bound of t_budget, s (line 7); keep it above t_c
+  TdgWeights weights{};       // w_p, w_d of Eq. 3
   SlideOrder order = SlideOrder::Slide;
-  bool latency_aware = true;     // false: token budget instead of latency budget
-  Tokens token_budget = 512;     // used when !latency_aware
+  bool latency_aware = true;  // false: token budget instead of latency budget
+  Tokens token_budget = 512;  // used when !latency_aware
   template <class V>
   void visit(V& v) {
     v.field("phi", phi, "load judgment: phi_a (Eq. 8), phi_c (Eq. 9) or phi_p (P/D prefill)", kSlidePhis);
@@ -45,9 +45,9 @@ struct SlideParams {
 
 // One candidate of Alg. 1 lines 2-5.
 struct SlideCandidate : Candidate {  // s, running, index (into view.running or view.waiting)
-  double exec = 0.0;    // T~_pd(r): the whole remaining prefill, or one decode (Eq. 5/6)
-  double remain = 0.0;  // deadline of its next token - now
-  double density = 0.0; // w_r(next) / exec
+  double exec = 0.0;                 // T~_pd(r): the whole remaining prefill, or one decode (Eq. 5/6)
+  double remain = 0.0;               // deadline of its next token - now
+  double density = 0.0;              // w_r(next) / exec
   bool urgent = false;
 };
 

@@ -29,9 +29,9 @@ enum class ScaleAction { ScaleOut = 0, ScaleIn = 1, SwitchRole = 2 };
 
 struct ScaleDecision {
   ScaleAction action = ScaleAction::ScaleOut;
-  Role role = Role::Colocated;      // pool to grow (ScaleOut) or the new role (SwitchRole)
-  Id instance = kNoInstance;        // instance to drain (ScaleIn) or switch (SwitchRole)
-  std::string profile;              // ScaleOut: hardware profile by name ("": the pool's default)
+  Role role = Role::Colocated;  // pool to grow (ScaleOut) or the new role (SwitchRole)
+  Id instance = kNoInstance;    // instance to drain (ScaleIn) or switch (SwitchRole)
+  std::string profile;          // ScaleOut: hardware profile by name ("": the pool's default)
 };
 
 class Scaler {

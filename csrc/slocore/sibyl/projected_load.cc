@@ -131,14 +131,14 @@ LoadTerms ProjectedLoad::terms(Id instance, Time now, Time tau) const {
       const Tracked& f = full[i];
       const double l_now = double(f.generated);  // Alg. 1 line 7
       const double l_tau = l_now + rate(f) * std::max(0.0, tau - now);
-      const double m = opt_.reqlevel ? 1.0 : lin + l_tau;  // Alg. 1 line 8
+      const double m = opt_.reqlevel ? 1.0 : lin + l_tau;                          // Alg. 1 line 8
       t.type1 += m * (opt_.prob ? est_.conditional_prepared(l_now, l_tau) : 1.0);  // Eq. 6
     } else {  // both pending forms computed, one added (+0.0 leaves a sum unchanged): no branch
       const bool t2 = k.tau <= tau;
-      const double g = vs * (tau - k.tau);  // Alg. 1 line 12
-      const double m = opt_.reqlevel ? 1.0 : lin + g;  // Alg. 1 line 14
+      const double g = vs * (tau - k.tau);                                  // Alg. 1 line 12
+      const double m = opt_.reqlevel ? 1.0 : lin + g;                       // Alg. 1 line 14
       const double v2 = m * (opt_.prob ? est_.survival_prepared(g) : 1.0);  // Eq. 7
-      const double pen = std::max(0.0, lin - vs * (k.tau - tau));  // Eq. 8
+      const double pen = std::max(0.0, lin - vs * (k.tau - tau));           // Eq. 8
       const double v3 = opt_.reqlevel ? (pen > 0 ? 1.0 : 0.0) : pen;
       t.type2 += (t2 && opt_.type2) ? v2 : 0.0;
       t.type3 += (!t2 && opt_.type3) ? v3 : 0.0;

@@ -20,13 +20,13 @@
 namespace slocore::sibyl {
 
 struct Options {
-  Tokens bucket = 64;          // survival bucket width Delta, tokens (the paper leaves it open)
-  double alpha = 0.99;         // EMA factor of Eq. 4
-  Tokens max_len = 32768;      // longest output the estimator resolves
-  double v_sys_init = 30.0;    // tokens/s before any rate is observed
-  bool prob = true;            // false: PROB@1 ablation (P = 1 in Eq. 6-7)
+  Tokens bucket = 64;                             // survival bucket width Delta, tokens (the paper leaves it open)
+  double alpha = 0.99;                            // EMA factor of Eq. 4
+  Tokens max_len = 32768;                         // longest output the estimator resolves
+  double v_sys_init = 30.0;                       // tokens/s before any rate is observed
+  bool prob = true;                               // false: PROB@1 ablation (P = 1 in Eq. 6-7)
   bool type1 = true, type2 = true, type3 = true;  // "w/o Type k" ablations
-  bool reqlevel = false;       // REQLEVEL ablation: count requests (M = 1) instead of tokens
+  bool reqlevel = false;                          // REQLEVEL ablation: count requests (M = 1) instead of tokens
   template <class V>
   void visit(V& v) {
     v.field("bucket", bucket, "survival bucket width Delta, tokens", Range::at_least(1));
@@ -46,10 +46,10 @@ struct Options {
 struct Tracked {
   Id id = 0;
   Tokens prompt_len = 0;
-  Time tau = 0;               // predicted (pending) handoff time
-  bool active = false;        // decoding (seen a token from the decode instance)
+  Time tau = 0;         // predicted (pending) handoff time
+  bool active = false;  // decoding (seen a token from the decode instance)
   Tokens g0 = 0, generated = 0;
-  Time t0 = 0, t_last = 0;    // first and last decode-token times
+  Time t0 = 0, t_last = 0;  // first and last decode-token times
 };
 
 // Per-term breakdown of one instance's projected load (for tests and studies).
@@ -68,17 +68,17 @@ class ProjectedLoad {
 
   // Bookkeeping (the paper's RequestTable). Unknown ids raise UnknownId.
   void assign(Id request, Id instance, Tokens prompt_len, Time tau);  // pending on `instance`
-  void set_handoff(Id request, Time tau);                            // prefill done: tau_k known
-  void token(Id request, Tokens generated, Time now);                // a decode token
-  Tokens finish(Id request);            // forget; feeds the final length to Eq. 4; returns it
-  void forget(Id request);              // forget without an observation
+  void set_handoff(Id request, Time tau);                             // prefill done: tau_k known
+  void token(Id request, Tokens generated, Time now);                 // a decode token
+  Tokens finish(Id request);  // forget; feeds the final length to Eq. 4; returns it
+  void forget(Id request);    // forget without an observation
   void drop_instance(Id instance);
   bool tracks(Id request) const { return where_.count(request) > 0; }
   size_t size() const { return where_.size(); }
   Id instance_of(Id request) const;
 
   double v_sys() const;
-  double rate(const Tracked& k) const;  // v_k, or v_sys before two tokens were seen
+  double rate(const Tracked& k) const;                     // v_k, or v_sys before two tokens were seen
   LoadTerms terms(Id instance, Time now, Time tau) const;  // Eq. 1 on one instance
   double load(Id instance, Time now, Time tau) const { return terms(instance, now, tau).total(); }
   // Alg. 1: index into `instances` of the least projected load (ties: lowest index).
@@ -106,7 +106,7 @@ class ProjectedLoad {
   SurvivalEstimator est_;
   std::unordered_map<Id, Instance> by_instance_;
   std::unordered_map<Id, std::pair<Id, size_t>> where_;  // request -> (instance, slot)
-  double tok_sum_ = 0, time_sum_ = 0;  // v_sys accumulators over active requests
+  double tok_sum_ = 0, time_sum_ = 0;                    // v_sys accumulators over active requests
 };
 
 }  // namespace slocore::sibyl

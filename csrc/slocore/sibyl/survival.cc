@@ -8,8 +8,7 @@
 
 namespace slocore::sibyl {
 
-SurvivalEstimator::SurvivalEstimator(Tokens bucket, double alpha, Tokens max_len)
-    : bucket_(bucket), alpha_(alpha) {
+SurvivalEstimator::SurvivalEstimator(Tokens bucket, double alpha, Tokens max_len) : bucket_(bucket), alpha_(alpha) {
   require(bucket >= 1, "bucket", "must be >= 1 token, got " + std::to_string(bucket));
   require(std::isfinite(alpha) && alpha > 0 && alpha < 1, "alpha", "must be in (0, 1), got " + std::to_string(alpha));
   require(max_len >= bucket && max_len <= (Tokens(1) << 30), "max_len",
@@ -48,9 +47,9 @@ void SurvivalEstimator::renormalise() {
 
 void SurvivalEstimator::observe(Tokens final_len) {
   if (final_len < 0) fail("final_len", "must be >= 0, got " + std::to_string(final_len));
-  decay_ *= alpha_;                                            // every bucket: alpha * S_b
+  decay_ *= alpha_;                                               // every bucket: alpha * S_b
   const int k = int(std::min<Tokens>(final_len / bucket_, nb_));  // buckets with L >= b*D
-  add_prefix(k, (1.0 - alpha_) / decay_);                      // + (1 - alpha) * indicator
+  add_prefix(k, (1.0 - alpha_) / decay_);                         // + (1 - alpha) * indicator
   ++n_;
   dirty_ = true;
   if (decay_ < 1e-100) renormalise();

@@ -23,8 +23,8 @@ class SurvivalEstimator {
  public:
   explicit SurvivalEstimator(Tokens bucket = 64, double alpha = 0.99, Tokens max_len = 32768);
 
-  void observe(Tokens final_len);          // Eq. 4, one completion
-  double survival(double len) const;       // S^(len), in [0, 1]
+  void observe(Tokens final_len);     // Eq. 4, one completion
+  double survival(double len) const;  // S^(len), in [0, 1]
   // Eq. 3: P(L > l_to | L > l_from) = S(l_to) / max(S(l_from), 1e-9), capped at 1.
   double conditional(double l_from, double l_to) const;
   // survival()/conditional() for a loop of lookups: prepare() once, then the inline forms.
@@ -40,8 +40,8 @@ class SurvivalEstimator {
   double conditional_prepared(double l_from, double l_to) const {
     return std::min(1.0, survival_prepared(l_to) / std::max(survival_prepared(l_from), 1e-9));
   }
-  double bucket_value(int b) const;        // S_b, b in [0, buckets]; b = 0 is S(0) = 1
-  std::vector<double> values() const;      // S_0..S_B
+  double bucket_value(int b) const;    // S_b, b in [0, buckets]; b = 0 is S(0) = 1
+  std::vector<double> values() const;  // S_0..S_B
 
   Tokens bucket() const { return bucket_; }
   double alpha() const { return alpha_; }

@@ -8,8 +8,7 @@
 namespace slocore::sim {
 
 Engine::Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr<BatchScheduler> sched,
-               bool processor_sharing, double noise_sigma, uint64_t seed, int correction_window,
-               bool prefix_caching)
+               bool processor_sharing, double noise_sigma, uint64_t seed, int correction_window, bool prefix_caching)
     : v_(view),
       truth_(truth),
       truth_model_(truth.coeffs),
@@ -57,7 +56,8 @@ void Engine::refresh_hits() {
 void Engine::take_blocks(int64_t n) {
   v_->kv_blocks_free -= n;
   if (cache_)  // cached free blocks are free KV: evict the least recently freed as space runs out
-    while (cache_->cached_free() > v_->kv_blocks_free && cache_->evict_lru()) {}
+    while (cache_->cached_free() > v_->kv_blocks_free && cache_->evict_lru()) {
+    }
 }
 
 void Engine::release_kv(RequestState& s) {
@@ -67,7 +67,7 @@ void Engine::release_kv(RequestState& s) {
     return;
   }
   v_->kv_blocks_free += v_->blocks_for(s.computed) - int64_t(h->pinned.size());  // its own blocks
-  for (auto it = h->pinned.rbegin(); it != h->pinned.rend(); ++it)  // tail first: evicted first
+  for (auto it = h->pinned.rbegin(); it != h->pinned.rend(); ++it)               // tail first: evicted first
     v_->kv_blocks_free += cache_->release(*it);
   h->pinned.clear();
   h->next_block = 0;
@@ -122,11 +122,15 @@ void Engine::sanitize(BatchPlan& plan) {
   for (Id id : plan.preempt) {
     const bool ok = !planned(id) && std::any_of(v_->running.begin(), v_->running.end(),
                                                 [&](const RequestState& s) { return s.request.id == id; });
-    if (!ok) ++violations_;
-    else if (std::find(preempt.begin(), preempt.end(), id) == preempt.end()) preempt.push_back(id);
+    if (!ok)
+      ++violations_;
+    else if (std::find(preempt.begin(), preempt.end(), id) == preempt.end())
+      preempt.push_back(id);
   }
   if (!preempt.empty()) {
-    auto evict = [&](const RequestState& s) { return std::find(preempt.begin(), preempt.end(), s.request.id) != preempt.end(); };
+    auto evict = [&](const RequestState& s) {
+      return std::find(preempt.begin(), preempt.end(), s.request.id) != preempt.end();
+    };
     std::vector<RequestState> keep, evicted;
     for (RequestState& s : v_->running) (evict(s) ? evicted : keep).push_back(std::move(s));
     for (RequestState& s : evicted) {
@@ -168,8 +172,8 @@ void Engine::sanitize(BatchPlan& plan) {
   int64_t blocks = v_->kv_blocks_free;
   for (const ScheduledItem& it : plan.items) {
     Where* w = find(it.request);
-    bool good = w != nullptr && w->s != nullptr && !w->seen && int(ok.size()) < v_->max_num_seqs &&
-                it.tokens >= 1 && it.tokens <= budget;
+    bool good = w != nullptr && w->s != nullptr && !w->seen && int(ok.size()) < v_->max_num_seqs && it.tokens >= 1 &&
+                it.tokens <= budget;
     if (good) {
       const RequestState& s = *w->s;
       good = it.tokens <= s.to_compute();

@@ -26,8 +26,8 @@ struct IterationOutcome {
     Tokens generated;  // count after this token
   };
   std::vector<Token> tokens;
-  std::vector<RequestState> finished;   // reached their output length
-  std::vector<RequestState> handed_off; // prefill instance: prefill done, go to decode
+  std::vector<RequestState> finished;    // reached their output length
+  std::vector<RequestState> handed_off;  // prefill instance: prefill done, go to decode
 };
 
 class Engine {
@@ -36,8 +36,7 @@ class Engine {
   // prefix_caching: keep a block-level prefix cache (vLLM's automatic prefix caching); only
   // requests with prefix identity (Request::prefix) ever hit or fill it.
   Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr<BatchScheduler> sched,
-         bool processor_sharing, double noise_sigma, uint64_t seed, int correction_window,
-         bool prefix_caching = false);
+         bool processor_sharing, double noise_sigma, uint64_t seed, int correction_window, bool prefix_caching = false);
 
   InstanceView& view() { return *v_; }
   const InstanceView& view() const { return *v_; }
@@ -71,18 +70,18 @@ class Engine {
   size_t violations() const { return violations_; }
   int64_t iterations() const { return iterations_; }
   int64_t preemptions() const { return preemptions_; }
-  int64_t prefix_hit_tokens() const { return hit_tokens_; }     // prompt tokens served from the cache
-  int64_t prefix_query_tokens() const { return query_tokens_; } // prompt tokens of admitted requests
+  int64_t prefix_hit_tokens() const { return hit_tokens_; }      // prompt tokens served from the cache
+  int64_t prefix_query_tokens() const { return query_tokens_; }  // prompt tokens of admitted requests
 
   EngineState state = EngineState::Starting;
-  Time started_at = 0.0;   // when its cost began (cold start included)
+  Time started_at = 0.0;  // when its cost began (cold start included)
   Time stopped_at = -1.0;
   Role next_role = Role::Colocated;  // for a role switch after draining
   bool switching = false;
 
  private:
-  void sanitize(BatchPlan& plan);  // drops infeasible items, counting violations
-  bool planned(Id id) const;        // in the plan in flight (planned_)
+  void sanitize(BatchPlan& plan);      // drops infeasible items, counting violations
+  bool planned(Id id) const;           // in the plan in flight (planned_)
   Tokens planned_tokens(Id id) const;  // its tokens there, 0 when not planned
   double truth_time(const std::vector<BatchItem>& items, size_t decodes) const;
   // KV accounting with prefix caching (no-ops for requests without prefix identity).
@@ -94,10 +93,10 @@ class Engine {
     int64_t memo_evictions = -1;
   };
   Hold* hold_of(const RequestState& s);
-  void refresh_hits();                 // waiting requests: computed = cached prefix now
-  void take_blocks(int64_t n);         // n new blocks; evicts cached free ones as needed
-  void release_kv(RequestState& s);    // frees s's blocks (shared ones only when unreferenced)
-  void promote(RequestState& s);       // caches s's newly full blocks
+  void refresh_hits();               // waiting requests: computed = cached prefix now
+  void take_blocks(int64_t n);       // n new blocks; evicts cached free ones as needed
+  void release_kv(RequestState& s);  // frees s's blocks (shared ones only when unreferenced)
+  void promote(RequestState& s);     // caches s's newly full blocks
 
   InstanceView* v_;
   HardwareProfile truth_;
@@ -118,10 +117,10 @@ class Engine {
     Id id;
     Tokens tokens;
   };
-  std::vector<Planned> planned_;  // plan_'s items sorted by id, for lookups
+  std::vector<Planned> planned_;    // plan_'s items sorted by id, for lookups
   uint64_t planned_bits_[64] = {};  // a 4096-bit filter of planned_ ids: most misses skip the search
   void index_planned();             // sorts planned_ and fills planned_bits_
-  size_t queued_n_ = 0;           // waiting requests summed in queued_sum_ (a prefix)
+  size_t queued_n_ = 0;             // waiting requests summed in queued_sum_ (a prefix)
   double queued_sum_ = 0.0;
   bool queued_valid_ = false;
   double predicted_ = 0.0, actual_ = 0.0;

@@ -31,7 +31,7 @@ class PrefixCache : public PrefixLookup {
   int64_t cached_free() const { return int64_t(free_.size()); }  // evictable blocks
   int64_t size() const { return int64_t(map_.size()); }
   int64_t evictions() const { return evictions_; }
-  int refs(uint64_t h) const;  // -1 when not cached
+  int refs(uint64_t h) const;                                                        // -1 when not cached
   std::vector<uint64_t> free_queue() const { return {free_.begin(), free_.end()}; }  // LRU first
 
  private:

@@ -116,13 +116,13 @@ class Simulation {
   size_t next_arrival_ = 0;
   int64_t in_system_ = 0;  // arrived and neither finished nor rejected
   Id next_instance_ = 0;
-  std::map<Id, std::unique_ptr<Engine>> engines_;  // every engine ever made, by id
-  std::map<Id, InstanceView> staged_;              // views of starting / switching engines
-  std::vector<InstanceView> pools_[3];             // what policies see, per role
-  std::unordered_map<Id, Request> pending_;        // submitted to a policy, not yet placed
+  std::map<Id, std::unique_ptr<Engine>> engines_;         // every engine ever made, by id
+  std::map<Id, InstanceView> staged_;                     // views of starting / switching engines
+  std::vector<InstanceView> pools_[3];                    // what policies see, per role
+  std::unordered_map<Id, Request> pending_;               // submitted to a policy, not yet placed
   std::unordered_map<Id, RequestState> awaiting_decode_;  // prefill done, no decode target yet
-  std::unordered_map<Id, Id> early_target_;        // request -> decode instance (early assignment)
-  std::unordered_map<Id, Id> prefill_of_;          // request -> prefill instance
+  std::unordered_map<Id, Id> early_target_;               // request -> decode instance (early assignment)
+  std::unordered_map<Id, Id> prefill_of_;                 // request -> prefill instance
   Time wakeup_at_[3] = {kNever, kNever, kNever};
   int max_instances_ = 0;
   Time last_work_ = 0.0;  // the last event that moved a request (cost stops there)
@@ -142,7 +142,8 @@ const HardwareProfile& Simulation::initial_profile(Role role, int i) const {
 
 const HardwareProfile& Simulation::scale_out_profile(Role role, const std::string& name) const {
   if (name.empty()) return initial_profile(role, 0);  // the pool's default: its first profile
-  for (const auto* list : {&cfg_.instance_profiles, &cfg_.prefill_profiles, &cfg_.decode_profiles, &cfg_.scale_profiles})
+  for (const auto* list :
+       {&cfg_.instance_profiles, &cfg_.prefill_profiles, &cfg_.decode_profiles, &cfg_.scale_profiles})
     for (const HardwareProfile& p : *list)
       if (p.name == name) return p;
   require(cfg_.profile.name == name, "decision.profile", "scale-out names unknown profile '" + name + "'");
@@ -200,15 +201,16 @@ Engine& Simulation::add_engine(Role role, Time now, bool ready, const HardwarePr
   auto sched = factory_for(role)();
   require(sched != nullptr, "batch_scheduler", "factory returned None");
   auto it = staged_.emplace(id, std::move(v)).first;
-  auto e = std::make_unique<Engine>(&it->second, prof, std::move(sched),
-                                    cfg_.processor_sharing && role == Role::Decode, cfg_.noise_sigma,
-                                    cfg_.seed * 1000003ULL + uint64_t(id), cfg_.correction_window,
+  auto e = std::make_unique<Engine>(&it->second, prof, std::move(sched), cfg_.processor_sharing && role == Role::Decode,
+                                    cfg_.noise_sigma, cfg_.seed * 1000003ULL + uint64_t(id), cfg_.correction_window,
                                     cfg_.prefix_caching);
   e->started_at = now;
   Engine& ref = *e;
   engines_.emplace(id, std::move(e));
-  if (ready) make_ready(ref, now);
-  else push(now + (prof.cold_start_s >= 0 ? prof.cold_start_s : cfg_.cold_start_s), Kind::InstanceReady, id);
+  if (ready)
+    make_ready(ref, now);
+  else
+    push(now + (prof.cold_start_s >= 0 ? prof.cold_start_s : cfg_.cold_start_s), Kind::InstanceReady, id);
   res_.stats.max_instances = std::max<int>(res_.stats.max_instances, int(live_instances()));
   return ref;
 }
@@ -330,8 +332,8 @@ void Simulation::kick(Engine& e, Time now) {
 
 void Simulation::start_transfer(RequestState s, Id decode_instance, Time now) {
   const Id id = s.request.id;
-  const double t = kv_transfer_time(engines_.at(prefill_of_.at(id))->profile(), engines_.at(decode_instance)->profile(),
-                                    s.computed);
+  const double t =
+      kv_transfer_time(engines_.at(prefill_of_.at(id))->profile(), engines_.at(decode_instance)->profile(), s.computed);
   awaiting_decode_.emplace(id, std::move(s));
   push(now + t, Kind::TransferDone, id, decode_instance);
 }
@@ -441,10 +443,13 @@ SimResult Simulation::run() {
   }
   res_.recorder.reserve(reqs_.size());
   if (cfg_.disaggregated) {
-    for (int i = 0; i < cfg_.prefill_instances; ++i) add_engine(Role::Prefill, 0.0, true, initial_profile(Role::Prefill, i));
-    for (int i = 0; i < cfg_.decode_instances; ++i) add_engine(Role::Decode, 0.0, true, initial_profile(Role::Decode, i));
+    for (int i = 0; i < cfg_.prefill_instances; ++i)
+      add_engine(Role::Prefill, 0.0, true, initial_profile(Role::Prefill, i));
+    for (int i = 0; i < cfg_.decode_instances; ++i)
+      add_engine(Role::Decode, 0.0, true, initial_profile(Role::Decode, i));
   } else {
-    for (int i = 0; i < cfg_.instances; ++i) add_engine(Role::Colocated, 0.0, true, initial_profile(Role::Colocated, i));
+    for (int i = 0; i < cfg_.instances; ++i)
+      add_engine(Role::Colocated, 0.0, true, initial_profile(Role::Colocated, i));
   }
   max_instances_ = cfg_.max_instances > 0 ? cfg_.max_instances : int(live_instances());
   if (cfg_.scaler) push(cfg_.scaler->interval(), Kind::ScalerTick);
@@ -488,7 +493,7 @@ SimResult Simulation::run() {
         awaiting_decode_.erase(ev.a);
         auto it = engines_.find(ev.b);
         if (it == engines_.end() || it->second->state == EngineState::Stopped ||
-            !it->second->view().accepting) {  // target drained meanwhile: ask again
+            !it->second->view().accepting) {                 // target drained meanwhile: ask again
           cfg_.decode_policy->on_finished(ev.a, ev.b, now);  // event contract: a retry
           awaiting_decode_.emplace(ev.a, std::move(s));
           cfg_.decode_policy->submit(awaiting_decode_.at(ev.a).request, now, std::nan(""));

@@ -19,24 +19,24 @@ namespace slocore::sim {
 using SchedulerFactory = std::function<std::shared_ptr<BatchScheduler>()>;
 
 struct SimConfig {
-  HardwareProfile profile;               // truth of every engine not given its own below
+  HardwareProfile profile;  // truth of every engine not given its own below
   // Heterogeneous clusters: one profile per initial instance of a pool (empty: `profile` for
   // each). A pool's first profile is its default for scale-out; a ScaleDecision may name any
   // profile of these lists or of `scale_profiles`.
   std::vector<HardwareProfile> instance_profiles;  // colocated pool
   std::vector<HardwareProfile> prefill_profiles, decode_profiles;
-  std::vector<HardwareProfile> scale_profiles;     // further profiles a scaler may add
+  std::vector<HardwareProfile> scale_profiles;  // further profiles a scaler may add
   // The policies' model: `belief` for every instance when set, else each instance's own
   // truth * belief_scale.
   std::optional<LatencyCoeffs> belief;
   double belief_scale = 1.0;
-  double belief_noise = 0.0;             // per-instance belief factor in [1-x, 1+x] (sim/belief_noise.h)
-  double noise_sigma = 0.0;              // log-normal noise on iteration times
+  double belief_noise = 0.0;  // per-instance belief factor in [1-x, 1+x] (sim/belief_noise.h)
+  double noise_sigma = 0.0;   // log-normal noise on iteration times
   bool disaggregated = false;
-  int instances = 2;                     // colocated pool
+  int instances = 2;  // colocated pool
   int prefill_instances = 1, decode_instances = 1;
-  int max_instances = 0;                 // cap on instances for scale-out (0: the initial count)
-  int min_instances = 1;                 // per pool, for scale-in
+  int max_instances = 0;  // cap on instances for scale-out (0: the initial count)
+  int min_instances = 1;  // per pool, for scale-in
   Tokens max_batch_tokens = 8192;
   int max_num_seqs = 256;
   std::shared_ptr<GlobalPolicy> global_policy;   // colocated
@@ -48,8 +48,8 @@ struct SimConfig {
   double cold_start_s = 4.14;                    // HFX Table 2, Qwen7B from disk (profiles may override)
   bool prefix_caching = true;                    // vLLM's automatic prefix caching (on by default there)
   double role_switch_s = 0.0;
-  bool processor_sharing = false;                // SIBYL decode model on decode instances
-  int correction_window = 32;                    // belief correction every N iterations (0: off)
+  bool processor_sharing = false;  // SIBYL decode model on decode instances
+  int correction_window = 32;      // belief correction every N iterations (0: off)
   double timeline_interval_s = 1.0;
   double max_time = kNever;
   double stall_timeout_s = 600.0;  // no progress for this long (simulated) ends the run as stalled

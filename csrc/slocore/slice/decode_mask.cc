@@ -84,7 +84,7 @@ std::vector<size_t> select_slice_tasks(const std::vector<SliceTask>& tasks, cons
     std::vector<int> trial = rates;
     trial.insert(std::upper_bound(trial.begin(), trial.end(), v, std::greater<int>()), v);
     const double period = spread ? DecodeMask(trial, true).period(l) : period_eq7(trial, l);  // line 12
-    if (period >= max_cycle) break;  // lines 13-16
+    if (period >= max_cycle) break;                                                           // lines 13-16
     rates = std::move(trial);
     chosen.push_back(i);
   }

@@ -34,7 +34,8 @@ void SliceScheduler::reschedule(const InstanceView& v, Time now) {
     ctx += double(s->num_tokens());
   }
   ctx = all.empty() ? 0.0 : ctx / double(all.size());
-  const BatchLatencyCurve l = BatchLatencyCurve::from_model(v.model, Tokens(ctx), std::max<int>(2, int(all.size()) + 1));
+  const BatchLatencyCurve l =
+      BatchLatencyCurve::from_model(v.model, Tokens(ctx), std::max<int>(2, int(all.size()) + 1));
   std::vector<size_t> pick = select_slice_tasks(tasks, l, p_.max_cycle, p_.spread, size_t(v.max_num_seqs));
   if (pick.empty() && !all.empty()) {  // no livelock: one task alone over the cycle still runs
     pick = select_slice_tasks(tasks, l, kNever, p_.spread, 1);
@@ -79,8 +80,10 @@ BatchPlan SliceScheduler::schedule(const InstanceView& v, Time now) {
       for (size_t pos : mask_.column(col_)) {
         const Where& w = where.at(selected_[pos]);
         if (w.s->in_prefill()) continue;
-        if (w.running) order.push_back(w.index);
-        else b.add(*w.s, false, 1, false);  // P/D: handed off, KV arrives with it
+        if (w.running)
+          order.push_back(w.index);
+        else
+          b.add(*w.s, false, 1, false);  // P/D: handed off, KV arrives with it
       }
       run_with_preemption(b, order, victims);
       col_ = (col_ + 1) % mask_.cols();

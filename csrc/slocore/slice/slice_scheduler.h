@@ -20,10 +20,10 @@ enum class Adaptor { None, Sjf };  // the utility adaptor of Alg. 4 line 17
 inline const EnumNames<Adaptor> kAdaptors = {{"none", Adaptor::None}, {"sjf", Adaptor::Sjf}};
 
 struct SliceParams {
-  double max_cycle = 1.0;        // s; a cycle must stay below it (Alg. 2 line 13)
-  bool spread = false;           // spread each row's ones evenly over the cycle
+  double max_cycle = 1.0;  // s; a cycle must stay below it (Alg. 2 line 13)
+  bool spread = false;     // spread each row's ones evenly over the cycle
   Adaptor adaptor = Adaptor::None;
-  double sjf_tokens = 64.0;      // sjf: U' = U / (1 + generated / sjf_tokens)
+  double sjf_tokens = 64.0;  // sjf: U' = U / (1 + generated / sjf_tokens)
   // Demote (x 1e-3, never drop) a real-time task that can no longer meet its end-to-end
   // deadline even at its full rate: now + tokens left * TPOT > arrival + deadline.
   bool demote_late = false;

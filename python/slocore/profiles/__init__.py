@@ -10,6 +10,7 @@ the papers quote (``checks``). See docs/design.md, "Truth and belief in the simu
 Pure Python; importing this package does not load ``slocore._core`` (``hardware_profile``
 loads it when called).
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,19 @@ COEFFS = {
     "kv_transfer": ("bandwidth_bytes_per_s", "fixed_s"),
 }
 # Every top-level key of a bundled profile (tps_quadratic is optional everywhere).
-REQUIRED_KEYS = ("name", "version", "description", "hardware", "model", "efficiency", "per_request", "kv",
-                 "kv_transfer", "checks", "sources")
+REQUIRED_KEYS = (
+    "name",
+    "version",
+    "description",
+    "hardware",
+    "model",
+    "efficiency",
+    "per_request",
+    "kv",
+    "kv_transfer",
+    "checks",
+    "sources",
+)
 _SPEC_NUMBERS = {
     "hardware": ("peak_tflops_bf16", "mem_bandwidth_gbps", "mem_gib", "interconnect_gbps", "num_devices"),
     "model": ("params_b", "bytes_per_param", "layers", "hidden", "kv_heads", "head_dim"),

@@ -1,9 +1,11 @@
-"""Reference for csrc/slocore/batch/plan_builder.h and csrc/slocore/baselines/{schedulers,fair_schedulers}.h (sarathi_fcfs,
+"""Reference for csrc/slocore/batch/plan_builder.h and
+csrc/slocore/baselines/{schedulers,fair_schedulers}.h (sarathi_fcfs,
 edf, weighted_vtc, mlfq).
 
 A view here is the C++ InstanceView (read-only), so the reference and the C++ see the same
 input; plans are lists of (request id, tokens) plus preempted ids.
 """
+
 from __future__ import annotations
 
 

@@ -5,6 +5,7 @@ prompt_len, computed, generated), kv_blocks_total / kv_blocks_free, block_size, 
 `cached`: the leading prompt tokens this instance holds for the request being placed.
 `placed` is {instance index: (requests, prompt tokens)} placed earlier in the same poll.
 """
+
 from __future__ import annotations
 
 

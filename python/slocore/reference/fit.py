@@ -1,5 +1,6 @@
 """Reference for csrc/slocore/core/fit.h: least squares on relative error
 (HFX appendix A) by the normal equations of the row-scaled problem, in plain Python."""
+
 from __future__ import annotations
 
 import math

@@ -4,6 +4,7 @@ token budget, calculate_p, the maturity update, and the Alg. 2 / Eq. 6 priority 
 Test oracle and the baseline the benchmark measures the C++ against. Same decisions, same
 order; floats agree to rounding.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -77,8 +78,18 @@ def view_of(v) -> View:
     c = v.model.coeffs
     m = LatencyModel(Coeffs(c.t_c, c.a_p, c.b_p, c.c_p, c.a_d, c.b_d), beta=v.model.correction)
     st = lambda s: State(req_of(s.request), s.computed, s.generated)  # noqa: E731
-    return View(v.id, m, [st(s) for s in v.running], [st(s) for s in v.waiting], v.accepting, v.kv_blocks_total,
-                v.kv_blocks_free, v.block_size, v.busy_until, v.max_batch_tokens)
+    return View(
+        v.id,
+        m,
+        [st(s) for s in v.running],
+        [st(s) for s in v.waiting],
+        v.accepting,
+        v.kv_blocks_total,
+        v.kv_blocks_free,
+        v.block_size,
+        v.busy_until,
+        v.max_batch_tokens,
+    )
 
 
 # --- formulas --------------------------------------------------------------------------------
@@ -150,8 +161,16 @@ def instance_load(v: View) -> Load:
 class Dispatcher:
     """Mirror of slocore::hfx::Dispatcher. The queue is a sorted list of (slo, arrival, id)."""
 
-    def __init__(self, stage="colocated", theta=0.0, util_exp=0.0, monitor_interval=1.0, best_effort=True,
-                 tight_window=0.0, dispatch_cap=1.0):
+    def __init__(
+        self,
+        stage="colocated",
+        theta=0.0,
+        util_exp=0.0,
+        monitor_interval=1.0,
+        best_effort=True,
+        tight_window=0.0,
+        dispatch_cap=1.0,
+    ):
         if stage not in ROLES:
             raise ValueError(f"hfx.stage: must be colocated, prefill or decode, got {stage!r}")
         self.stage, self.theta, self.util_exp = stage, theta, util_exp
@@ -302,8 +321,15 @@ class Dispatcher:
 
 # --- Alg. 2 priority mapper -------------------------------------------------------------------
 class PriorityMapper:
-    def __init__(self, window=200, ttft_base=(0.7, 1.0, 2.0, 20.0), tpot_base=(0.5, 0.7, 0.9, 1.0), spread=0.25,
-                 relaxed_min=0.5, queue_correction=True):
+    def __init__(
+        self,
+        window=200,
+        ttft_base=(0.7, 1.0, 2.0, 20.0),
+        tpot_base=(0.5, 0.7, 0.9, 1.0),
+        spread=0.25,
+        relaxed_min=0.5,
+        queue_correction=True,
+    ):
         self.window, self.ttft_base, self.tpot_base = window, list(ttft_base), list(tpot_base)
         self.spread, self.relaxed_min, self.queue_correction = spread, relaxed_min, queue_correction
         self.n = len(self.ttft_base)

@@ -3,6 +3,7 @@
 ProServe (003) Eq. 4-7 per-request batch latency with momentum correction; HFX (000)
 Eq. 1-2 as the same coefficients; SLICE l(b) curve; SIBYL TPS(N).
 """
+
 from __future__ import annotations
 
 import bisect

@@ -4,6 +4,7 @@ A record is (request, token_times, outcome) with request a dict holding arrival,
 tpot, deadline (None or seconds), priority, priority_weight, task, output_len (or None)
 and outcome one of "finished", "rejected", "pending".
 """
+
 from __future__ import annotations
 
 import math
@@ -34,9 +35,18 @@ def request_metrics(req: dict, t: list[float], outcome: str, w_prefill=1.0, w_de
             tdg += (w_prefill if i == 0 else w_decode) * w
     n = req.get("output_len") or len(t)
     n = max(n, len(t), 1)
-    return dict(ttft=ttft, tpot=tpot, e2e=e2e, tokens=len(t), ttft_met=ttft_met, tpot_met=tpot_met,
-                deadline_met=deadline_met, slo_met=finished and ttft_met and tpot_met and deadline_met,
-                tdg=tdg, tdg_ideal=w * (w_prefill + w_decode * (n - 1)))
+    return dict(
+        ttft=ttft,
+        tpot=tpot,
+        e2e=e2e,
+        tokens=len(t),
+        ttft_met=ttft_met,
+        tpot_met=tpot_met,
+        deadline_met=deadline_met,
+        slo_met=finished and ttft_met and tpot_met and deadline_met,
+        tdg=tdg,
+        tdg_ideal=w * (w_prefill + w_decode * (n - 1)),
+    )
 
 
 def distribution(values: list[float], quantiles=(0.5, 0.9, 0.99, 0.999)) -> dict:
@@ -72,13 +82,19 @@ def summarize(records, instance_seconds=0.0, w_prefill=1.0, w_decode=1.0, cost_u
         "attainment": sum(m["slo_met"] for *_, m in ms) / n if n else 0.0,
         "ttft_attainment": sum(m["ttft_met"] for *_, m in ms) / n if n else 0.0,
         "tpot_attainment": sum(m["tpot_met"] for *_, m in ms) / n if n else 0.0,
-        "ttft": distribution(ttft), "tpot": distribution(tpot), "tbt": distribution(tbt), "e2e": distribution(e2e),
-        "output_tokens": tokens, "duration_s": duration,
+        "ttft": distribution(ttft),
+        "tpot": distribution(tpot),
+        "tbt": distribution(tbt),
+        "e2e": distribution(e2e),
+        "output_tokens": tokens,
+        "duration_s": duration,
         "throughput_tok_s": tokens / duration if duration > 0 else 0.0,
-        "tdg": tdg, "tdg_ideal": ideal,
+        "tdg": tdg,
+        "tdg_ideal": ideal,
         "tdg_ratio": tdg / ideal if ideal > 0 else 0.0,
         "miss_tdg_ratio": (ideal - tdg) / ideal if ideal > 0 else 0.0,
-        "instance_seconds": instance_seconds, "cost_units": instance_seconds / cost_unit_s,
+        "instance_seconds": instance_seconds,
+        "cost_units": instance_seconds / cost_unit_s,
         "attainment_by_task": {k: sum(v) / len(v) for k, v in by_task.items()},
         "attainment_by_priority": {k: sum(v) / len(v) for k, v in by_prio.items()},
     }

@@ -3,6 +3,7 @@ csrc/slocore/sim/prefix_cache.h): the chained block hashes of a prompt described
 segments of shared texts, the router's approximate LRU index, and an engine's block cache
 (reference counts, free queue least recently freed first). Test oracle for the C++.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -61,7 +62,7 @@ def id_block_segments(ids, ids_per_block: int, tokens_per_block: int, max_blocks
     for start in range(0, len(ids), ids_per_block):
         if len(out) >= max_blocks:
             break
-        block = ids[start:start + ids_per_block]
+        block = ids[start : start + ids_per_block]
         g = ID_SEED
         for x in block:
             g = mix(g, x)

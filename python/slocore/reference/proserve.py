@@ -5,6 +5,7 @@ ProServe: TDG token deadlines and weights (Eq. 3), SlideBatching
 The view is the C++ InstanceView (read-only); its latency model is copied into plain floats
 so the benchmark measures Python against C++.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,7 +30,14 @@ class Model:
     def __init__(self, m):
         c = m.coeffs
         self.beta, self.t_c, self.a_p, self.b_p, self.c_p, self.a_d, self.b_d = (
-            m.correction, c.t_c, c.a_p, c.b_p, c.c_p, c.a_d, c.b_d)
+            m.correction,
+            c.t_c,
+            c.a_p,
+            c.b_p,
+            c.c_p,
+            c.a_d,
+            c.b_d,
+        )
 
     def prefill(self, q, kv):
         return self.beta * (self.a_p * q * q + self.b_p * q * kv + self.c_p * q)
@@ -100,8 +108,9 @@ def slide_order(v, now: float, p: SlideParams, m: Model):
     return q, budget
 
 
-def slide_batching(v, now: float, p: SlideParams = SlideParams()):
+def slide_batching(v, now: float, p: SlideParams | None = None):
     """Alg. 1: the plan as ([(id, tokens)], [preempted ids])."""
+    p = p or SlideParams()
     m = Model(v.model)
     q, budget = slide_order(v, now, p, m)
     limit = budget if p.latency_aware else INF
@@ -135,6 +144,7 @@ def slide_batching(v, now: float, p: SlideParams = SlideParams()):
 
 
 # --- GoRouting (Alg. 2) --------------------------------------------------------------------
+
 
 @dataclass
 class GoRouteParams:
@@ -213,8 +223,8 @@ def estimate_gain(p: GoRouteParams, q: RouteQueue, m: Model, extra, req, now) ->
 class GoRoute:
     """Alg. 2 over PrefillQueueMap; `choose` returns the index into `views` (push policy)."""
 
-    def __init__(self, p: GoRouteParams = GoRouteParams()):
-        self.p, self.queues, self.decoding = p, {}, set()
+    def __init__(self, p: GoRouteParams | None = None):
+        self.p, self.queues, self.decoding = p or GoRouteParams(), {}, set()
 
     def choose(self, r, now, views):
         p = self.p

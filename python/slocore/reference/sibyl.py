@@ -2,6 +2,7 @@
 benchmark baseline for csrc/slocore/sibyl/. Deliberately plain: the survival update
 touches every bucket (O(B), Eq. 4 as written), the projection walks every tracked request.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,8 +53,18 @@ class Tracked:
 class ProjectedLoad:
     """The request table and Eq. 1 (Types 1-3), same options as the C++ `sibyl` policy."""
 
-    def __init__(self, bucket=64, alpha=0.99, max_len=32768, v_sys_init=30.0, prob=True, type1=True, type2=True,
-                 type3=True, reqlevel=False):
+    def __init__(
+        self,
+        bucket=64,
+        alpha=0.99,
+        max_len=32768,
+        v_sys_init=30.0,
+        prob=True,
+        type1=True,
+        type2=True,
+        type3=True,
+        reqlevel=False,
+    ):
         self.est = SurvivalEstimator(bucket, alpha, max_len)
         self.v_sys_init, self.prob, self.reqlevel = v_sys_init, prob, reqlevel
         self.types = (type1, type2, type3)

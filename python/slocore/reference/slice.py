@@ -4,6 +4,7 @@ SLICE: rate v_i = ceil(1/TPOT_i), utility rate (Eq. 6), the
 decode mask (Alg. 3, front-loaded or spread), the cycle estimate (Eq. 7) and greedy task
 selection (Alg. 2). `l` is any callable batch size -> seconds (e.g. latency.BatchLatencyCurve).
 """
+
 from __future__ import annotations
 
 import bisect

@@ -4,7 +4,23 @@
 Submodules that need torch (`weights`, `transfer`, `disk`) are imported on use, so
 `import slocore.scaling` and the launchers work without the `scaling` extra.
 """
-from slocore.scaling.launcher import (CommandTemplate, EngineSpec, Instance, InstanceRegistry, InstanceState,  # noqa: F401
-                                      LocalLauncher, NullRegistry)
 
-__all__ = ["CommandTemplate", "EngineSpec", "Instance", "InstanceRegistry", "InstanceState", "LocalLauncher", "NullRegistry"]
+from slocore.scaling.launcher import (  # noqa: F401
+    CommandTemplate,
+    EngineSpec,
+    Instance,
+    InstanceRegistry,
+    InstanceState,
+    LocalLauncher,
+    NullRegistry,
+)
+
+__all__ = [
+    "CommandTemplate",
+    "EngineSpec",
+    "Instance",
+    "InstanceRegistry",
+    "InstanceState",
+    "LocalLauncher",
+    "NullRegistry",
+]

@@ -4,6 +4,7 @@ callers block on the result. Transport failures raise ``OSError`` (``ConnectionE
 ``TimeoutError``) so callers handle them as they would a socket error. Needs aiohttp (the
 ``serve`` extra); imported on first use.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,8 +34,9 @@ async def _request(method: str, url: str, body, headers, timeout: float) -> tupl
     if _session is None:  # created in (and only touched from) the private loop
         _session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True))
     try:
-        async with _session.request(method, url, json=body, headers=headers,
-                                    timeout=aiohttp.ClientTimeout(total=timeout)) as r:
+        async with _session.request(
+            method, url, json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
+        ) as r:
             return r.status, await r.read()
     except asyncio.TimeoutError:
         raise TimeoutError(f"{method} {url}: no answer within {timeout:g} s") from None

@@ -2,17 +2,23 @@
 and from a host-memory copy (HFX 000_9803815a4e2a1dd4.txt Table 2's "CPU offloading" row:
 the checkpoint kept in shared memory, /dev/shm, so a new instance copies instead of reading
 the disk)."""
+
 from __future__ import annotations
 
 import os
 import shutil
 import time
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 
-from slocore.scaling.weights import (TensorMeta, checkpoint_files, load_safetensors,
-                                     manifest_mismatch, safetensors_manifest)
+from slocore.scaling.weights import (
+    TensorMeta,
+    checkpoint_files,
+    load_safetensors,
+    manifest_mismatch,
+    safetensors_manifest,
+)
 
 
 class CheckpointError(RuntimeError):
@@ -23,16 +29,22 @@ def checkpoint_manifest(path: str) -> list[TensorMeta]:
     return safetensors_manifest(path)
 
 
-def load_checkpoint(path: str, device: str = "cpu", expected: Sequence[TensorMeta] | None = None,
-                    into: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+def load_checkpoint(
+    path: str,
+    device: str = "cpu",
+    expected: Sequence[TensorMeta] | None = None,
+    into: Mapping[str, torch.Tensor] | None = None,
+) -> dict[str, torch.Tensor]:
     """Every tensor of the checkpoint at `path` (file or folder), checked against `expected`.
     safetensors maps the file lazily; with ``into`` (the instance's own, already allocated
     tensors, e.g. a warm instance's dummy weights) every byte is copied in, so the weights
     are really read, as an engine needs them."""
     tensors = load_safetensors(path, device)
     if expected is not None:
-        got = [TensorMeta(n, tuple(t.shape), str(t.dtype).removeprefix("torch."), t.numel() * t.element_size())
-               for n, t in sorted(tensors.items())]
+        got = [
+            TensorMeta(n, tuple(t.shape), str(t.dtype).removeprefix("torch."), t.numel() * t.element_size())
+            for n, t in sorted(tensors.items())
+        ]
         why = manifest_mismatch(expected, got)
         if why:
             raise CheckpointError(f"checkpoint {path} does not match the expected weights: {why}")
@@ -79,8 +91,12 @@ class HostCache:
         for f in checkpoint_files(path):
             shutil.copyfile(f, os.path.join(self.dir, os.path.basename(f)))
 
-    def load(self, device: str = "cpu", expected: Sequence[TensorMeta] | None = None,
-             into: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    def load(
+        self,
+        device: str = "cpu",
+        expected: Sequence[TensorMeta] | None = None,
+        into: Mapping[str, torch.Tensor] | None = None,
+    ) -> dict[str, torch.Tensor]:
         return load_checkpoint(self.dir, device, expected, into)
 
     def close(self) -> None:

@@ -18,6 +18,7 @@
 
 This module needs no torch; weights move through the callbacks.
 """
+
 from __future__ import annotations
 
 import enum
@@ -28,8 +29,9 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional, Protocol, Sequence, runtime_checkable
+from typing import Callable, Optional, Protocol, runtime_checkable
 
 from slocore.roles import COLOCATED, ROLES, role_name  # noqa: F401 - ROLES, role_name re-exported
 from slocore.scaling import blocking_http
@@ -57,8 +59,8 @@ class NullRegistry:
 
 class InstanceState(str, enum.Enum):
     STARTING = "starting"
-    WARM = "warm"          # runtime up, no weights, not linked
-    READY = "ready"        # linked into the router
+    WARM = "warm"  # runtime up, no weights, not linked
+    READY = "ready"  # linked into the router
     DRAINING = "draining"
     STOPPED = "stopped"
     FAILED = "failed"
@@ -70,13 +72,13 @@ class Instance:
     host: str
     port: int
     role: str
-    warm_start: bool                       # started without weights (warm pool)
+    warm_start: bool  # started without weights (warm pool)
     state: InstanceState = InstanceState.STARTING
     proc: Optional[subprocess.Popen] = None
-    handle: object = None                  # launcher-specific (a Ray actor)
+    handle: object = None  # launcher-specific (a Ray actor)
     started_at: float = field(default_factory=time.monotonic)
     ready_at: Optional[float] = None
-    weights_source: Optional[str] = None   # what load_weights reported ("peer", "disk", ...)
+    weights_source: Optional[str] = None  # what load_weights reported ("peer", "disk", ...)
     log_path: Optional[str] = None
 
     @property
@@ -87,20 +89,22 @@ class Instance:
 @dataclass
 class EngineSpec:
     """How to run one engine. ``command(port, role, warm)`` returns the argv (``warm``: start
-    without weights); the launcher replaces ``{host}`` in it with the address to listen on. ``load_weights(instance)`` fills a warm instance and returns a label
+    without weights); the launcher replaces ``{host}`` in it with the address to listen on.
+    ``load_weights(instance)`` fills a warm instance and returns a label
     of where the weights came from; ``switch_role(instance, role)`` returns True when the
     engine switched in place."""
+
     command: Callable[[int, str, bool], Sequence[str]]
     env: Mapping[str, str] = field(default_factory=dict)
     health_path: str = "/health"
-    load_path: Optional[str] = "/load"     # JSON {"server_load": n}; None: ask the registry only
+    load_path: Optional[str] = "/load"  # JSON {"server_load": n}; None: ask the registry only
     metrics_path: Optional[str] = "/metrics"  # else Prometheus vllm:num_requests_running + waiting
     startup_timeout_s: float = 180.0
     drain_timeout_s: float = 120.0
     stop_grace_s: float = 15.0
     poll_s: float = 0.2
     load_weights: Optional[Callable[[Instance], Optional[str]]] = None
-    cold_loads_weights: bool = True        # False: a cold start also gets its weights via load_weights
+    cold_loads_weights: bool = True  # False: a cold start also gets its weights via load_weights
     switch_role: Optional[Callable[[Instance, str], bool]] = None
     log_dir: Optional[str] = None
 
@@ -108,8 +112,10 @@ class EngineSpec:
 @dataclass
 class CommandTemplate:
     """An engine command as data (picklable, e.g. for Ray): ``{port}`` and ``{role}`` in
-    ``argv`` are filled in (``{host}``, the address to listen on, by the launcher); ``warm_args`` are appended for a warm (weightless) start,
+    ``argv`` are filled in (``{host}``, the address to listen on, by the launcher); ``warm_args``
+    are appended for a warm (weightless) start,
     ``role_args[role]`` for a role."""
+
     argv: Sequence[str]
     warm_args: Sequence[str] = ()
     role_args: Mapping[str, Sequence[str]] = field(default_factory=dict)
@@ -135,8 +141,14 @@ class LocalLauncher:
     """Engines as subprocesses on this machine. Thread-safe; each call blocks until its
     action is done (``apply(..., background=True)`` runs decisions on threads)."""
 
-    def __init__(self, spec: EngineSpec, registry: InstanceRegistry | None = None, *,
-                 host: str = "127.0.0.1", warm_pool_size: int = 0):
+    def __init__(
+        self,
+        spec: EngineSpec,
+        registry: InstanceRegistry | None = None,
+        *,
+        host: str = "127.0.0.1",
+        warm_pool_size: int = 0,
+    ):
         self.spec = spec
         self.registry = registry or NullRegistry()
         self.host = host
@@ -167,8 +179,7 @@ class LocalLauncher:
             os.makedirs(self.spec.log_dir, exist_ok=True)
             inst.log_path = os.path.join(self.spec.log_dir, f"instance-{iid}-{port}.log")
             out = open(inst.log_path, "wb")
-        inst.proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        inst.proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         if out is not subprocess.DEVNULL:
             out.close()
         return inst
@@ -181,8 +192,10 @@ class LocalLauncher:
         while time.monotonic() < deadline:
             if not self._alive(inst):
                 inst.state = InstanceState.FAILED
-                raise RuntimeError(f"instance {inst.id} exited with {getattr(inst.proc, 'returncode', 'an error')} before it was healthy"
-                                   + (f" (log: {inst.log_path})" if inst.log_path else ""))
+                raise RuntimeError(
+                    f"instance {inst.id} exited with {getattr(inst.proc, 'returncode', 'an error')} "
+                    "before it was healthy" + (f" (log: {inst.log_path})" if inst.log_path else "")
+                )
             try:
                 if http_get(inst.url + self.spec.health_path, timeout=1.0)[0] == 200:
                     return
@@ -322,8 +335,11 @@ class LocalLauncher:
         for d in decisions:
             action, role, iid = _decision_fields(d)
             # bound now: a background thread may run after the loop has moved on
-            fn = {"scale_out": lambda role=role: self.start(role), "scale_in": lambda iid=iid: self.drain(iid),
-                  "switch_role": lambda iid=iid, role=role: self.switch_role(iid, role)}[action]
+            fn = {
+                "scale_out": lambda role=role: self.start(role),
+                "scale_in": lambda iid=iid: self.drain(iid),
+                "switch_role": lambda iid=iid, role=role: self.switch_role(iid, role),
+            }[action]
             if background:
                 t = threading.Thread(target=fn, daemon=True)
                 t.start()

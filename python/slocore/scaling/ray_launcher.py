@@ -6,13 +6,15 @@ resource), so that a multi-device engine gets all its devices on one node.
     ray.init(address="auto")          # or ray.init() locally
     L = RayLauncher(spec, registry, bundle={"CPU": 4, "GPU": 1})
 """
+
 from __future__ import annotations
 
 import os
 import signal
 import socket
 import subprocess
-from typing import Mapping, Optional
+from collections.abc import Mapping
+from typing import Optional
 
 from slocore.scaling.launcher import EngineSpec, Instance, InstanceRegistry, LocalLauncher
 
@@ -35,8 +37,9 @@ class _EngineHost:
             port = s.getsockname()[1]
         argv = [a.replace("{host}", ip) for a in command(port, self.role, self.warm)]
         out = open(log_path, "wb") if log_path else subprocess.DEVNULL
-        self.proc = subprocess.Popen(argv, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         return ip, port, self.proc.pid
 
     def configure(self, role: str, warm: bool):
@@ -63,9 +66,16 @@ class _EngineHost:
 class RayLauncher(LocalLauncher):
     """Engines under Ray actors, one placement group each. Needs ``ray.init()`` first."""
 
-    def __init__(self, spec: EngineSpec, registry: InstanceRegistry | None = None, *,
-                 bundle: Mapping[str, float] | None = None, strategy: str = "STRICT_PACK",
-                 warm_pool_size: int = 0, pg_timeout_s: float = 60.0):
+    def __init__(
+        self,
+        spec: EngineSpec,
+        registry: InstanceRegistry | None = None,
+        *,
+        bundle: Mapping[str, float] | None = None,
+        strategy: str = "STRICT_PACK",
+        warm_pool_size: int = 0,
+        pg_timeout_s: float = 60.0,
+    ):
         if ray is None:
             raise ImportError("RayLauncher needs ray (pip install 'slocore[ray]')")
         if not ray.is_initialized():
@@ -85,8 +95,11 @@ class RayLauncher(LocalLauncher):
         opts = {k.lower(): v for k, v in self.bundle.items() if k in ("CPU", "GPU")}
         res = {k: v for k, v in self.bundle.items() if k not in ("CPU", "GPU", "memory")}
         actor = self._actor_cls.options(
-            num_cpus=opts.get("cpu", 0), num_gpus=opts.get("gpu", 0), resources=res or None,
-            scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=0)).remote()
+            num_cpus=opts.get("cpu", 0),
+            num_gpus=opts.get("gpu", 0),
+            resources=res or None,
+            scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=0),
+        ).remote()
         ray.get(actor.configure.remote(role, warm))
         log = None
         if self.spec.log_dir:

@@ -8,6 +8,7 @@ process (or on another machine) adds and removes backends as instances come and 
 ``on_instance_draining`` removes the backend from the router (no new requests; requests
 already proxied finish), after which the launcher waits for the engine itself to be idle.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,15 @@ from slocore.scaling import blocking_http
 
 
 class RouterAdminRegistry:
-    def __init__(self, router_url: str, token: str, *, profile: Optional[str] = None,
-                 name_prefix: str = "scaled", timeout_s: float = 10.0):
+    def __init__(
+        self,
+        router_url: str,
+        token: str,
+        *,
+        profile: Optional[str] = None,
+        name_prefix: str = "scaled",
+        timeout_s: float = 10.0,
+    ):
         self.url = router_url.rstrip("/")
         self.token = token
         self.profile = profile
@@ -28,8 +36,13 @@ class RouterAdminRegistry:
         self.names: dict[str, str] = {}  # engine url -> backend name
 
     def _call(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        code, raw = blocking_http.request(method, self.url + path, json=body, timeout=self.timeout_s,
-                                          headers={"Authorization": f"Bearer {self.token}"})
+        code, raw = blocking_http.request(
+            method,
+            self.url + path,
+            json=body,
+            timeout=self.timeout_s,
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
         try:
             return code, json.loads(raw or b"{}")
         except ValueError:

@@ -12,21 +12,22 @@ verifies each tensor's checksum as soon as its last chunk lands (while later chu
 still arriving). Any mismatch, error, dead peer or timeout makes the target load the
 checkpoint from disk instead (``disk.load_checkpoint``), so the instance always comes up.
 """
+
 from __future__ import annotations
 
 import json
 import socket
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Callable, Mapping, Sequence
+from typing import Callable
 
 import torch
 import torch.distributed as dist
 
-from slocore.scaling.weights import (TensorMeta, WeightManager, checksum, dtype_from_name,
-                                     manifest_mismatch)
+from slocore.scaling.weights import TensorMeta, WeightManager, checksum, dtype_from_name, manifest_mismatch
 
 BACKENDS = ("gloo", "nccl", "hccl")
 
@@ -72,6 +73,7 @@ def _make_group(backend: str, store, rank: int, host: str, timeout: timedelta, s
 class TransferResult:
     """What a target ended up with. ``source`` is "peer" or "disk"; ``reason`` says why the
     peer transfer was not used (None when it was)."""
+
     tensors: dict[str, torch.Tensor]
     source: str
     seconds: float
@@ -90,9 +92,17 @@ class TLManager:
     `receive` on the target. ``timeout_s`` bounds every wait (connect, manifest, each chunk);
     ``deadline_s`` bounds a whole receive."""
 
-    def __init__(self, backend: str | None = None, *, device: str = "cpu", timeout_s: float = 30.0,
-                 deadline_s: float | None = None, chunk_bytes: int = 64 << 20, window: int = 4,
-                 streams: int = 1):
+    def __init__(
+        self,
+        backend: str | None = None,
+        *,
+        device: str = "cpu",
+        timeout_s: float = 30.0,
+        deadline_s: float | None = None,
+        chunk_bytes: int = 64 << 20,
+        window: int = 4,
+        streams: int = 1,
+    ):
         self.device = device
         self.backend = backend or default_backend(device)
         if self.backend not in BACKENDS:
@@ -106,15 +116,24 @@ class TLManager:
         self.streams = max(1, int(streams))
 
     # ---------------------------------------------------------------- source side
-    def send(self, weights: WeightManager, host: str, port: int, *,
-             on_tensor_sent: Callable[[int, str], None] | None = None) -> None:
+    def send(
+        self, weights: WeightManager, host: str, port: int, *, on_tensor_sent: Callable[[int, str], None] | None = None
+    ) -> None:
         """Connect to the target waiting at host:port and send every tensor in order.
         Raises TransferError when the target refuses the manifest or the transfer fails."""
         store = dist.TCPStore(host, port, 2, False, timeout=self.timeout, wait_for_workers=False)
         manifest = weights.manifest()
-        store.set("manifest", json.dumps({"backend": self.backend, "chunk_bytes": self.chunk_bytes,
-                                          "streams": self.streams,
-                                          "tensors": [m.to_json() for m in manifest]}))
+        store.set(
+            "manifest",
+            json.dumps(
+                {
+                    "backend": self.backend,
+                    "chunk_bytes": self.chunk_bytes,
+                    "streams": self.streams,
+                    "tensors": [m.to_json() for m in manifest],
+                }
+            ),
+        )
         verdict = store.get("verdict").decode()
         if verdict != "go":
             raise TransferError(f"target refused the transfer: {verdict}")
@@ -142,9 +161,15 @@ class TLManager:
             _shutdown(pg)
 
     # ---------------------------------------------------------------- target side
-    def receive(self, host: str, port: int, *, expected: Sequence[TensorMeta] | None = None,
-                fallback: str | Callable[[], Mapping[str, torch.Tensor]] | None = None,
-                into: Mapping[str, torch.Tensor] | None = None) -> TransferResult:
+    def receive(
+        self,
+        host: str,
+        port: int,
+        *,
+        expected: Sequence[TensorMeta] | None = None,
+        fallback: str | Callable[[], Mapping[str, torch.Tensor]] | None = None,
+        into: Mapping[str, torch.Tensor] | None = None,
+    ) -> TransferResult:
         """Wait at host:port for a source, receive and verify its tensors; on any failure
         load from `fallback` (a safetensors path or a callable). ``expected`` is what the
         target needs (by default the fallback checkpoint's headers). ``into`` lets the
@@ -193,8 +218,9 @@ class TLManager:
                 raise TransferError(f"manifest check failed: {why}")
             timings["connect_s"] = time.perf_counter() - t0
             chunk = int(head["chunk_bytes"])
-            pg = _make_group(self.backend, dist.PrefixStore("tl", store), 1, host, self.timeout,
-                             int(head.get("streams", 1)))
+            pg = _make_group(
+                self.backend, dist.PrefixStore("tl", store), 1, host, self.timeout, int(head.get("streams", 1))
+            )
             try:
                 out = self._recv_all(pg, got, chunk, into)
             finally:
@@ -236,8 +262,11 @@ class TLManager:
             dst = None
             if into is not None and m.name in into:
                 cand = into[m.name]
-                if (tuple(cand.shape) == m.shape and str(cand.dtype).removeprefix("torch.") == m.dtype
-                        and cand.is_contiguous()):
+                if (
+                    tuple(cand.shape) == m.shape
+                    and str(cand.dtype).removeprefix("torch.") == m.dtype
+                    and cand.is_contiguous()
+                ):
                     dst = cand
             if dst is None:
                 dst = torch.empty(m.shape, dtype=dtype_from_name(m.dtype), device=self.device)
@@ -295,8 +324,9 @@ def _main(argv=None) -> int:
     ap.add_argument("--chunk-mb", type=int, default=64)
     ap.add_argument("--ready-file", help="send: touch this file once the weights are in memory")
     a = ap.parse_args(argv)
-    tl = TLManager(a.backend, timeout_s=a.timeout, streams=a.streams, chunk_bytes=a.chunk_mb << 20,
-                   window=max(4, 2 * a.streams))
+    tl = TLManager(
+        a.backend, timeout_s=a.timeout, streams=a.streams, chunk_bytes=a.chunk_mb << 20, window=max(4, 2 * a.streams)
+    )
     if a.mode == "send":
         wm = WeightManager.from_safetensors(a.checkpoint)
         wm.manifest()  # checksums once, before any target waits

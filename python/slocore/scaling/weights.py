@@ -11,14 +11,15 @@ words (tail bytes as int8), about 2 GB/s on this machine's CPU, and catches any 
 word; ``crc32`` (zlib, ~0.8 GB/s) also catches reordered words. A source computes its
 checksums once, when its weights are registered, so a transfer only pays the target side.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import struct
 import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Mapping
 
 import torch
 
@@ -66,13 +67,19 @@ class TensorMeta:
     checksum: str | None = None
 
     def to_json(self) -> dict:
-        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype,
-                "nbytes": self.nbytes, "checksum": self.checksum}
+        return {
+            "name": self.name,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "nbytes": self.nbytes,
+            "checksum": self.checksum,
+        }
 
     @staticmethod
-    def from_json(d: Mapping) -> "TensorMeta":
-        return TensorMeta(str(d["name"]), tuple(int(x) for x in d["shape"]), str(d["dtype"]),
-                          int(d["nbytes"]), d.get("checksum"))
+    def from_json(d: Mapping) -> TensorMeta:
+        return TensorMeta(
+            str(d["name"]), tuple(int(x) for x in d["shape"]), str(d["dtype"]), int(d["nbytes"]), d.get("checksum")
+        )
 
 
 def manifest_mismatch(expected: Iterable[TensorMeta], got: Iterable[TensorMeta]) -> str | None:
@@ -149,19 +156,29 @@ class WeightManager:
         return c
 
     def manifest(self, with_checksums: bool = True) -> list[TensorMeta]:
-        return [TensorMeta(n, tuple(t.shape), dtype_name(t.dtype), t.numel() * t.element_size(),
-                           self.checksum(n) if with_checksums else None) for n, t in self.items()]
+        return [
+            TensorMeta(
+                n,
+                tuple(t.shape),
+                dtype_name(t.dtype),
+                t.numel() * t.element_size(),
+                self.checksum(n) if with_checksums else None,
+            )
+            for n, t in self.items()
+        ]
 
-    def equals(self, other: "WeightManager | Mapping[str, torch.Tensor]") -> bool:
+    def equals(self, other: WeightManager | Mapping[str, torch.Tensor]) -> bool:
         o = other.state_dict() if isinstance(other, WeightManager) else dict(other)
         if sorted(o) != self.names():
             return False
-        return all(o[n].dtype == t.dtype and o[n].shape == t.shape and torch.equal(o[n].cpu(), t.cpu())
-                   for n, t in self.items())
+        return all(
+            o[n].dtype == t.dtype and o[n].shape == t.shape and torch.equal(o[n].cpu(), t.cpu())
+            for n, t in self.items()
+        )
 
     # -- disk --------------------------------------------------------------------------
     @classmethod
-    def from_safetensors(cls, path: str, device: str = "cpu", algo: str = "sum64") -> "WeightManager":
+    def from_safetensors(cls, path: str, device: str = "cpu", algo: str = "sum64") -> WeightManager:
         return cls(load_safetensors(path, device), algo=algo)
 
     def save_safetensors(self, path: str) -> None:
@@ -195,9 +212,20 @@ def load_safetensors(path: str, device: str = "cpu") -> dict[str, torch.Tensor]:
 def safetensors_manifest(path: str) -> list[TensorMeta]:
     """Names, shapes, dtypes and sizes from the checkpoint headers alone (no tensor read):
     what a warm target expects before any weights arrive."""
-    st_dtypes = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
-                 "I64": "int64", "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8",
-                 "BOOL": "bool", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}
+    st_dtypes = {
+        "F64": "float64",
+        "F32": "float32",
+        "F16": "float16",
+        "BF16": "bfloat16",
+        "I64": "int64",
+        "I32": "int32",
+        "I16": "int16",
+        "I8": "int8",
+        "U8": "uint8",
+        "BOOL": "bool",
+        "F8_E4M3": "float8_e4m3fn",
+        "F8_E5M2": "float8_e5m2",
+    }
     metas = []
     for f in checkpoint_files(path):
         with open(f, "rb") as fh:

@@ -5,6 +5,7 @@ and adding/removing backends at run time (what ``slocore.scaling.router_link`` d
     POST   /admin/backends           {name, url, role[, profile]} -> 201 and the backend
     DELETE /admin/backends/{name}    -> {"removed": name}
 """
+
 from __future__ import annotations
 
 import hmac
@@ -29,20 +30,33 @@ class AdminApi:
         async def guarded(request: web.Request):
             tok = self.r.cfg.admin_token
             if not tok:
-                return web.json_response(error_body("admin endpoints are disabled: set admin_token in the config "
-                                                    "or SLOCORE_ADMIN_TOKEN", 403, "forbidden"), status=403)
+                return web.json_response(
+                    error_body(
+                        "admin endpoints are disabled: set admin_token in the config or SLOCORE_ADMIN_TOKEN",
+                        403,
+                        "forbidden",
+                    ),
+                    status=403,
+                )
             auth = request.headers.get("Authorization", "")
             if not hmac.compare_digest(auth.encode(), f"Bearer {tok}".encode()):  # constant time
-                return web.json_response(error_body("admin endpoints need 'Authorization: Bearer <admin_token>'",
-                                                    401, "unauthorized"), status=401)
+                return web.json_response(
+                    error_body("admin endpoints need 'Authorization: Bearer <admin_token>'", 401, "unauthorized"),
+                    status=401,
+                )
             return await fn(request)
+
         return guarded
 
     async def state(self, request):
         r = self.r
-        return web.json_response({"backends": [b.describe() for b in r.pool],
-                                  "policies": {d.label: d.describe() for d in r.dispatchers},
-                                  "summary": jsonable(_s.summarize(r.recorder)) if len(r.recorder) else {}})
+        return web.json_response(
+            {
+                "backends": [b.describe() for b in r.pool],
+                "policies": {d.label: d.describe() for d in r.dispatchers},
+                "summary": jsonable(_s.summarize(r.recorder)) if len(r.recorder) else {},
+            }
+        )
 
     async def add(self, request):
         try:

@@ -12,6 +12,7 @@ per class (``slocore_requests{outcome="shed"}``).
 
     admission: {max_queue: 256, hard_factor: 2.0, rate_window_s: 10}
 """
+
 from __future__ import annotations
 
 import collections
@@ -69,5 +70,8 @@ class Admission:
         lowest = max((p for p, n in waiting.items() if n > 0), default=priority)
         if priority >= lowest and wait > ttft_s:
             self.shed += 1
-            raise Shed(f"overloaded: {total} requests queued; the estimated wait of {wait:.3g} s exceeds the "
-                       f"TTFT SLO of {ttft_s:.3g} s", wait if math.isfinite(wait) else 1.0)
+            raise Shed(
+                f"overloaded: {total} requests queued; the estimated wait of {wait:.3g} s exceeds the "
+                f"TTFT SLO of {ttft_s:.3g} s",
+                wait if math.isfinite(wait) else 1.0,
+            )

@@ -4,6 +4,7 @@
 the ``slocore.InstanceView`` the policies read. Polling lives in ``health``, the set of
 backends and quarantine in ``pool``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,9 +19,14 @@ PHANTOM_ID = 1 << 62  # ids of load the router did not send (seen in /metrics on
 
 def parse_vllm_metrics(text: str) -> dict:
     """Sum the scheduling-relevant vLLM gauges over label sets (one engine may report several)."""
-    want = {"vllm:num_requests_running": "running", "vllm:num_requests_waiting": "waiting",
-            "vllm:kv_cache_usage_perc": "kv_usage", "vllm:gpu_cache_usage_perc": "kv_usage",
-            "slocore_engine_kv_blocks": "kv_blocks", "slocore_engine_block_size": "block_size"}
+    want = {
+        "vllm:num_requests_running": "running",
+        "vllm:num_requests_waiting": "waiting",
+        "vllm:kv_cache_usage_perc": "kv_usage",
+        "vllm:gpu_cache_usage_perc": "kv_usage",
+        "slocore_engine_kv_blocks": "kv_blocks",
+        "slocore_engine_block_size": "block_size",
+    }
     out: dict = {}
     for fam in text_string_to_metric_families(text):
         key = want.get(fam.name)
@@ -55,7 +61,7 @@ class Backend:
     prefix_index: object = None  # slocore.ApproxPrefixIndex of what was sent here (serve.prefix_index)
     kv_events: object = None  # serve.kv_events.KvBlockSet when the engine publishes KV events
 
-    def view(self) -> "_s.InstanceView":
+    def view(self) -> _s.InstanceView:
         v = _s.InstanceView(self.id, core_role(self.role))
         v.model = self.model
         v.block_size = self.block_size
@@ -83,6 +89,14 @@ class Backend:
         return v
 
     def describe(self) -> dict:
-        return {"name": self.name, "url": self.url, "role": self.role, "healthy": self.healthy,
-                "last_error": self.last_error, "inflight": len(self.inflight), "served": self.served,
-                "failures": self.failures, "engine_metrics": self.polled}
+        return {
+            "name": self.name,
+            "url": self.url,
+            "role": self.role,
+            "healthy": self.healthy,
+            "last_error": self.last_error,
+            "inflight": len(self.inflight),
+            "served": self.served,
+            "failures": self.failures,
+            "engine_metrics": self.polled,
+        }

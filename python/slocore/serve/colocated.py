@@ -1,5 +1,6 @@
 """Colocated mode: one global policy over engines that both prefill and decode; a request
 goes to the engine the policy picks, as it is."""
+
 from __future__ import annotations
 
 from slocore.roles import COLOCATED
@@ -8,8 +9,9 @@ from slocore.serve.dispatch import Dispatcher
 
 class ColocatedFlow:
     def __init__(self, cfg, pool, metrics, now):
-        self.colocated = Dispatcher(COLOCATED, cfg.policy.name, cfg.policy.params,
-                                    lambda: pool.role(COLOCATED), metrics, now)
+        self.colocated = Dispatcher(
+            COLOCATED, cfg.policy.name, cfg.policy.params, lambda: pool.role(COLOCATED), metrics, now
+        )
         self.dispatchers = [self.colocated]
         self.final = self.colocated  # the dispatcher of the engine that produces the answer
 

@@ -31,6 +31,7 @@ SLO defaults and the priority-to-SLO table, timeouts, retries, the admin token.
 
 No backends at all means one embedded emulated engine (profile ``h100-llama2-7b``).
 """
+
 from __future__ import annotations
 
 import os
@@ -267,7 +268,7 @@ def _message(e: dict) -> str:
     if e["type"] == "extra_forbidden":
         return "unknown key"
     msg = e["msg"]
-    return msg[len("Value error, "):] if msg.startswith("Value error, ") else msg
+    return msg[len("Value error, ") :] if msg.startswith("Value error, ") else msg
 
 
 def _policy(p: Optional[_Policy], default: str) -> PolicyConfig:
@@ -301,8 +302,9 @@ def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
         names.add(name)
         emu = {} if b.emulated is True else b.emulated
         profile = b.profile or (emu or {}).get("profile") or DEFAULT_PROFILE
-        cfg.backends.append(BackendConfig(name, b.url.rstrip("/") if b.url else None, b.role, profile, emu,
-                                          b.kv_events))
+        cfg.backends.append(
+            BackendConfig(name, b.url.rstrip("/") if b.url else None, b.role, profile, emu, b.kv_events)
+        )
     roles = {b.role for b in cfg.backends}
     if COLOCATED in roles and roles - {COLOCATED}:
         raise ValueError(f"{where}: backends: mix of colocated and prefill/decode roles; use one mode")
@@ -329,11 +331,17 @@ def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
         sc = f.scaler
         try:  # an unknown profile fails here, not at the first scale-out
             from slocore.profiles import hardware_profile
+
             hardware_profile(sc.launcher.profile)
         except (ValueError, KeyError, OSError) as e:
             raise ValueError(f"{where}: scaler.launcher.profile: {e}") from None
-        cfg.scaler = ScalerConfig(sc.name, dict(sc.params or {}), sc.min_instances, sc.max_instances,
-                                  LauncherConfig(**sc.launcher.model_dump()))
+        cfg.scaler = ScalerConfig(
+            sc.name,
+            dict(sc.params or {}),
+            sc.min_instances,
+            sc.max_instances,
+            LauncherConfig(**sc.launcher.model_dump()),
+        )
     if f.prefix is not None:
         from slocore.serve.prefix_index import PrefixConfig
 

@@ -5,6 +5,7 @@ request, the dispatcher waking at ``next_wakeup``). A request that leaves before
 assigned (timeout, client gone) gets ``on_cancelled``; one assigned but then abandoned gets
 ``on_finished`` (the event contract of ``csrc/slocore/policy/global_policy.h``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -53,8 +54,9 @@ class Dispatcher:
     """One global policy (by name or import path) over the backends of some roles, with its
     wake-up loop. `field` is the config field that names the policy (for errors)."""
 
-    def __init__(self, label: str, name: str, params: dict, backends_fn, metrics: RouterMetrics, now_fn,
-                 field: str = "policy"):
+    def __init__(
+        self, label: str, name: str, params: dict, backends_fn, metrics: RouterMetrics, now_fn, field: str = "policy"
+    ):
         self.label, self.name = label, name
         self.policy = make_policy(name, params, field)
         self.backends_fn = backends_fn

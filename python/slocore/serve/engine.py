@@ -18,6 +18,7 @@ time (the fields vLLM's disaggregated proxies pass).
 Faults for tests: ``fault="die_after:N"`` drops every connection once N tokens have been
 produced in total; ``fault="hang_after:N"`` stops producing tokens (a stuck engine).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,8 +33,17 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 import slocore as _s
-from slocore.serve.openai import BadRequest, chunk, common_fields, error_body, full_response, new_id, parse_json, \
-    prompt_tokens, sse
+from slocore.serve.openai import (
+    BadRequest,
+    chunk,
+    common_fields,
+    error_body,
+    full_response,
+    new_id,
+    parse_json,
+    prompt_tokens,
+    sse,
+)
 
 WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "and")
 
@@ -58,11 +68,22 @@ class EngineStats:
 
 
 class EmulatedEngine:
-    def __init__(self, profile: str | dict = "h100-llama2-7b", scheduler: "str | _s.BatchScheduler" = "sarathi_fcfs",
-                 scheduler_params: dict | None = None, time_scale: float = 1.0, max_num_seqs: int = 256,
-                 max_batch_tokens: int = 8192, kv_blocks: int | None = None, model: str = "slocore-emulated",
-                 default_max_tokens: int = 16, fault: str | None = None, engine_id: str | None = None,
-                 correction_window: int = 32, max_model_len: int | None = None):
+    def __init__(
+        self,
+        profile: str | dict = "h100-llama2-7b",
+        scheduler: str | _s.BatchScheduler = "sarathi_fcfs",
+        scheduler_params: dict | None = None,
+        time_scale: float = 1.0,
+        max_num_seqs: int = 256,
+        max_batch_tokens: int = 8192,
+        kv_blocks: int | None = None,
+        model: str = "slocore-emulated",
+        default_max_tokens: int = 16,
+        fault: str | None = None,
+        engine_id: str | None = None,
+        correction_window: int = 32,
+        max_model_len: int | None = None,
+    ):
         from slocore.profiles import hardware_profile
 
         if not (time_scale > 0):
@@ -86,9 +107,14 @@ class EmulatedEngine:
         if max_model_len is not None and not (isinstance(max_model_len, int) and max_model_len > 0):
             raise ValueError(f"max_model_len: must be an integer > 0, got {max_model_len!r}")
         self.max_model_len = min(int(max_model_len or kv_tokens), kv_tokens)
-        self.core = _s.EngineModel(self.hw, self.scheduler, max_batch_tokens=int(max_batch_tokens),
-                                   max_num_seqs=int(max_num_seqs), kv_blocks=self.kv_total,
-                                   correction_window=int(correction_window))
+        self.core = _s.EngineModel(
+            self.hw,
+            self.scheduler,
+            max_batch_tokens=int(max_batch_tokens),
+            max_num_seqs=int(max_num_seqs),
+            kv_blocks=self.kv_total,
+            correction_window=int(correction_window),
+        )
         self.model = self.core.view.model
         self.reqs: dict[int, _Req] = {}
         self.order = itertools.count()
@@ -151,7 +177,11 @@ class EmulatedEngine:
                 r = self.reqs.get(rid)
                 if r is not None:
                     self._emit(rid, r, int(generated), rid in done)
-            if self.fault and self.fault.startswith("hang_after:") and self.stats.tokens >= int(self.fault.split(":")[1]):
+            if (
+                self.fault
+                and self.fault.startswith("hang_after:")
+                and self.stats.tokens >= int(self.fault.split(":")[1])
+            ):
                 self._hung = True
 
     def _emit(self, rid: int, r: _Req, generated: int, done: bool):
@@ -165,8 +195,16 @@ class EmulatedEngine:
             for other in self.reqs.values():
                 other.events.put_nowait(("die", 0, True))
 
-    def submit(self, prompt_len: int, output_len: int, prefill_only: bool = False, prefilled: bool = False,
-               priority: int = 0, ttft: float | None = None, tpot: float | None = None) -> tuple[int, asyncio.Queue]:
+    def submit(
+        self,
+        prompt_len: int,
+        output_len: int,
+        prefill_only: bool = False,
+        prefilled: bool = False,
+        priority: int = 0,
+        ttft: float | None = None,
+        tpot: float | None = None,
+    ) -> tuple[int, asyncio.Queue]:
         rid = next(self.order)
         kw = {}
         if ttft:
@@ -174,8 +212,15 @@ class EmulatedEngine:
         if tpot:
             kw["tpot"] = tpot
         n_out = 1 if prefill_only else int(output_len)
-        req = _s.Request(rid, self.now(), int(prompt_len), output_len=n_out, max_output_len=int(output_len),
-                         priority=int(priority), **kw)
+        req = _s.Request(
+            rid,
+            self.now(),
+            int(prompt_len),
+            output_len=n_out,
+            max_output_len=int(output_len),
+            priority=int(priority),
+            **kw,
+        )
         st = _s.RequestState(req)
         if prefilled:  # P/D handoff: KV of prompt[:-1] arrived, the last prompt token is computed here
             st.computed = int(prompt_len) - 1
@@ -221,8 +266,9 @@ class EmulatedEngine:
         return web.Response(text="")
 
     async def _models(self, request):
-        return web.json_response({"object": "list", "data": [{"id": self.model_name, "object": "model",
-                                                               "owned_by": "slocore"}]})
+        return web.json_response(
+            {"object": "list", "data": [{"id": self.model_name, "object": "model", "owned_by": "slocore"}]}
+        )
 
     async def _metrics(self, request):
         if self._dead:
@@ -241,11 +287,13 @@ class EmulatedEngine:
         except BadRequest as e:
             return web.json_response(error_body(str(e), e.status), status=e.status)
         if f["max_tokens"] == 0:  # vLLM's answer, body and status
-            return web.json_response(error_body("max_tokens must be at least 1, got 0.", 400, "BadRequestError",
-                                                "max_tokens"), status=400)
+            return web.json_response(
+                error_body("max_tokens must be at least 1, got 0.", 400, "BadRequestError", "max_tokens"), status=400
+            )
         max_tokens = f["max_tokens"] or self.default_max_tokens
-        too_long = context_error(plen, max_tokens, self.max_model_len,
-                                 self.max_model_len == self.kv_total * self.block_size)
+        too_long = context_error(
+            plen, max_tokens, self.max_model_len, self.max_model_len == self.kv_total * self.block_size
+        )
         if too_long is not None:  # could never run: refuse as vLLM does, don't stall the queue
             return web.json_response(too_long, status=400)
         kvp = body.get("kv_transfer_params") or {}
@@ -258,16 +306,26 @@ class EmulatedEngine:
         xargs = body.get("vllm_xargs") or {}
         ttft = xargs.get("slo_ttft_ms") if isinstance(xargs, dict) else None
         tpot = xargs.get("slo_tpot_ms") if isinstance(xargs, dict) else None
-        rid, q = self.submit(plen, max_tokens, prefill_only, prefilled,
-                             priority=int(xargs.get("priority", 0)) if isinstance(xargs, dict) else 0,
-                             ttft=ttft / 1e3 / self.time_scale if ttft else None,  # real s -> the engine's clock
-                             tpot=tpot / 1e3 / self.time_scale if tpot else None)
+        rid, q = self.submit(
+            plen,
+            max_tokens,
+            prefill_only,
+            prefilled,
+            priority=int(xargs.get("priority", 0)) if isinstance(xargs, dict) else 0,
+            ttft=ttft / 1e3 / self.time_scale if ttft else None,  # real s -> the engine's clock
+            tpot=tpot / 1e3 / self.time_scale if tpot else None,
+        )
         oid = new_id(chat)
         kv_out = None
         if prefill_only:
-            kv_out = {"do_remote_prefill": True, "do_remote_decode": False, "remote_engine_id": self.engine_id,
-                      "remote_block_ids": list(range(-(-plen // self.block_size))),
-                      "remote_host": request.host.split(":")[0], "remote_port": 0}
+            kv_out = {
+                "do_remote_prefill": True,
+                "do_remote_decode": False,
+                "remote_engine_id": self.engine_id,
+                "remote_block_ids": list(range(-(-plen // self.block_size))),
+                "remote_host": request.host.split(":")[0],
+                "remote_port": 0,
+            }
         usage = lambda gen: {"prompt_tokens": plen, "completion_tokens": gen, "total_tokens": plen + gen}  # noqa: E731
         try:
             if not f["stream"]:
@@ -287,8 +345,15 @@ class EmulatedEngine:
                     if done:
                         break
                 fin = "length"
-                out = full_response(oid, self.model_name, chat, ["".join(texts)], [fin], usage(gen),
-                                    {"kv_transfer_params": kv_out} if kv_out else None)
+                out = full_response(
+                    oid,
+                    self.model_name,
+                    chat,
+                    ["".join(texts)],
+                    [fin],
+                    usage(gen),
+                    {"kv_transfer_params": kv_out} if kv_out else None,
+                )
                 return web.json_response(_vllm_fields(out, chat))
             resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
             await resp.prepare(request)
@@ -301,8 +366,14 @@ class EmulatedEngine:
                 if kind == "die":
                     request.transport.close()
                     return resp
-                c = chunk(oid, self.model_name, chat, " " + WORDS[gen % len(WORDS)], finish="length" if done else None,
-                          first=first)
+                c = chunk(
+                    oid,
+                    self.model_name,
+                    chat,
+                    " " + WORDS[gen % len(WORDS)],
+                    finish="length" if done else None,
+                    first=first,
+                )
                 first = False
                 c["choices"][0]["stop_reason"] = None
                 if continuous:  # vLLM: every chunk carries the usage so far
@@ -332,13 +403,17 @@ def context_error(prompt_len: int, max_tokens: int, max_model_len: int, kv_bound
     request whose prompt + max_tokens exceed the model's context; None when it fits.
     `kv_bound`: the context is what the KV cache holds (said at the end of the message)."""
     if max_tokens > max_model_len:
-        msg = (f"max_tokens={max_tokens} cannot be greater than max_model_len={max_model_len}. "
-               "Please request fewer output tokens.")
+        msg = (
+            f"max_tokens={max_tokens} cannot be greater than max_model_len={max_model_len}. "
+            "Please request fewer output tokens."
+        )
         param = "max_tokens"
     elif prompt_len + max_tokens > max_model_len:
-        msg = (f"This model's maximum context length is {max_model_len} tokens. However, you requested "
-               f"{prompt_len + max_tokens} tokens ({prompt_len} in the messages, {max_tokens} in the completion). "
-               "Please reduce the length of the messages or completion.")
+        msg = (
+            f"This model's maximum context length is {max_model_len} tokens. However, you requested "
+            f"{prompt_len + max_tokens} tokens ({prompt_len} in the messages, {max_tokens} in the completion). "
+            "Please reduce the length of the messages or completion."
+        )
         param = "input_tokens"
     else:
         return None
@@ -352,8 +427,9 @@ def _vllm_fields(out: dict, chat: bool) -> dict:
     for ch in out["choices"]:
         ch["stop_reason"] = None
         if chat:
-            ch["message"].update(refusal=None, annotations=None, audio=None, function_call=None, tool_calls=[],
-                                 reasoning_content=None)
+            ch["message"].update(
+                refusal=None, annotations=None, audio=None, function_call=None, tool_calls=[], reasoning_content=None
+            )
     out.update(service_tier=None, system_fingerprint=None, prompt_logprobs=None, prompt_token_ids=None)
     out.setdefault("kv_transfer_params", None)
     return out
@@ -380,6 +456,7 @@ class _EngineCollector:
             c = CounterMetricFamily(name, doc, labels=labels)
             c.add_metric(values, v)
             return c
+
         yield gauge("vllm:num_requests_running", "Requests in the running batch", running)
         yield gauge("vllm:num_requests_waiting", "Requests waiting to run", waiting)
         yield gauge("vllm:kv_cache_usage_perc", "KV-cache usage (0-1)", used / max(1, e.kv_total))
@@ -404,8 +481,14 @@ async def start(engine: EmulatedEngine, host: str = "127.0.0.1", port: int = 0) 
 
 
 def main(args) -> int:
-    eng_kw = dict(profile=args.profile, scheduler=args.scheduler, time_scale=args.time_scale,
-                  max_num_seqs=args.max_num_seqs, model=args.model, fault=args.fault)
+    eng_kw = dict(
+        profile=args.profile,
+        scheduler=args.scheduler,
+        time_scale=args.time_scale,
+        max_num_seqs=args.max_num_seqs,
+        model=args.model,
+        fault=args.fault,
+    )
     if args.scheduler_params:
         eng_kw["scheduler_params"] = json.loads(args.scheduler_params)
 

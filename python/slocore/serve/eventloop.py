@@ -1,4 +1,5 @@
 """The event loop the router and the emulated engine run on."""
+
 from __future__ import annotations
 
 import asyncio

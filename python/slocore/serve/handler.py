@@ -11,6 +11,7 @@ another engine (``retries``); otherwise the client gets a clear error (HTTP 502/
 SSE ``error`` event then ``[DONE]`` mid-stream). The policies see one id per client request
 (the recorder's), across retries: on_finished for the failed engine, then submit again.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,8 +40,9 @@ class RequestHandler:
         self.r = router  # cfg, recorder, metrics, slo, flow, upstream, now, model_name
         self.ids = itertools.count(1)  # client requests: the recorder's and every policy's id
         cfg = router.cfg
-        self.labels = _lim.ClassLabels([*cfg.limits.slo_classes, "priority0",
-                                        *(f"priority{p}" for p in cfg.priorities)])
+        self.labels = _lim.ClassLabels(
+            [*cfg.limits.slo_classes, "priority0", *(f"priority{p}" for p in cfg.priorities)]
+        )
         self.records = _lim.RecordWindow(router, cfg.limits.max_records)
         self.retry = RetryBudget(cfg.retry_budget)
         self.tenants = _ten.Tenants(cfg.tenants)
@@ -90,8 +92,9 @@ class RequestHandler:
             return _lim.error_response(request, str(e), 401, "unauthorized")
         except _ten.RateLimited as e:
             r.metrics.failed(self.labels(cls), "rate_limited")
-            return _lim.error_response(request, str(e), 429, "rate_limit_exceeded",
-                                       headers={"Retry-After": str(e.retry_after)})
+            return _lim.error_response(
+                request, str(e), 429, "rate_limit_exceeded", headers={"Retry-After": str(e.retry_after)}
+            )
         cls = self.labels(cls)
         rid = next(self.ids)
         arrival = r.now()
@@ -109,8 +112,9 @@ class RequestHandler:
         self.records.add(template)
         self.retry.on_request()
         try:
-            return await self._admitted(request, ctx_args=(chat, rid, template, cls), body=body, f=f,
-                                        slo=(ttft, tpot, prio))
+            return await self._admitted(
+                request, ctx_args=(chat, rid, template, cls), body=body, f=f, slo=(ttft, tpot, prio)
+            )
         finally:
             self.records.done(rid)
 
@@ -155,8 +159,7 @@ class RequestHandler:
         """The policy-side request for one attempt of client request ctx: the client
         request's id (one id per request, across retries and P/D stages)."""
         t = ctx.template
-        kw = dict(ttft=t.slo.ttft, tpot=t.slo.tpot, priority=t.priority, priority_weight=t.priority_weight,
-                  task=t.task)
+        kw = dict(ttft=t.slo.ttft, tpot=t.slo.tpot, priority=t.priority, priority_weight=t.priority_weight, task=t.task)
         if t.slo.deadline is not None:
             kw["deadline"] = t.slo.deadline
         if t.max_output_len:
@@ -193,8 +196,13 @@ class RequestHandler:
                 timeouts += e.kind == "timeout"
                 if ctx.sent or attempts >= r.cfg.retries or not self.retry.allow(e.kind, timeouts):
                     why = "after output reached the client" if ctx.sent else f"after {attempts + 1} attempt(s)"
-                    return await self._give_up(ctx, e.status, f"{e} ({why})", "backend_error",
-                                               _lim.public_message(e, why, _lim.request_id(ctx.request)))
+                    return await self._give_up(
+                        ctx,
+                        e.status,
+                        f"{e} ({why})",
+                        "backend_error",
+                        _lim.public_message(e, why, _lim.request_id(ctx.request)),
+                    )
                 attempts += 1
                 r.metrics.retries.inc()
                 ctx.reset()

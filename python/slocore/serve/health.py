@@ -11,6 +11,7 @@ The poll timeout scales with the machine: ``poll_timeout(interval_s)`` is at lea
 10 poll intervals: a loaded CPU machine (vLLM on CPU, several engines sharing cores) can take
 seconds to answer while it is merely busy.
 """
+
 from __future__ import annotations
 
 import asyncio

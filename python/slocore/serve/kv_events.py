@@ -17,6 +17,7 @@ arrive as ZMQ multipart ``(topic, seq: 8 bytes big-endian, payload)``, payload a
 A stream that stops, lags (a sequence gap) or sends garbage marks the set stale; a stale set
 answers nothing, so the router falls back to its approximate index (never an error).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -60,7 +61,7 @@ class VllmBlockHasher:
         if max_blocks is not None:
             n = min(n, max_blocks)
         for b in range(n):
-            parent = self.fn((parent, tuple(token_ids[b * bs:(b + 1) * bs]), None))
+            parent = self.fn((parent, tuple(token_ids[b * bs : (b + 1) * bs]), None))
             out.append(parent)
         return [self.external(h) for h in out]
 

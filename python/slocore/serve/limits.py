@@ -13,6 +13,7 @@
              vocab_size: 32000, max_records: 50000,
              slo_classes: [interactive, batch]}
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -57,15 +58,20 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
     response.headers["x-request-id"] = request_id(request)
 
 
-def error_response(request: web.Request, message: str, status: int, type_: str = "invalid_request_error",
-                   headers: dict | None = None) -> web.Response:
+def error_response(
+    request: web.Request, message: str, status: int, type_: str = "invalid_request_error", headers: dict | None = None
+) -> web.Response:
     body = error_body(message, status, type_)
     body["error"]["request_id"] = request_id(request)
     return web.json_response(body, status=status, headers=headers)
 
 
-_KIND_TEXT = {"connection": "connection to the engine lost", "http": "the engine answered with an error",
-              "protocol": "the engine sent a malformed stream", "engine_error": "the engine reported an error"}
+_KIND_TEXT = {
+    "connection": "connection to the engine lost",
+    "http": "the engine answered with an error",
+    "protocol": "the engine sent a malformed stream",
+    "engine_error": "the engine reported an error",
+}
 
 
 def public_message(e, why: str, request_id: str) -> str:

@@ -8,6 +8,7 @@ prompt length, ``max_tokens`` = its output length and ``ignore_eos``, its SLO in
 goes to a ``slocore.Recorder``; ``slocore.summarize`` turns it into the same table the
 simulator prints (attainment, TTFT/TPOT/TBT/E2E percentiles, throughput, TDG).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -21,8 +22,13 @@ import time
 def add_arguments(p) -> None:
     p.add_argument("--url", default="http://127.0.0.1:8000", help="base URL of the endpoint")
     p.add_argument("--workload", default="sharegpt_like", help="workload name (slocore.sim.workloads)")
-    p.add_argument("--param", action="append", default=[], metavar="K=V",
-                   help="workload parameter (repeatable), e.g. --param rate=4 --param n=200")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="workload parameter (repeatable), e.g. --param rate=4 --param n=200",
+    )
     p.add_argument("--trace", help="replay this trace CSV instead of a workload")
     p.add_argument("-n", "--num-requests", dest="n", type=int, help="first N requests only")
     p.add_argument("--rate-scale", dest="rate_scale", type=float, default=1.0, help="x request rate")
@@ -68,9 +74,20 @@ def build_workload(a):
     return w
 
 
-async def run(url: str, workload, *, model: str | None = None, max_concurrency: int = 0, vocab: int = 1000,
-              timeout: float = 600.0, seed: int = 0, progress: bool = True, max_prompt=None, max_output=None,
-              chat: bool = False) -> dict:
+async def run(
+    url: str,
+    workload,
+    *,
+    model: str | None = None,
+    max_concurrency: int = 0,
+    vocab: int = 1000,
+    timeout: float = 600.0,
+    seed: int = 0,
+    progress: bool = True,
+    max_prompt=None,
+    max_output=None,
+    chat: bool = False,
+) -> dict:
     """Replay `workload` against `url`; returns {"summary": slocore.summarize(...), "errors": [...], ...}."""
     import aiohttp
 
@@ -104,22 +121,40 @@ async def run(url: str, workload, *, model: str | None = None, max_concurrency: 
         async def one(i, r):
             plen = r.prompt_len if not max_prompt else min(r.prompt_len, max_prompt)
             olen = (r.output_len or 16) if not max_output else min(r.output_len or 16, max_output)
-            req = _s.Request(i, float(r.arrival) - t_first, int(plen), output_len=int(olen), ttft=r.slo.ttft,
-                             tpot=r.slo.tpot, priority=r.priority, priority_weight=r.priority_weight, task=r.task,
-                             **({"deadline": r.slo.deadline} if r.slo.deadline is not None else {}))
+            req = _s.Request(
+                i,
+                float(r.arrival) - t_first,
+                int(plen),
+                output_len=int(olen),
+                ttft=r.slo.ttft,
+                tpot=r.slo.tpot,
+                priority=r.priority,
+                priority_weight=r.priority_weight,
+                task=r.task,
+                **({"deadline": r.slo.deadline} if r.slo.deadline is not None else {}),
+            )
             delay = req.arrival - (time.monotonic() - t0)
             if delay > 0:
                 await asyncio.sleep(delay)
             if sem:
                 await sem.acquire()
             rec.add(req)
-            hdr = {"x-slo-ttft-ms": f"{r.slo.ttft * 1e3:g}", "x-slo-tpot-ms": f"{r.slo.tpot * 1e3:g}",
-                   "x-priority": str(r.priority)}
+            hdr = {
+                "x-slo-ttft-ms": f"{r.slo.ttft * 1e3:g}",
+                "x-slo-tpot-ms": f"{r.slo.tpot * 1e3:g}",
+                "x-priority": str(r.priority),
+            }
             if r.task:
                 hdr["x-slo-class"] = r.task
             prompt = [rng.randrange(1, vocab) for _ in range(int(plen))]
-            body = {"model": model, "max_tokens": int(olen), "ignore_eos": True, "stream": True,
-                    "stream_options": {"include_usage": True}, "temperature": 0.0}
+            body = {
+                "model": model,
+                "max_tokens": int(olen),
+                "ignore_eos": True,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+                "temperature": 0.0,
+            }
             if chat:
                 body["messages"] = [{"role": "user", "content": " ".join(str(x) for x in prompt)}]
                 path = "/v1/chat/completions"
@@ -176,8 +211,14 @@ async def run(url: str, workload, *, model: str | None = None, max_concurrency: 
     if bar:
         bar.close()
     summary = _s.summarize(rec)
-    return {"summary": summary, "errors": errors, "wall_s": wall, "requests": len(reqs), "model": model,
-            "recorder": rec}
+    return {
+        "summary": summary,
+        "errors": errors,
+        "wall_s": wall,
+        "requests": len(reqs),
+        "model": model,
+        "recorder": rec,
+    }
 
 
 def table(out: dict, title: str) -> str:
@@ -186,18 +227,23 @@ def table(out: dict, title: str) -> str:
     def ms(d, k):
         v = d.get(k)
         return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v * 1e3:.1f}"
-    lines = [title,
-             f"requests {s['requests']}, finished {s['finished']}, failed {s['rejected']}, wall {out['wall_s']:.1f} s",
-             f"SLO attainment {s['attainment']:.3f} (TTFT {s['ttft_attainment']:.3f}, TPOT {s['tpot_attainment']:.3f})"
-             f"; output throughput {s['throughput_tok_s']:.1f} tok/s; TDG ratio {s['tdg_ratio']:.3f}",
-             f"{'metric':8s} {'mean ms':>9s} {'p50 ms':>9s} {'p90 ms':>9s} {'p99 ms':>9s} {'p99.9 ms':>9s}"]
+
+    lines = [
+        title,
+        f"requests {s['requests']}, finished {s['finished']}, failed {s['rejected']}, wall {out['wall_s']:.1f} s",
+        f"SLO attainment {s['attainment']:.3f} (TTFT {s['ttft_attainment']:.3f}, TPOT {s['tpot_attainment']:.3f})"
+        f"; output throughput {s['throughput_tok_s']:.1f} tok/s; TDG ratio {s['tdg_ratio']:.3f}",
+        f"{'metric':8s} {'mean ms':>9s} {'p50 ms':>9s} {'p90 ms':>9s} {'p99 ms':>9s} {'p99.9 ms':>9s}",
+    ]
     for k in ("ttft", "tpot", "tbt", "e2e"):
         d = s.get(k) or {}
-        lines.append(f"{k:8s} {ms(d, 'mean'):>9s} {ms(d, 'p50'):>9s} {ms(d, 'p90'):>9s} {ms(d, 'p99'):>9s} "
-                     f"{ms(d, 'p99.9'):>9s}")
+        lines.append(
+            f"{k:8s} {ms(d, 'mean'):>9s} {ms(d, 'p50'):>9s} {ms(d, 'p90'):>9s} {ms(d, 'p99'):>9s} {ms(d, 'p99.9'):>9s}"
+        )
     if s.get("attainment_by_task"):
-        lines.append("attainment by class: " + ", ".join(f"{k or '-'}={v:.3f}"
-                                                          for k, v in s["attainment_by_task"].items()))
+        lines.append(
+            "attainment by class: " + ", ".join(f"{k or '-'}={v:.3f}" for k, v in s["attainment_by_task"].items())
+        )
     for e in out["errors"][:5]:
         lines.append(f"error: {e}")
     return "\n".join(lines)
@@ -205,16 +251,38 @@ def table(out: dict, title: str) -> str:
 
 def main(a) -> int:
     w = build_workload(a)
-    out = asyncio.run(run(a.url, w, model=a.model, max_concurrency=a.max_concurrency, vocab=a.vocab,
-                          timeout=a.timeout, seed=a.seed, progress=not a.quiet, max_prompt=a.max_prompt,
-                          max_output=a.max_output))
-    title = (f"bench serve: {a.url}, {'trace ' + a.trace if a.trace else 'workload ' + a.workload} "
-             f"{' '.join(a.param)}, {len(w)} requests, rate x{a.rate_scale:g}, seed {a.seed}")
+    out = asyncio.run(
+        run(
+            a.url,
+            w,
+            model=a.model,
+            max_concurrency=a.max_concurrency,
+            vocab=a.vocab,
+            timeout=a.timeout,
+            seed=a.seed,
+            progress=not a.quiet,
+            max_prompt=a.max_prompt,
+            max_output=a.max_output,
+        )
+    )
+    title = (
+        f"bench serve: {a.url}, {'trace ' + a.trace if a.trace else 'workload ' + a.workload} "
+        f"{' '.join(a.param)}, {len(w)} requests, rate x{a.rate_scale:g}, seed {a.seed}"
+    )
     if a.json:
         from slocore.serve.openai import jsonable as _jsonable
 
-        print(json.dumps({"title": title, "summary": _jsonable(out["summary"]), "errors": out["errors"],
-                          "wall_s": out["wall_s"]}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "title": title,
+                    "summary": _jsonable(out["summary"]),
+                    "errors": out["errors"],
+                    "wall_s": out["wall_s"],
+                },
+                indent=1,
+            )
+        )
     else:
         print(table(out, title))
     return 0 if not out["errors"] else 1

@@ -2,6 +2,7 @@
 
 Validation raises ``BadRequest`` (-> HTTP 400 with the message) naming the field.
 """
+
 from __future__ import annotations
 
 import json
@@ -105,22 +106,37 @@ def chunk(rid: str, model: str, chat: bool, text: str, index: int = 0, finish=No
         delta = {"content": text}
         if first:
             delta["role"] = "assistant"
-        return {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
-                "choices": [{"index": index, "delta": delta, "finish_reason": finish}]}
-    return {"id": rid, "object": "text_completion", "created": created, "model": model,
-            "choices": [{"index": index, "text": text, "logprobs": None, "finish_reason": finish}]}
+        return {
+            "id": rid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [{"index": index, "delta": delta, "finish_reason": finish}],
+        }
+    return {
+        "id": rid,
+        "object": "text_completion",
+        "created": created,
+        "model": model,
+        "choices": [{"index": index, "text": text, "logprobs": None, "finish_reason": finish}],
+    }
 
 
-def full_response(rid: str, model: str, chat: bool, texts: list, finishes: list, usage: dict | None,
-                  extra: dict | None = None) -> dict:
+def full_response(
+    rid: str, model: str, chat: bool, texts: list, finishes: list, usage: dict | None, extra: dict | None = None
+) -> dict:
     created = int(time.time())
     if chat:
-        choices = [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": f}
-                   for i, (t, f) in enumerate(zip(texts, finishes))]
+        choices = [
+            {"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": f}
+            for i, (t, f) in enumerate(zip(texts, finishes))
+        ]
         out = {"id": rid, "object": "chat.completion", "created": created, "model": model, "choices": choices}
     else:
-        choices = [{"index": i, "text": t, "logprobs": None, "finish_reason": f}
-                   for i, (t, f) in enumerate(zip(texts, finishes))]
+        choices = [
+            {"index": i, "text": t, "logprobs": None, "finish_reason": f}
+            for i, (t, f) in enumerate(zip(texts, finishes))
+        ]
         out = {"id": rid, "object": "text_completion", "created": created, "model": model, "choices": choices}
     if usage is not None:
         out["usage"] = usage

@@ -8,6 +8,7 @@ on_token(1), on_prefill_done, on_finished; the decode policy submit at the hando
 prefill placement with ``expected_handoff`` when ``early_assignment()``), on_prefill_done
 with the prefill instance, then tokens 2..n (the decode engine's repeat of token 1 from the
 transferred KV is not reported). Both see the client request's one id."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,14 @@ from slocore.roles import DECODE, PREFILL
 from slocore.serve.dispatch import Dispatcher, NoBackend
 from slocore.serve.upstream import BackendError, Upstream, check_status
 
-PREFILL_KV_PARAMS = {"do_remote_decode": True, "do_remote_prefill": False, "remote_engine_id": None,
-                     "remote_block_ids": None, "remote_host": None, "remote_port": None}
+PREFILL_KV_PARAMS = {
+    "do_remote_decode": True,
+    "do_remote_prefill": False,
+    "remote_engine_id": None,
+    "remote_block_ids": None,
+    "remote_host": None,
+    "remote_port": None,
+}
 
 
 def prefill_body(fwd: dict) -> dict:
@@ -33,10 +40,24 @@ def prefill_body(fwd: dict) -> dict:
 class PDFlow:
     def __init__(self, cfg, pool, metrics, now, upstream_fn, new_attempt, on_dispatched):
         self.cfg = cfg
-        self.prefill = Dispatcher(PREFILL, cfg.prefill_policy.name, cfg.prefill_policy.params,
-                                  lambda: pool.role(PREFILL), metrics, now, "prefill_policy")
-        self.decode = Dispatcher(DECODE, cfg.decode_policy.name, cfg.decode_policy.params,
-                                 lambda: pool.role(DECODE), metrics, now, "decode_policy")
+        self.prefill = Dispatcher(
+            PREFILL,
+            cfg.prefill_policy.name,
+            cfg.prefill_policy.params,
+            lambda: pool.role(PREFILL),
+            metrics,
+            now,
+            "prefill_policy",
+        )
+        self.decode = Dispatcher(
+            DECODE,
+            cfg.decode_policy.name,
+            cfg.decode_policy.params,
+            lambda: pool.role(DECODE),
+            metrics,
+            now,
+            "decode_policy",
+        )
         self.dispatchers = [self.prefill, self.decode]
         self.final = self.decode
         self.upstream_fn, self.new_attempt, self.on_dispatched = upstream_fn, new_attempt, on_dispatched
@@ -59,8 +80,15 @@ class PDFlow:
         ctx.handoff = (backend.id, early)
         self.on_dispatched(ctx)
         try:
-            async with upstream.post(backend, self.prefill.policy, att, prefill_body(fwd), ctx.chat,
-                                     self.cfg.timeouts.first_token_s, what="prefill") as (r, st):
+            async with upstream.post(
+                backend,
+                self.prefill.policy,
+                att,
+                prefill_body(fwd),
+                ctx.chat,
+                self.cfg.timeouts.first_token_s,
+                what="prefill",
+            ) as (r, st):
                 await check_status(backend, r)
                 raw = await r.read()
                 try:

@@ -3,6 +3,7 @@ removing them (the policies' instance sets follow through ``on_change``); live s
 role; and quarantine: an engine that failed a request stays out of selection for
 ``quarantine_s`` even if its ``/metrics`` answers again (``health`` honours it).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -46,11 +47,13 @@ class BackendPool:
         if bc.name in self.backends:
             raise ValueError(f"backend {bc.name!r} exists")
         if self.disaggregated == (bc.role == COLOCATED):
-            raise ValueError(f"role: {bc.role!r} does not fit this router's mode "
-                             f"({'P/D' if self.disaggregated else 'colocated'})")
+            raise ValueError(
+                f"role: {bc.role!r} does not fit this router's mode ({'P/D' if self.disaggregated else 'colocated'})"
+            )
         hw, _ = hardware_profile(bc.profile)
-        b = Backend(next(self._ids), bc.name, bc.url, bc.role, _s.LatencyModel(hw.coeffs), int(hw.kv_blocks),
-                    int(hw.block_size))
+        b = Backend(
+            next(self._ids), bc.name, bc.url, bc.role, _s.LatencyModel(hw.coeffs), int(hw.kv_blocks), int(hw.block_size)
+        )
         if self.new_prefix_index is not None:
             b.prefix_index = self.new_prefix_index()
         if getattr(bc, "kv_events", None):
@@ -67,8 +70,9 @@ class BackendPool:
         try:
             self._kv_tasks[b.name] = asyncio.get_running_loop().create_task(subscribe(b.kv_events, endpoint))
         except RuntimeError:
-            log.warning("backend %s: no event loop to follow KV events at %s; approximate prefix index", b.name,
-                        endpoint)
+            log.warning(
+                "backend %s: no event loop to follow KV events at %s; approximate prefix index", b.name, endpoint
+            )
 
     def remove(self, name: str) -> None:
         if name not in self.backends:

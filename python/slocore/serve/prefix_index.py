@@ -23,6 +23,7 @@ prompt stops there; the policies see no cache beyond it), and a prompt text is c
 ``max_prompt_blocks * chars_per_block`` characters before tokenising. Any failure turns into
 "no identity" for that request plus one log line, never a failed request.
 """
+
 from __future__ import annotations
 
 import logging
@@ -53,8 +54,11 @@ class PrefixConfig:
                 raise ValueError(f"prefix.{k}: must be an integer >= 1, got {v!r}")
         if self.chars_per_block is None:
             self.chars_per_block = 4 * self.block_size
-        if not isinstance(self.chars_per_block, int) or isinstance(self.chars_per_block, bool) \
-                or self.chars_per_block < 1:
+        if (
+            not isinstance(self.chars_per_block, int)
+            or isinstance(self.chars_per_block, bool)
+            or self.chars_per_block < 1
+        ):
             raise ValueError(f"prefix.chars_per_block: must be an integer >= 1, got {self.chars_per_block!r}")
         if self.hash_algo not in ("sha256", "sha256_cbor"):
             raise ValueError(f"prefix.hash_algo: must be sha256 or sha256_cbor, got {self.hash_algo!r}")
@@ -139,11 +143,13 @@ class PromptIdentity:
                 return []
             if isinstance(p, list):  # token ids: exact
                 self._keep(rid, p)
-                return _s.id_block_segments(p[: c.max_prompt_blocks * c.block_size], c.block_size, c.block_size,
-                                            c.max_prompt_blocks)
+                return _s.id_block_segments(
+                    p[: c.max_prompt_blocks * c.block_size], c.block_size, c.block_size, c.max_prompt_blocks
+                )
             if self.tokenizer is not None:
-                ids = self.tokenizer.encode(p[: c.max_prompt_blocks * c.chars_per_block],
-                                            add_special_tokens=not chat).ids
+                ids = self.tokenizer.encode(
+                    p[: c.max_prompt_blocks * c.chars_per_block], add_special_tokens=not chat
+                ).ids
                 if not chat:  # chat: vLLM applies the model's chat template; no exact ids
                     self._keep(rid, ids)
                 return _s.id_block_segments(ids, c.block_size, c.block_size, c.max_prompt_blocks)

@@ -8,6 +8,7 @@ Two rules (Envoy's retry budget, applied to LLM requests):
 
     retry_budget: {ratio: 0.2, burst: 10, timeout_retries: 0}
 """
+
 from __future__ import annotations
 
 from typing import Annotated

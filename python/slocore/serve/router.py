@@ -19,6 +19,7 @@ the client yet; otherwise the client gets a clear error. Such an engine is quara
 ``quarantine_s`` and comes back once it answers ``/health`` after that. A stale pooled
 connection is retried on a fresh one and blames nobody (``upstream``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -71,12 +72,20 @@ class Router:
                 raise ValueError(f"slo.mapper: {e}") from None
         self.slo = SloResolver(cfg, self.mapper, self.now)
         self.prefix = PromptIdentity(PrefixConfig(**cfg.prefix))
-        self.pool = BackendPool(cfg.disaggregated, max(2.0, 4 * cfg.poll_interval_s), self._sync_policies,
-                                self.prefix.new_index)
+        self.pool = BackendPool(
+            cfg.disaggregated, max(2.0, 4 * cfg.poll_interval_s), self._sync_policies, self.prefix.new_index
+        )
         self.handler = RequestHandler(self)
         if cfg.disaggregated:
-            self.flow = PDFlow(cfg, self.pool, self.metrics, self.now, lambda: self.upstream,
-                               self.handler.new_attempt, self.slo.dispatched)
+            self.flow = PDFlow(
+                cfg,
+                self.pool,
+                self.metrics,
+                self.now,
+                lambda: self.upstream,
+                self.handler.new_attempt,
+                self.slo.dispatched,
+            )
         else:
             self.flow = ColocatedFlow(cfg, self.pool, self.metrics, self.now)
         self.dispatchers = self.flow.dispatchers
@@ -84,6 +93,7 @@ class Router:
         self.scaler = None
         if cfg.scaler is not None:  # the scaler in the live loop (serve/scaler.py)
             from slocore.serve.scaler import ScalerLoop
+
             self.scaler = ScalerLoop(self, cfg.scaler)
 
     @property
@@ -107,8 +117,7 @@ class Router:
     async def start(self):
         self.session = aiohttp.ClientSession(connector=connector())
         self.fresh_session = aiohttp.ClientSession(connector=connector(force_close=True))
-        self.upstream = Upstream(self.session, self.pool, self.cfg.timeouts, self.metrics, self.now,
-                                 self.fresh_session)
+        self.upstream = Upstream(self.session, self.pool, self.cfg.timeouts, self.metrics, self.now, self.fresh_session)
         self.upstream.prefix = self.prefix
         self.health = HealthChecker(self.pool, self.session, self.cfg.poll_interval_s)
         backends = list(self.cfg.backends)
@@ -158,6 +167,7 @@ class Router:
 
         async def on_cleanup(app):
             await self.close()
+
         app.on_startup.append(on_startup)
         app.on_cleanup.append(on_cleanup)
         return app
@@ -200,6 +210,13 @@ def main(args) -> int:
     mode = "P/D" if cfg.disaggregated else "colocated"
     names = ", ".join(b.name for b in cfg.backends) or "one embedded emulated engine"
     print(f"slocore serve: {mode}, backends: {names}; listening on http://{cfg.host}:{cfg.port}", flush=True)
-    web.run_app(router.app(), host=cfg.host, port=cfg.port, access_log=None, print=None, loop=new_event_loop(),
-                handler_cancellation=True)  # a client that leaves cancels its request upstream
+    web.run_app(
+        router.app(),
+        host=cfg.host,
+        port=cfg.port,
+        access_log=None,
+        print=None,
+        loop=new_event_loop(),
+        handler_cancellation=True,
+    )  # a client that leaves cancels its request upstream
     return 0

@@ -35,6 +35,7 @@ Prometheus names (on the router's ``/metrics``; ``pool`` is colocated, prefill o
   stale or role;
 - ``slocore_scaler_launch_failures_total{pool,action}``: the launcher failed.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -85,9 +86,15 @@ def make_launcher(lc: LauncherConfig, registry):
     """The launcher of the config (local subprocesses or Ray actors) linked to `registry`."""
     from slocore.scaling.launcher import CommandTemplate, EngineSpec, LocalLauncher
 
-    spec = EngineSpec(command=CommandTemplate(list(lc.command), role_args=dict(lc.role_args)), env=dict(lc.env),
-                      startup_timeout_s=lc.startup_timeout_s, drain_timeout_s=lc.drain_timeout_s,
-                      load_path=None, log_dir=lc.log_dir, poll_s=0.2)
+    spec = EngineSpec(
+        command=CommandTemplate(list(lc.command), role_args=dict(lc.role_args)),
+        env=dict(lc.env),
+        startup_timeout_s=lc.startup_timeout_s,
+        drain_timeout_s=lc.drain_timeout_s,
+        load_path=None,
+        log_dir=lc.log_dir,
+        poll_s=0.2,
+    )
     if lc.kind == "local":
         return LocalLauncher(spec, registry)
     from slocore.scaling.ray_launcher import RayLauncher, ray
@@ -102,19 +109,43 @@ def make_launcher(lc: LauncherConfig, registry):
 class ScalerMetrics:
     def __init__(self, registry):
         r = registry
-        self.desired = Gauge("slocore_scaler_desired_instances", "Ready (not draining) plus starting instances "
-                             "of the pool after the scaler's last decision", ["pool"], registry=r)
-        self.instances = Gauge("slocore_scaler_instances", "Instances of the pool by state (ready, starting, "
-                               "draining)", ["pool", "state"], registry=r)
-        self.indicator = Gauge("slocore_scaler_indicator", "The scaler's indicators of the pool at its last tick "
-                               "(HFX: rate_ratio, rate_valid, norm_wait, max_wait, kv_mean)", ["pool", "name"],
-                               registry=r)
-        self.decisions = Counter("slocore_scaler_decisions", "Scaling decisions made (scale_out, scale_in, "
-                                 "switch_role; a switch counts on the pool it leaves)", ["pool", "action"], registry=r)
-        self.ignored = Counter("slocore_scaler_ignored_decisions", "Decisions not applied (reason: cap, floor, "
-                               "stale, role)", ["pool", "action", "reason"], registry=r)
-        self.failures = Counter("slocore_scaler_launch_failures", "Launcher failures while applying a decision",
-                                ["pool", "action"], registry=r)
+        self.desired = Gauge(
+            "slocore_scaler_desired_instances",
+            "Ready (not draining) plus starting instances of the pool after the scaler's last decision",
+            ["pool"],
+            registry=r,
+        )
+        self.instances = Gauge(
+            "slocore_scaler_instances",
+            "Instances of the pool by state (ready, starting, draining)",
+            ["pool", "state"],
+            registry=r,
+        )
+        self.indicator = Gauge(
+            "slocore_scaler_indicator",
+            "The scaler's indicators of the pool at its last tick "
+            "(HFX: rate_ratio, rate_valid, norm_wait, max_wait, kv_mean)",
+            ["pool", "name"],
+            registry=r,
+        )
+        self.decisions = Counter(
+            "slocore_scaler_decisions",
+            "Scaling decisions made (scale_out, scale_in, switch_role; a switch counts on the pool it leaves)",
+            ["pool", "action"],
+            registry=r,
+        )
+        self.ignored = Counter(
+            "slocore_scaler_ignored_decisions",
+            "Decisions not applied (reason: cap, floor, stale, role)",
+            ["pool", "action", "reason"],
+            registry=r,
+        )
+        self.failures = Counter(
+            "slocore_scaler_launch_failures",
+            "Launcher failures while applying a decision",
+            ["pool", "action"],
+            registry=r,
+        )
 
 
 class RouterRegistry:
@@ -355,5 +386,8 @@ class ScalerLoop:
             self.metrics.desired.labels(pool).set(c["ready"] + c["starting"])
 
     def describe(self) -> dict:
-        return {"name": self.scaler.name(), "params": dict(self.scaler.params()),
-                "pools": {p: self.counts(p) for p in self._pools()}}
+        return {
+            "name": self.scaler.name(),
+            "params": dict(self.scaler.params()),
+            "pools": {p: self.counts(p) for p in self._pools()},
+        }

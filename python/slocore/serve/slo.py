@@ -4,6 +4,7 @@ else HFX's adaptive priority-to-SLO mapper (HFX Alg. 2 / Eq. 6) when configured,
 config's priority table. The mapper needs to know which priorities still wait for a first
 assignment, and each request's queueing time: ``SloResolver`` keeps both.
 """
+
 from __future__ import annotations
 
 import math

@@ -4,6 +4,7 @@ count; in P/D the decode engine's first token repeats the prefill's token 1 and 
 reported) and, when the client streams, straight on to the client. A watchdog
 ends a stream that stays silent past the first-token or between-token timeout.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -72,13 +73,29 @@ class RequestContext:
 
     def assembled(self, model_name: str | None) -> web.Response:
         """The non-streaming answer, built from the streamed chunks."""
-        out = full_response(self.id or "", self.model or (model_name or ""), self.chat, ["".join(self.text)],
-                            [self.finish], self.usage, self.extra or None)
+        out = full_response(
+            self.id or "",
+            self.model or (model_name or ""),
+            self.chat,
+            ["".join(self.text)],
+            [self.finish],
+            self.usage,
+            self.extra or None,
+        )
         return web.json_response(out)
 
 
-async def relay(ctx: RequestContext, r: aiohttp.ClientResponse, st, att, backend: Backend, policy,
-                t: Timeouts, now, skip_first: bool = False) -> None:
+async def relay(
+    ctx: RequestContext,
+    r: aiohttp.ClientResponse,
+    st,
+    att,
+    backend: Backend,
+    policy,
+    t: Timeouts,
+    now,
+    skip_first: bool = False,
+) -> None:
     """Read the engine's SSE stream `r` to ``[DONE]`` for attempt `att` (state `st`);
     `skip_first`: P/D decode, whose first token the prefill policy already reported."""
     loop = asyncio.get_running_loop()
@@ -87,6 +104,7 @@ async def relay(ctx: RequestContext, r: aiohttp.ClientResponse, st, att, backend
     def expire(wait=0.0, first=True):
         fired.append((wait, first))
         r.close()  # the pending readline fails; reported as a timeout below
+
     # A watchdog timer armed per line: cheaper than a wait_for task per token.
     while True:
         if st.generated == 0:
@@ -103,8 +121,9 @@ async def relay(ctx: RequestContext, r: aiohttp.ClientResponse, st, att, backend
             dog.cancel()
         if fired:
             wait, first = fired[0]
-            raise BackendError(backend, "timeout", f"no output for {wait:g} s "
-                               f"({'first token' if first else 'between tokens'})", 504)
+            raise BackendError(
+                backend, "timeout", f"no output for {wait:g} s ({'first token' if first else 'between tokens'})", 504
+            )
         if not line:
             raise BackendError(backend, "connection", "stream ended without [DONE]")
         if not line.startswith(b"data:"):
@@ -135,8 +154,17 @@ async def relay(ctx: RequestContext, r: aiohttp.ClientResponse, st, att, backend
         await ctx.resp.write_eof()
 
 
-async def read_whole(ctx: RequestContext, r: aiohttp.ClientResponse, st, att, backend: Backend, policy,
-                     t: Timeouts, now, skip_first: bool = False) -> None:
+async def read_whole(
+    ctx: RequestContext,
+    r: aiohttp.ClientResponse,
+    st,
+    att,
+    backend: Backend,
+    policy,
+    t: Timeouts,
+    now,
+    skip_first: bool = False,
+) -> None:
     """A non-streaming answer: the engine's body kept byte for byte for the client; its
     ``usage.completion_tokens`` tokens are dated on arrival (what the client sees) and go to
     the policy then (the caller bounds the whole exchange by first_token_s + idle_s)."""

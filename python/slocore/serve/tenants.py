@@ -19,6 +19,7 @@ how far its clients may change that class, a priority cap and token-bucket rate 
 
 Without a ``tenants`` section every client is trusted as before.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -60,8 +61,11 @@ class TenantConfig(BaseModel):
     def _consistent(self):
         if self.slo_max is not None and self.slo is None:
             raise ValueError("slo_max needs slo (the tightest class the tenant may ask for)")
-        if self.slo and self.slo_max and (self.slo_max.ttft_ms < self.slo.ttft_ms or
-                                          self.slo_max.tpot_ms < self.slo.tpot_ms):
+        if (
+            self.slo
+            and self.slo_max
+            and (self.slo_max.ttft_ms < self.slo.ttft_ms or self.slo_max.tpot_ms < self.slo.tpot_ms)
+        ):
             raise ValueError("slo_max must be at least slo")
         return self
 
@@ -215,6 +219,8 @@ class Tenants:
 
 
 def sent_fields(body: dict, headers) -> dict:
-    return {"ttft": "slo_ttft_ms" in body or "x-slo-ttft-ms" in headers,
-            "tpot": "slo_tpot_ms" in body or "x-slo-tpot-ms" in headers,
-            "cls": "slo_class" in body or "x-slo-class" in headers}
+    return {
+        "ttft": "slo_ttft_ms" in body or "x-slo-ttft-ms" in headers,
+        "tpot": "slo_tpot_ms" in body or "x-slo-tpot-ms" in headers,
+        "cls": "slo_class" in body or "x-slo-class" in headers,
+    }

@@ -8,6 +8,7 @@ and a request that fails on a pooled connection the engine had already closed
 (``ServerDisconnectedError``, "Can not write request body") is sent once more on a fresh
 connection and does not count against the engine.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,7 +40,8 @@ def connector(force_close: bool = False) -> aiohttp.TCPConnector:
 def stale_connection(e: BaseException) -> bool:
     """The engine closed a pooled connection before our request got through (not a refusal)."""
     return isinstance(e, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)) and not isinstance(
-        e, aiohttp.ClientConnectorError)
+        e, aiohttp.ClientConnectorError
+    )
 
 
 class BackendError(Exception):
@@ -72,8 +74,15 @@ async def check_status(backend: Backend, r: aiohttp.ClientResponse) -> None:
 
 
 class Upstream:
-    def __init__(self, session: aiohttp.ClientSession, pool: BackendPool, timeouts: Timeouts,
-                 metrics: RouterMetrics, now, fresh: aiohttp.ClientSession | None = None):
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        pool: BackendPool,
+        timeouts: Timeouts,
+        metrics: RouterMetrics,
+        now,
+        fresh: aiohttp.ClientSession | None = None,
+    ):
         self.session, self.pool, self.timeouts, self.metrics, self.now = session, pool, timeouts, metrics, now
         self.prefix = None  # serve.prefix_index.PromptIdentity (set by the router)
         self.fresh = fresh or session  # a session whose connections are never reused (the retry)
@@ -97,8 +106,11 @@ class Upstream:
         backend.inflight[att.id] = st
         record_sent(backend, att, self.prefix)
         try:
-            r = await self._send(endpoint(backend, chat), body, aiohttp.ClientTimeout(
-                total=total_s, sock_connect=self.timeouts.connect_s))
+            r = await self._send(
+                endpoint(backend, chat),
+                body,
+                aiohttp.ClientTimeout(total=total_s, sock_connect=self.timeouts.connect_s),
+            )
             try:
                 yield r, st
             except BaseException:

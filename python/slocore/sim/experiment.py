@@ -18,8 +18,11 @@ def preset_variant(sc: Scenario, name: str) -> dict:
     double the scenario's instances."""
     mode = sc.cluster.get("mode", "colocated")
     kw = stacks.preset(name, mode)
-    n = sc.cluster.get("instances", 2) if mode == "colocated" else (
-        sc.cluster.get("prefill_instances", 1) + sc.cluster.get("decode_instances", 1))
+    n = (
+        sc.cluster.get("instances", 2)
+        if mode == "colocated"
+        else (sc.cluster.get("prefill_instances", 1) + sc.cluster.get("decode_instances", 1))
+    )
     return stacks.scaling_kwargs(kw, n)
 
 
@@ -43,8 +46,10 @@ def run_scenario(sc: Scenario, *, loads=None, variants=None, seeds=(0,), overrid
             kwargs[v] = preset_variant(sc, v)  # a named stack (slocore.sim.stacks) on this scenario
             continue
         if v not in sc.variants:
-            raise ValueError(f"variant {v!r} not in scenario {sc.name!r} and not a preset "
-                             f"(scenario: {', '.join(sc.variants)}; presets: {', '.join(stacks.presets())})")
+            raise ValueError(
+                f"variant {v!r} not in scenario {sc.name!r} and not a preset "
+                f"(scenario: {', '.join(sc.variants)}; presets: {', '.join(stacks.presets())})"
+            )
         if v not in avail:
             raise ValueError(f"variant {v!r} needs a policy this build does not register")
         kwargs[v] = sc.variants[v]

@@ -1,5 +1,6 @@
 """Reports a person reads: a table with units in the header, JSON, and a plot of
 attainment and latency vs load like the papers' figures."""
+
 from __future__ import annotations
 
 import json
@@ -36,13 +37,20 @@ def table(sc: Scenario, rows: list[Row]) -> str:
     head = [f"load {sc.load_unit}", "variant"] + [c for c, _ in COLUMNS]
     lines = [head]
     for (variant, load), vals in sorted(agg.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        lines.append([f"{load:g}", variant] + [f"{vals[c]:.3g}" if abs(vals[c]) < 1e4 else f"{vals[c]:.0f}" for c, _ in COLUMNS])
+        lines.append(
+            [f"{load:g}", variant] + [f"{vals[c]:.3g}" if abs(vals[c]) < 1e4 else f"{vals[c]:.0f}" for c, _ in COLUMNS]
+        )
     widths = [max(len(l[i]) for l in lines) for i in range(len(head))]
     out = [f"scenario: {sc.name} — {sc.description}", f"source: {sc.source}", f"seeds: {seeds}"]
     cfg = rows[0].config if rows else {}
-    out.append("cluster: " + ", ".join(f"{k}={cfg[k]}" for k in ("profile", "mode", "instances", "max_instances",
-                                                                  "decode_model", "noise_sigma", "belief_scale")
-                                      if k in cfg))
+    out.append(
+        "cluster: "
+        + ", ".join(
+            f"{k}={cfg[k]}"
+            for k in ("profile", "mode", "instances", "max_instances", "decode_model", "noise_sigma", "belief_scale")
+            if k in cfg
+        )
+    )
     out.append("")
     for i, l in enumerate(lines):
         out.append("  ".join(x.rjust(w) for x, w in zip(l, widths)))
@@ -63,11 +71,26 @@ def table(sc: Scenario, rows: list[Row]) -> str:
 
 
 def to_json(sc: Scenario, rows: list[Row]) -> str:
-    return json.dumps({
-        "scenario": sc.name, "source": sc.source,
-        "rows": [dict(variant=r.variant, load=r.load, seed=r.seed, summary=r.summary, stats=r.stats,
-                      config=r.config, wall_s=r.wall_s) for r in rows],
-    }, indent=1, default=str)
+    return json.dumps(
+        {
+            "scenario": sc.name,
+            "source": sc.source,
+            "rows": [
+                dict(
+                    variant=r.variant,
+                    load=r.load,
+                    seed=r.seed,
+                    summary=r.summary,
+                    stats=r.stats,
+                    config=r.config,
+                    wall_s=r.wall_s,
+                )
+                for r in rows
+            ],
+        },
+        indent=1,
+        default=str,
+    )
 
 
 def plot(sc: Scenario, rows: list[Row], path: str) -> None:
@@ -80,8 +103,12 @@ def plot(sc: Scenario, rows: list[Row], path: str) -> None:
         raise SystemExit("--plot needs matplotlib: pip install 'slocore[plot]'") from e
     agg = aggregate(rows)
     variants = sorted({v for v, _ in agg})
-    panels = [("attain %", "SLO attainment (%)"), ("E2E mean s", "mean E2E (s)"), ("TTFT p99 s", "P99 TTFT (s)"),
-              ("cost inst-s", "cost (instance-s)")]
+    panels = [
+        ("attain %", "SLO attainment (%)"),
+        ("E2E mean s", "mean E2E (s)"),
+        ("TTFT p99 s", "P99 TTFT (s)"),
+        ("cost inst-s", "cost (instance-s)"),
+    ]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4))
     for ax, (col, label) in zip(axes, panels):
         for v in variants:

@@ -6,6 +6,7 @@ with the GIL released, and summarise with the one metrics definition (core/metri
                    global_policy="least_outstanding", batch_scheduler="sarathi_fcfs")
     res.summary["attainment"]
 """
+
 from __future__ import annotations
 
 import math
@@ -117,13 +118,26 @@ def requests_of(workload) -> list:
         segs = [seg or () for seg in workload.prefix]
         offsets = np.zeros(n + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([len(x) for x in segs])
-        prefix = dict(prefix_offsets=offsets,
-                      prefix_groups=np.array([g for x in segs for g, _ in x], dtype=np.uint64),
-                      prefix_lens=np.array([ln for x in segs for _, ln in x], dtype=np.int64))
+        prefix = dict(
+            prefix_offsets=offsets,
+            prefix_groups=np.array([g for x in segs for g, _ in x], dtype=np.uint64),
+            prefix_lens=np.array([ln for x in segs for _, ln in x], dtype=np.int64),
+        )
     return _core.requests_from_columns(
-        np.arange(n, dtype=np.int64), workload.arrival, workload.prompt_len, workload.output_len,
-        workload.ttft, workload.tpot, workload.deadline, workload.priority, workload.priority_weight,
-        workload.utility, workload.task, list(workload.task_names), **prefix)
+        np.arange(n, dtype=np.int64),
+        workload.arrival,
+        workload.prompt_len,
+        workload.output_len,
+        workload.ttft,
+        workload.tpot,
+        workload.deadline,
+        workload.priority,
+        workload.priority_weight,
+        workload.utility,
+        workload.task,
+        list(workload.task_names),
+        **prefix,
+    )
 
 
 def tdg_weights(requests) -> tuple[float, float]:
@@ -202,6 +216,7 @@ def simulate(
         raise ValueError(f"mode: must be 'colocated' or 'pd', got {mode!r}")
     if decode_model not in ("iteration", "processor_sharing"):
         raise ValueError(f"decode_model: must be 'iteration' or 'processor_sharing', got {decode_model!r}")
+
     def count(given, spec, default):
         return given if given is not None else len(spec) if isinstance(spec, (list, tuple)) else default
 
@@ -219,10 +234,18 @@ def simulate(
     cfg.instances, cfg.prefill_instances, cfg.decode_instances = instances, prefill_instances, decode_instances
     if pd:
         single = lambda s, n: [s] * n if s is not None and not isinstance(s, (list, tuple)) else s  # noqa: E731
-        cfg.prefill_profiles = profile_list(single(prefill_profile, prefill_instances) if prefill_profile is not None
-                                            else profile, prefill_instances, "prefill_profile", cold_start)
-        cfg.decode_profiles = profile_list(single(decode_profile, decode_instances) if decode_profile is not None
-                                           else profile, decode_instances, "decode_profile", cold_start)
+        cfg.prefill_profiles = profile_list(
+            single(prefill_profile, prefill_instances) if prefill_profile is not None else profile,
+            prefill_instances,
+            "prefill_profile",
+            cold_start,
+        )
+        cfg.decode_profiles = profile_list(
+            single(decode_profile, decode_instances) if decode_profile is not None else profile,
+            decode_instances,
+            "decode_profile",
+            cold_start,
+        )
     else:
         cfg.instance_profiles = profile_list(profile, instances, "profile", cold_start)
     if scale_profiles:
@@ -258,16 +281,32 @@ def simulate(
     w_p, w_d = tdg_weights_ or tdg_weights(reqs if isinstance(workload, (list, tuple)) else workload)
     summary = _core.summarize(raw.recorder, _core.MetricsOptions(w_prefill=w_p, w_decode=w_d, warmup_s=warmup_s))
     config = {
-        "profile": hw.name, "mode": mode, "prefix_caching": bool(prefix_caching), "warmup_s": warmup_s,
-        "instance_profiles": [p.name for p in (list(cfg.instance_profiles) or list(cfg.prefill_profiles)
-                                               + list(cfg.decode_profiles))], "instances": instances, "prefill_instances": prefill_instances,
-        "decode_instances": decode_instances, "max_instances": max_instances, "cold_start_s": cfg.cold_start_s,
-        "decode_model": decode_model, "noise_sigma": noise_sigma, "belief_scale": belief_scale, "belief_noise": belief_noise,
-        "belief_profile": belief_profile if isinstance(belief_profile, (str, type(None))) else "custom", "seed": seed,
-        "tdg_weights": (w_p, w_d), "max_batch_tokens": max_batch_tokens, "max_num_seqs": max_num_seqs,
+        "profile": hw.name,
+        "mode": mode,
+        "prefix_caching": bool(prefix_caching),
+        "warmup_s": warmup_s,
+        "instance_profiles": [
+            p.name for p in (list(cfg.instance_profiles) or list(cfg.prefill_profiles) + list(cfg.decode_profiles))
+        ],
+        "instances": instances,
+        "prefill_instances": prefill_instances,
+        "decode_instances": decode_instances,
+        "max_instances": max_instances,
+        "cold_start_s": cfg.cold_start_s,
+        "decode_model": decode_model,
+        "noise_sigma": noise_sigma,
+        "belief_scale": belief_scale,
+        "belief_noise": belief_noise,
+        "belief_profile": belief_profile if isinstance(belief_profile, (str, type(None))) else "custom",
+        "seed": seed,
+        "tdg_weights": (w_p, w_d),
+        "max_batch_tokens": max_batch_tokens,
+        "max_num_seqs": max_num_seqs,
         **{k: describe(v) for k, v in policies.items()},
         "batch_scheduler": describe_scheduler(batch_scheduler),
-        "decode_batch_scheduler": None if decode_batch_scheduler is None else describe_scheduler(decode_batch_scheduler),
+        "decode_batch_scheduler": None
+        if decode_batch_scheduler is None
+        else describe_scheduler(decode_batch_scheduler),
         "scaler": describe(cfg.scaler) if cfg.scaler is not None else None,
     }
     return SimResult(summary=summary, recorder=raw.recorder, stats=raw.stats, timeline=raw.timeline, config=config)

@@ -5,6 +5,7 @@ cluster and the variants (policy combinations) to compare. `slocore simulate --s
 NAME` runs it; each variant is a dict of `slocore.sim.simulate` keyword arguments.
 Paper-specific modules (scenarios_hfx.py, ...) add theirs with `register`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,8 +31,14 @@ class Scenario:
         known = set(_core.global_policy_names()) | set(_core.batch_scheduler_names()) | set(_core.scaler_names())
 
         def names(kw):
-            for key in ("global_policy", "prefill_policy", "decode_policy", "batch_scheduler",
-                        "decode_batch_scheduler", "scaler"):
+            for key in (
+                "global_policy",
+                "prefill_policy",
+                "decode_policy",
+                "batch_scheduler",
+                "decode_batch_scheduler",
+                "scaler",
+            ):
                 v = kw.get(key, self.cluster.get(key))
                 if isinstance(v, str):
                     yield v
@@ -90,21 +97,25 @@ def _hfx_4task(load: float, seed: int):
 
 # The embedded default: HFX's 4-task multi-SLO set (Table 1) on two Ascend 910B Qwen-7B
 # instances at three loads, the simple global baselines against the SLO-aware ones.
-register(Scenario(
-    name="default",
-    description="HFX 4-task multi-SLO set on 2 colocated instances, 3 loads: baselines vs SLO-aware policies",
-    source="HFX Table 1 / Fig. 3 (4-task, 2 instances)",
-    workload=_hfx_4task,
-    loads=(30.0, 60.0, 90.0),
-    load_unit="req/s",
-    cluster=dict(profile="ascend910b-qwen7b", instances=2, batch_scheduler="sarathi_fcfs"),
-    variants={
-        "round_robin": dict(global_policy="round_robin"),
-        "least_outstanding": dict(global_policy="least_outstanding"),
-        "least_tokens": dict(global_policy="least_tokens"),
-        "hfx": dict(global_policy="hfx"),
-        "goroute+slide_batching": dict(global_policy=("goroute", {"mode": "colocated"}), batch_scheduler="slide_batching"),
-        **_strong_baselines(),
-    },
-    headline="SLO-aware dispatch keeps attainment up as load grows; RR degrades first",
-))
+register(
+    Scenario(
+        name="default",
+        description="HFX 4-task multi-SLO set on 2 colocated instances, 3 loads: baselines vs SLO-aware policies",
+        source="HFX Table 1 / Fig. 3 (4-task, 2 instances)",
+        workload=_hfx_4task,
+        loads=(30.0, 60.0, 90.0),
+        load_unit="req/s",
+        cluster=dict(profile="ascend910b-qwen7b", instances=2, batch_scheduler="sarathi_fcfs"),
+        variants={
+            "round_robin": dict(global_policy="round_robin"),
+            "least_outstanding": dict(global_policy="least_outstanding"),
+            "least_tokens": dict(global_policy="least_tokens"),
+            "hfx": dict(global_policy="hfx"),
+            "goroute+slide_batching": dict(
+                global_policy=("goroute", {"mode": "colocated"}), batch_scheduler="slide_batching"
+            ),
+            **_strong_baselines(),
+        },
+        headline="SLO-aware dispatch keeps attainment up as load grows; RR degrades first",
+    )
+)

@@ -7,6 +7,7 @@ deciding at handoff (`ils@handoff`, slocore's default P/D flow, which has no loa
 The large-scale runs (Fig. 9/15, Table 1/6) follow the paper's simulator, which has no KV
 capacity limit: the profile's KV blocks are multiplied by `KV_UNBOUNDED`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -48,9 +49,17 @@ ABLATIONS = {  # Fig. 8, appendix J
 
 
 def cluster(p: int, d: int, unbounded_kv: bool = False) -> dict:
-    return dict(profile=profile(unbounded_kv), mode="pd", prefill_instances=p, decode_instances=d,
-                prefill_policy="least_outstanding", decode_model="processor_sharing", batch_scheduler="sarathi_fcfs",
-                max_batch_tokens=32768, max_num_seqs=256)
+    return dict(
+        profile=profile(unbounded_kv),
+        mode="pd",
+        prefill_instances=p,
+        decode_instances=d,
+        prefill_policy="least_outstanding",
+        decode_model="processor_sharing",
+        batch_scheduler="sarathi_fcfs",
+        max_batch_tokens=32768,
+        max_num_seqs=256,
+    )
 
 
 def _wl(name: str, n_per_decode: int, decode: int, scale: float = 1.0):
@@ -59,18 +68,24 @@ def _wl(name: str, n_per_decode: int, decode: int, scale: float = 1.0):
 
 
 # Fig. 6: 2P4D on random, 4P4D on ShareGPT and Zeta (real KV capacity).
-for _name, _p, _loads in (("random", 2, (0.9, 1.1, 1.3)), ("sharegpt", 4, (0.6, 0.75, 0.9)),
-                          ("zeta", 4, (0.6, 0.75, 0.9))):
-    register(Scenario(
-        name=f"sibyl_e2e_{_name}",
-        description=f"{_p}P4D, {_name} reasoning workload, processor-sharing H20 decode: RR/ILS vs SIBYL",
-        source=f"{PAPER} Fig. 6, Sec. 5.1",
-        workload=_wl(f"sibyl_{_name}", 250, 4),
-        loads=_loads, load_unit="req/s",
-        cluster=cluster(_p, 4),
-        variants=dict(BASE_VARIANTS),
-        headline="SIBYL lowers P99/P99.9 TPOT vs ILS and RR (e.g. ShareGPT P99 -34.3% vs ILS, -36.3% vs RR)",
-    ))
+for _name, _p, _loads in (
+    ("random", 2, (0.9, 1.1, 1.3)),
+    ("sharegpt", 4, (0.6, 0.75, 0.9)),
+    ("zeta", 4, (0.6, 0.75, 0.9)),
+):
+    register(
+        Scenario(
+            name=f"sibyl_e2e_{_name}",
+            description=f"{_p}P4D, {_name} reasoning workload, processor-sharing H20 decode: RR/ILS vs SIBYL",
+            source=f"{PAPER} Fig. 6, Sec. 5.1",
+            workload=_wl(f"sibyl_{_name}", 250, 4),
+            loads=_loads,
+            load_unit="req/s",
+            cluster=cluster(_p, 4),
+            variants=dict(BASE_VARIANTS),
+            headline="SIBYL lowers P99/P99.9 TPOT vs ILS and RR (e.g. ShareGPT P99 -34.3% vs ILS, -36.3% vs RR)",
+        )
+    )
 
 # Fig. 9 (64 decode instances), Fig. 15 (128, 256): the paper's simulator (no KV limit).
 HEADLINES = {
@@ -86,27 +101,34 @@ HEADLINES = {
 for _name in ("sharegpt", "zeta"):
     for _d, _scale in ((64, 1.0), (128, 8.0), (256, 8.0)):
         _p = _d // 4
-        register(Scenario(
-            name=f"sibyl_scale_{_name}_{_d}",
-            description=f"{_p}P{_d}D, {_name}, processor sharing, no KV limit (paper's simulator), outputs /{_scale:g}",
-            source=f"{PAPER} Fig. {9 if _d == 64 else 15}, Table {1 if _d == 64 else 6}, appendix I",
-            workload=_wl(f"sibyl_{_name}", 60, _d, _scale),
-            loads=tuple(round(_d * x * _scale * 0.25, 3) for x in (0.9, 1.0, 1.1)), load_unit="req/s",
-            cluster=cluster(_p, _d, True),
-            variants=dict(BASE_VARIANTS),
-            headline=HEADLINES[(_name, _d)],
-        ))
+        register(
+            Scenario(
+                name=f"sibyl_scale_{_name}_{_d}",
+                description=f"{_p}P{_d}D, {_name}, processor sharing, no KV limit (paper's simulator), "
+                f"outputs /{_scale:g}",
+                source=f"{PAPER} Fig. {9 if _d == 64 else 15}, Table {1 if _d == 64 else 6}, appendix I",
+                workload=_wl(f"sibyl_{_name}", 60, _d, _scale),
+                loads=tuple(round(_d * x * _scale * 0.25, 3) for x in (0.9, 1.0, 1.1)),
+                load_unit="req/s",
+                cluster=cluster(_p, _d, True),
+                variants=dict(BASE_VARIANTS),
+                headline=HEADLINES[(_name, _d)],
+            )
+        )
 
-register(Scenario(
-    name="sibyl_ablation",
-    description="16P64D ShareGPT, processor sharing: SIBYL vs PROB@1, w/o Type 1/2/3, REQLEVEL",
-    source=f"{PAPER} Fig. 8, Sec. 5.3, appendix J",
-    workload=_wl("sibyl_sharegpt", 60, 64),
-    loads=(16.0,), load_unit="req/s",
-    cluster=cluster(16, 64, True),
-    variants=ABLATIONS,
-    headline="PROB@1 P99/P99.9 x1.53/x1.45, w/o Type 1 P99 x1.99, REQLEVEL P99.9 x1.83",
-))
+register(
+    Scenario(
+        name="sibyl_ablation",
+        description="16P64D ShareGPT, processor sharing: SIBYL vs PROB@1, w/o Type 1/2/3, REQLEVEL",
+        source=f"{PAPER} Fig. 8, Sec. 5.3, appendix J",
+        workload=_wl("sibyl_sharegpt", 60, 64),
+        loads=(16.0,),
+        load_unit="req/s",
+        cluster=cluster(16, 64, True),
+        variants=ABLATIONS,
+        headline="PROB@1 P99/P99.9 x1.53/x1.45, w/o Type 1 P99 x1.99, REQLEVEL P99.9 x1.83",
+    )
+)
 
 
 def _combine_variants() -> dict:
@@ -127,25 +149,35 @@ def _combine_variants() -> dict:
     return out
 
 
-register(Scenario(
-    name="sibyl_combine",
-    description="2P8D Zeta (long prompts, prefill queueing): SIBYL under each prefill policy, handoff with/without queue",
-    source=f"{PAPER} Alg. 1 line 2 + our handoff time including prefill queueing",
-    workload=_wl("sibyl_zeta", 120, 8),
-    loads=(1.6, 2.0), load_unit="req/s",
-    cluster=cluster(2, 8),
-    variants=_combine_variants(),
-    headline="(ours) the queue-aware handoff time should place at least as well as the paper's prefill-only one",
-))
+register(
+    Scenario(
+        name="sibyl_combine",
+        description="2P8D Zeta (long prompts, prefill queueing): SIBYL under each prefill policy, "
+        "handoff with/without queue",
+        source=f"{PAPER} Alg. 1 line 2 + our handoff time including prefill queueing",
+        workload=_wl("sibyl_zeta", 120, 8),
+        loads=(1.6, 2.0),
+        load_unit="req/s",
+        cluster=cluster(2, 8),
+        variants=_combine_variants(),
+        headline="(ours) the queue-aware handoff time should place at least as well as the paper's prefill-only one",
+    )
+)
 
-register(Scenario(
-    name="sibyl_discrepancy",
-    description="4P16D Zeta (outputs /8), prefill saturated: seconds between assignment and handoff (Fig. 1)",
-    source=f"{PAPER} Fig. 1, Fig. 3(b), Sec. 2.3 (ILS herding), Fig. 8 (ablations)",
-    workload=_wl("sibyl_zeta", 94, 16, 8.0),
-    loads=(20.0, 25.0), load_unit="req/s",
-    cluster=cluster(4, 16, True),
-    variants={**BASE_VARIANTS, **{k: v for k, v in ABLATIONS.items() if k != "sibyl"},
-              "sibyl(paper tau)": dict(decode_policy=("sibyl", {"handoff": "prefill"}))},
-    headline="ILS at prefill start herds onto the seemingly idle instance; SIBYL's shadow terms prevent it",
-))
+register(
+    Scenario(
+        name="sibyl_discrepancy",
+        description="4P16D Zeta (outputs /8), prefill saturated: seconds between assignment and handoff (Fig. 1)",
+        source=f"{PAPER} Fig. 1, Fig. 3(b), Sec. 2.3 (ILS herding), Fig. 8 (ablations)",
+        workload=_wl("sibyl_zeta", 94, 16, 8.0),
+        loads=(20.0, 25.0),
+        load_unit="req/s",
+        cluster=cluster(4, 16, True),
+        variants={
+            **BASE_VARIANTS,
+            **{k: v for k, v in ABLATIONS.items() if k != "sibyl"},
+            "sibyl(paper tau)": dict(decode_policy=("sibyl", {"handoff": "prefill"})),
+        },
+        headline="ILS at prefill start herds onto the seemingly idle instance; SIBYL's shadow terms prevent it",
+    )
+)

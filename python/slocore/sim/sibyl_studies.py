@@ -8,6 +8,7 @@
   lengths, then compare P(L > l_to | L > l_from) (Eq. 3) with the empirical conditional
   survival of a test trace over a grid of (l_from, l_to).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,8 +49,9 @@ def empirical_survival(lengths: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return 1.0 - np.searchsorted(s, grid, side="right") / len(s)  # P(L > x)
 
 
-def calibration_error(train: np.ndarray, test: np.ndarray, bucket: int = 64, alpha: float = 0.99,
-                      step: int = 256, max_len: int = 8192) -> dict:
+def calibration_error(
+    train: np.ndarray, test: np.ndarray, bucket: int = 64, alpha: float = 0.99, step: int = 256, max_len: int = 8192
+) -> dict:
     """Mean and max |P_hat - P_true| of Eq. 3 over l_from < l_to on a `step` grid."""
     est = _core.SurvivalEstimator(bucket, alpha, max(max_len, bucket))
     for L in np.asarray(train, dtype=np.int64):
@@ -66,5 +68,9 @@ def calibration_error(train: np.ndarray, test: np.ndarray, bucket: int = 64, alp
             p_hat = min(1.0, s_hat[j] / max(s_hat[i], 1e-9))
             errs.append(abs(p_hat - p_true))
     e = np.array(errs)
-    return {"mae": float(e.mean()), "max": float(e.max()), "share_below_5pct": float((e < 0.05).mean()),
-            "points": int(e.size)}
+    return {
+        "mae": float(e.mean()),
+        "max": float(e.max()),
+        "share_below_5pct": float((e < 0.05).mean()),
+        "points": int(e.size),
+    }

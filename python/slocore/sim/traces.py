@@ -6,6 +6,7 @@
 Malformed rows raise ValueError naming the file, the 1-based line and the column, or are
 skipped and counted (on_error="skip"). rate_scale=2 doubles the request rate.
 """
+
 from __future__ import annotations
 
 import csv
@@ -40,8 +41,15 @@ def _azure_time(s: str) -> float:
     return datetime.strptime(s, "%Y-%m-%d %H:%M:%S").timestamp()
 
 
-def load_trace(path, format: str = "auto", rate_scale: float = 1.0, limit: int | None = None,
-               default_ttft: float = 1.0, default_tpot: float = 0.1, on_error: str = "raise") -> Workload:
+def load_trace(
+    path,
+    format: str = "auto",
+    rate_scale: float = 1.0,
+    limit: int | None = None,
+    default_ttft: float = 1.0,
+    default_tpot: float = 0.1,
+    on_error: str = "raise",
+) -> Workload:
     path = Path(path)
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error: must be 'raise' or 'skip', got {on_error!r}")
@@ -87,16 +95,29 @@ def load_trace(path, format: str = "auto", rate_scale: float = 1.0, limit: int |
                     field = name
                     if name in col and row[col[name]].strip():
                         extra[name] = float(row[col[name]])
-                task = row[col["task"]].strip() if fmt == "plain" and "task" in col else (
-                    row[col["Model"]].strip() if fmt == "burstgpt" and "Model" in col else "default")
+                task = (
+                    row[col["task"]].strip()
+                    if fmt == "plain" and "task" in col
+                    else (row[col["Model"]].strip() if fmt == "burstgpt" and "Model" in col else "default")
+                )
             except (ValueError, IndexError) as e:
                 if on_error == "skip":
                     skipped += 1
                     continue
                 raise ValueError(f"{path}: line {lineno}: column {field!r}: {e}") from None
             tasks.setdefault(task, len(tasks))
-            rows.append((t, p, o, extra.get("ttft", default_ttft), extra.get("tpot", default_tpot),
-                         extra.get("deadline", math.nan), int(extra.get("priority", 0)), tasks[task]))
+            rows.append(
+                (
+                    t,
+                    p,
+                    o,
+                    extra.get("ttft", default_ttft),
+                    extra.get("tpot", default_tpot),
+                    extra.get("deadline", math.nan),
+                    int(extra.get("priority", 0)),
+                    tasks[task],
+                )
+            )
     if not rows:
         raise ValueError(f"{path}: no requests")
     if not (rate_scale > 0 and math.isfinite(rate_scale)):
@@ -104,7 +125,18 @@ def load_trace(path, format: str = "auto", rate_scale: float = 1.0, limit: int |
     rows.sort(key=lambda r: r[0])
     a = np.array(rows, dtype=float)
     n = len(rows)
-    return Workload(arrival=(a[:, 0] - a[0, 0]) / rate_scale, prompt_len=a[:, 1], output_len=a[:, 2], ttft=a[:, 3],
-                    tpot=a[:, 4], deadline=a[:, 5], priority=a[:, 6], priority_weight=np.ones(n), utility=np.ones(n),
-                    task=a[:, 7], task_names=tuple(tasks), name=f"trace:{path.name}",
-                    params=dict(path=str(path), format=fmt, rate_scale=rate_scale, skipped=skipped))
+    return Workload(
+        arrival=(a[:, 0] - a[0, 0]) / rate_scale,
+        prompt_len=a[:, 1],
+        output_len=a[:, 2],
+        ttft=a[:, 3],
+        tpot=a[:, 4],
+        deadline=a[:, 5],
+        priority=a[:, 6],
+        priority_weight=np.ones(n),
+        utility=np.ones(n),
+        task=a[:, 7],
+        task_names=tuple(tasks),
+        name=f"trace:{path.name}",
+        params=dict(path=str(path), format=fmt, rate_scale=rate_scale, skipped=skipped),
+    )

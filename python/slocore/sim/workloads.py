@@ -4,6 +4,7 @@ Each generator cites its source. Lengths: truncated normal from a mean/std (HFX 
 reports mean +- std) or log-normal for heavy tails. Arrivals: Poisson, or gamma with a
 coefficient of variation (burstiness; cv = 1 is Poisson).
 """
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,18 @@ HFX_2TASK = ("gsm8k", "sharegpt")
 # Tasks whose std exceeds ~half the mean are drawn log-normal (heavy tails), others normal.
 HEAVY_TAILED = {"sharegpt"}
 
-COLUMNS = ("arrival", "prompt_len", "output_len", "ttft", "tpot", "deadline", "priority", "priority_weight",
-           "utility", "task")
+COLUMNS = (
+    "arrival",
+    "prompt_len",
+    "output_len",
+    "ttft",
+    "tpot",
+    "deadline",
+    "priority",
+    "priority_weight",
+    "utility",
+    "task",
+)
 
 
 @dataclass(frozen=True)
@@ -58,8 +69,18 @@ class Workload:
                 raise ValueError(f"prefix: expected {n} rows, got {len(src)}")
             pre = _objects([tuple((int(g), int(ln)) for g, ln in (segs or ())) for segs in src])
             object.__setattr__(self, "prefix", pre)
-        casts = dict(arrival=float, prompt_len=np.int64, output_len=np.int64, ttft=float, tpot=float, deadline=float,
-                     priority=np.int64, priority_weight=float, utility=float, task=np.int64)
+        casts = dict(
+            arrival=float,
+            prompt_len=np.int64,
+            output_len=np.int64,
+            ttft=float,
+            tpot=float,
+            deadline=float,
+            priority=np.int64,
+            priority_weight=float,
+            utility=float,
+            task=np.int64,
+        )
         for col, dt in casts.items():
             a = np.ascontiguousarray(getattr(self, col), dtype=dt)
             if a.shape != (n,):
@@ -91,13 +112,13 @@ class Workload:
     def duration(self) -> float:
         return float(self.arrival[-1] - self.arrival[0]) if len(self) else 0.0
 
-    def rate_scaled(self, factor: float) -> "Workload":
+    def rate_scaled(self, factor: float) -> Workload:
         """factor 2 doubles the request rate (arrivals compressed 2x)."""
         if not (factor > 0 and math.isfinite(factor)):
             raise ValueError(f"factor: must be finite and > 0, got {factor}")
         return self._with(arrival=self.arrival / factor, params={**self.params, "rate_scale": factor})
 
-    def head(self, n: int) -> "Workload":
+    def head(self, n: int) -> Workload:
         pre = None if self.prefix is None else self.prefix[:n]
         return self._with(**{c: getattr(self, c)[:n] for c in COLUMNS}, prefix=pre)
 
@@ -107,29 +128,43 @@ class Workload:
             return self.prefix
         return _objects([()] * len(self))
 
-    def merge(self, other: "Workload") -> "Workload":
+    def merge(self, other: Workload) -> Workload:
         names = tuple(dict.fromkeys(self.task_names + other.task_names))
         remap = np.array([names.index(t) for t in other.task_names], dtype=np.int64)
-        cols = {c: np.concatenate([getattr(self, c), getattr(other, c) if c != "task" else remap[other.task]])
-                for c in COLUMNS}
+        cols = {
+            c: np.concatenate([getattr(self, c), getattr(other, c) if c != "task" else remap[other.task]])
+            for c in COLUMNS
+        }
         order = np.argsort(cols["arrival"], kind="stable")
         pre = None
         if self.prefix is not None or other.prefix is not None:
             pre = np.concatenate([self.prefixes(), other.prefixes()])[order]
-        return Workload(**{c: v[order] for c, v in cols.items()}, task_names=names,
-                        name=f"{self.name}+{other.name}", seed=self.seed, params={**self.params, **other.params},
-                        prefix=pre)
+        return Workload(
+            **{c: v[order] for c, v in cols.items()},
+            task_names=names,
+            name=f"{self.name}+{other.name}",
+            seed=self.seed,
+            params={**self.params, **other.params},
+            prefix=pre,
+        )
 
     def describe(self) -> dict:
-        out = {"requests": len(self), "duration_s": self.duration,
-               "rate": len(self) / self.duration if self.duration > 0 else float("inf"), "tasks": {}}
+        out = {
+            "requests": len(self),
+            "duration_s": self.duration,
+            "rate": len(self) / self.duration if self.duration > 0 else float("inf"),
+            "tasks": {},
+        }
         for i, t in enumerate(self.task_names):
             m = self.task == i
             if m.any():
-                out["tasks"][t] = dict(n=int(m.sum()), prompt_mean=float(self.prompt_len[m].mean()),
-                                       prompt_std=float(self.prompt_len[m].std()),
-                                       output_mean=float(self.output_len[m].mean()),
-                                       output_std=float(self.output_len[m].std()))
+                out["tasks"][t] = dict(
+                    n=int(m.sum()),
+                    prompt_mean=float(self.prompt_len[m].mean()),
+                    prompt_std=float(self.prompt_len[m].std()),
+                    output_mean=float(self.output_len[m].mean()),
+                    output_std=float(self.output_len[m].std()),
+                )
         return out
 
     def to_csv(self, path) -> None:
@@ -137,10 +172,12 @@ class Workload:
             f.write("arrival,prompt_len,output_len,ttft,tpot,deadline,priority,task\n")
             for i in range(len(self)):
                 d = "" if math.isnan(self.deadline[i]) else f"{self.deadline[i]:.6g}"
-                f.write(f"{self.arrival[i]:.6f},{self.prompt_len[i]},{self.output_len[i]},{self.ttft[i]:.6g},"
-                        f"{self.tpot[i]:.6g},{d},{self.priority[i]},{self.task_names[self.task[i]]}\n")
+                f.write(
+                    f"{self.arrival[i]:.6f},{self.prompt_len[i]},{self.output_len[i]},{self.ttft[i]:.6g},"
+                    f"{self.tpot[i]:.6g},{d},{self.priority[i]},{self.task_names[self.task[i]]}\n"
+                )
 
-    def _with(self, **changes) -> "Workload":
+    def _with(self, **changes) -> Workload:
         kw = {c: getattr(self, c) for c in COLUMNS}
         kw.update(task_names=self.task_names, name=self.name, seed=self.seed, params=self.params, prefix=self.prefix)
         kw.update(changes)
@@ -156,7 +193,7 @@ def _objects(items) -> np.ndarray:
 
 
 # Workloads by name, for scenarios and the CLI; `@workload` adds one.
-WORKLOADS: dict[str, Callable[..., "Workload"]] = {}
+WORKLOADS: dict[str, Callable[..., Workload]] = {}
 
 
 def workload(fn):
@@ -164,8 +201,9 @@ def workload(fn):
     return fn
 
 
-def arrivals(n: int, rate: float, rng: np.random.Generator, process: str = "poisson", cv: float = 1.0,
-             start: float = 0.0) -> np.ndarray:
+def arrivals(
+    n: int, rate: float, rng: np.random.Generator, process: str = "poisson", cv: float = 1.0, start: float = 0.0
+) -> np.ndarray:
     """n arrival times at `rate` req/s: Poisson, or gamma inter-arrivals with CV `cv`."""
     if not (rate > 0 and math.isfinite(rate)):
         raise ValueError(f"rate: must be finite and > 0, got {rate}")
@@ -198,8 +236,14 @@ def _build(parts: list[dict], task_names, name, seed, params) -> Workload:
     if any("prefix" in p for p in parts):
         flat = [segs for p in parts for segs in p.get("prefix", [()] * len(p["arrival"]))]
         pre = _objects(flat)[order]
-    return Workload(**{c: v[order] for c, v in cols.items()}, task_names=tuple(task_names), name=name, seed=seed,
-                    params=params, prefix=pre)
+    return Workload(
+        **{c: v[order] for c, v in cols.items()},
+        task_names=tuple(task_names),
+        name=name,
+        seed=seed,
+        params=params,
+        prefix=pre,
+    )
 
 
 def task_mix(tasks, rate: float, n_per_task: int, seed: int = 0, process="poisson", cv=1.0, name="mix"):
@@ -213,11 +257,20 @@ def task_mix(tasks, rate: float, n_per_task: int, seed: int = 0, process="poisso
         ttft, tpot, im, isd, om, osd = HFX_TASKS[t]
         heavy = t in HEAVY_TAILED
         n = n_per_task
-        parts.append(dict(
-            arrival=arrivals(n, rate / len(tasks), rng, process, cv), prompt_len=lengths(n, im, isd, rng, heavy),
-            output_len=lengths(n, om, osd, rng, heavy), ttft=np.full(n, ttft), tpot=np.full(n, tpot),
-            deadline=np.full(n, np.nan), priority=np.full(n, k), priority_weight=np.ones(n), utility=np.ones(n),
-            task=np.full(n, k)))
+        parts.append(
+            dict(
+                arrival=arrivals(n, rate / len(tasks), rng, process, cv),
+                prompt_len=lengths(n, im, isd, rng, heavy),
+                output_len=lengths(n, om, osd, rng, heavy),
+                ttft=np.full(n, ttft),
+                tpot=np.full(n, tpot),
+                deadline=np.full(n, np.nan),
+                priority=np.full(n, k),
+                priority_weight=np.ones(n),
+                utility=np.ones(n),
+                task=np.full(n, k),
+            )
+        )
     return _build(parts, tasks, name, seed, dict(rate=rate, n_per_task=n_per_task, process=process, cv=cv))
 
 
@@ -234,39 +287,78 @@ def hfx_2task(rate: float = 8.0, n_per_task: int = 300, seed: int = 0, **kw) -> 
 
 
 @workload
-def sharegpt_like(rate: float = 4.0, n: int = 1000, seed: int = 0, ttft: float = 2.0, tpot: float = 0.1,
-                  process="poisson", cv=1.0) -> Workload:
+def sharegpt_like(
+    rate: float = 4.0, n: int = 1000, seed: int = 0, ttft: float = 2.0, tpot: float = 0.1, process="poisson", cv=1.0
+) -> Workload:
     """Heavy-tailed chat: log-normal prompt/output with ShareGPT statistics (HFX Table 1
     sharegpt row: input 259 +- 325, output 208 +- 235)."""
     rng = np.random.default_rng(seed)
     _, _, im, isd, om, osd = HFX_TASKS["sharegpt"]
-    return _build([dict(arrival=arrivals(n, rate, rng, process, cv), prompt_len=lengths(n, im, isd, rng, True, 4096),
-                        output_len=lengths(n, om, osd, rng, True, 2048), ttft=np.full(n, ttft), tpot=np.full(n, tpot),
-                        deadline=np.full(n, np.nan), priority=np.zeros(n), priority_weight=np.ones(n),
-                        utility=np.ones(n), task=np.zeros(n))], ("sharegpt",), "sharegpt_like", seed,
-                  dict(rate=rate, n=n, ttft=ttft, tpot=tpot))
+    return _build(
+        [
+            dict(
+                arrival=arrivals(n, rate, rng, process, cv),
+                prompt_len=lengths(n, im, isd, rng, True, 4096),
+                output_len=lengths(n, om, osd, rng, True, 2048),
+                ttft=np.full(n, ttft),
+                tpot=np.full(n, tpot),
+                deadline=np.full(n, np.nan),
+                priority=np.zeros(n),
+                priority_weight=np.ones(n),
+                utility=np.ones(n),
+                task=np.zeros(n),
+            )
+        ],
+        ("sharegpt",),
+        "sharegpt_like",
+        seed,
+        dict(rate=rate, n=n, ttft=ttft, tpot=tpot),
+    )
 
 
 @workload
-def uniform_random(rate: float = 4.0, n: int = 1000, seed: int = 0, prompt_range=(32, 1024), output_range=(16, 512),
-                   ttft: float = 1.0, tpot: float = 0.1) -> Workload:
+def uniform_random(
+    rate: float = 4.0,
+    n: int = 1000,
+    seed: int = 0,
+    prompt_range=(32, 1024),
+    output_range=(16, 512),
+    ttft: float = 1.0,
+    tpot: float = 0.1,
+) -> Workload:
     """Uniform prompt/output lengths (inclusive ranges), Poisson arrivals."""
     rng = np.random.default_rng(seed)
-    return _build([dict(arrival=arrivals(n, rate, rng), prompt_len=rng.integers(prompt_range[0], prompt_range[1] + 1, n),
-                        output_len=rng.integers(output_range[0], output_range[1] + 1, n), ttft=np.full(n, ttft),
-                        tpot=np.full(n, tpot), deadline=np.full(n, np.nan), priority=np.zeros(n),
-                        priority_weight=np.ones(n), utility=np.ones(n), task=np.zeros(n))], ("uniform",),
-                  "uniform_random", seed, dict(rate=rate, n=n, prompt_range=prompt_range, output_range=output_range))
+    return _build(
+        [
+            dict(
+                arrival=arrivals(n, rate, rng),
+                prompt_len=rng.integers(prompt_range[0], prompt_range[1] + 1, n),
+                output_len=rng.integers(output_range[0], output_range[1] + 1, n),
+                ttft=np.full(n, ttft),
+                tpot=np.full(n, tpot),
+                deadline=np.full(n, np.nan),
+                priority=np.zeros(n),
+                priority_weight=np.ones(n),
+                utility=np.ones(n),
+                task=np.zeros(n),
+            )
+        ],
+        ("uniform",),
+        "uniform_random",
+        seed,
+        dict(rate=rate, n=n, prompt_range=prompt_range, output_range=output_range),
+    )
 
 
 def with_priorities(w: Workload, high_share: float = 0.5, weights=(2.0, 1.0), seed: int = 0) -> Workload:
     """ProServe 5.1: each request high or low priority with probability 0.5, weights 2/1."""
     rng = np.random.default_rng(seed)
     high = rng.random(len(w)) < high_share
-    return w._with(priority=np.where(high, 0, 1), priority_weight=np.where(high, weights[0], weights[1]),
-                   params={**w.params, "high_share": high_share, "weights": weights})
-
-
+    return w._with(
+        priority=np.where(high, 0, 1),
+        priority_weight=np.where(high, weights[0], weights[1]),
+        params={**w.params, "high_share": high_share, "weights": weights},
+    )
 
 
 def make_workload(name: str, **params) -> Workload:
@@ -283,8 +375,7 @@ def make_workload(name: str, **params) -> Workload:
 
 
 @workload
-def hfx_ramp(rate: float = 15.0, step_s: float = 20.0, end_s: float = 90.0, seed: int = 0,
-             tasks=HFX_4TASK) -> Workload:
+def hfx_ramp(rate: float = 15.0, step_s: float = 20.0, end_s: float = 90.0, seed: int = 0, tasks=HFX_4TASK) -> Workload:
     """HFX Sec. 9.1 / Fig. 6 dynamic task rate: one client sends the lowest-priority task (P3)
     at `rate` QPS; every `step_s` seconds a client of the next higher priority joins at the
     same rate (P2, P1, P0), so all four run at 4 x 15 = 60 QPS from 60 s, and every client
@@ -305,13 +396,21 @@ def hfx_ramp(rate: float = 15.0, step_s: float = 20.0, end_s: float = 90.0, seed
         a = arrivals(int(rate * (end_s - k * step_s) * 1.5) + 10, rate, rng, start=k * step_s)
         a = a[a < end_s]
         n = len(a)
-        parts.append(dict(
-            arrival=a, prompt_len=lengths(n, im, isd, rng),
-            output_len=lengths(n, om, osd, rng), ttft=np.full(n, ttft), tpot=np.full(n, tpot),
-            deadline=np.full(n, np.nan), priority=np.full(n, p), priority_weight=np.ones(n), utility=np.ones(n),
-            task=np.full(n, p)))
+        parts.append(
+            dict(
+                arrival=a,
+                prompt_len=lengths(n, im, isd, rng),
+                output_len=lengths(n, om, osd, rng),
+                ttft=np.full(n, ttft),
+                tpot=np.full(n, tpot),
+                deadline=np.full(n, np.nan),
+                priority=np.full(n, p),
+                priority_weight=np.ones(n),
+                utility=np.ones(n),
+                task=np.full(n, p),
+            )
+        )
     return _build(parts, tasks, "hfx_ramp", seed, dict(rate=rate, step_s=step_s, end_s=end_s))
-
 
 
 # --- SLICE mixes (SLICE Table II, Sec. V) -------------------------------------------------
@@ -327,8 +426,15 @@ SLICE_TASKS = {  # name -> (TPOT s, deadline s or nan, utility, prompt mean, std
 
 
 @workload
-def slice_table2(n_a: int = 3, n_b: int = 4, n_c: int = 2, prompt_len: int = 64, output_len: int = 200,
-                 seed: int = 0, ttft: float = math.inf) -> Workload:
+def slice_table2(
+    n_a: int = 3,
+    n_b: int = 4,
+    n_c: int = 2,
+    prompt_len: int = 64,
+    output_len: int = 200,
+    seed: int = 0,
+    ttft: float = math.inf,
+) -> Workload:
     """SLICE Table II: 3/4/2 tasks of types A/B/C with TPOT 100/120/250 ms, all present at
     t = 0 (1 ms apart). Table II judges TPOT only, so TTFT has no target by default."""
     rng = np.random.default_rng(seed)
@@ -337,16 +443,37 @@ def slice_table2(n_a: int = 3, n_b: int = 4, n_c: int = 2, prompt_len: int = 64,
     n = len(tp)
     order = rng.permutation(n)
     tp, typ = np.array(tp)[order], np.array(typ)[order]
-    return _build([dict(arrival=np.arange(n) * 1e-3, prompt_len=np.full(n, prompt_len),
-                        output_len=np.full(n, output_len), ttft=np.full(n, ttft), tpot=tp,
-                        deadline=np.full(n, np.nan), priority=np.zeros(n), priority_weight=np.ones(n),
-                        utility=np.ones(n), task=typ)], ("A", "B", "C"), "slice_table2", seed,
-                  dict(n_a=n_a, n_b=n_b, n_c=n_c, prompt_len=prompt_len, output_len=output_len))
+    return _build(
+        [
+            dict(
+                arrival=np.arange(n) * 1e-3,
+                prompt_len=np.full(n, prompt_len),
+                output_len=np.full(n, output_len),
+                ttft=np.full(n, ttft),
+                tpot=tp,
+                deadline=np.full(n, np.nan),
+                priority=np.zeros(n),
+                priority_weight=np.ones(n),
+                utility=np.ones(n),
+                task=typ,
+            )
+        ],
+        ("A", "B", "C"),
+        "slice_table2",
+        seed,
+        dict(n_a=n_a, n_b=n_b, n_c=n_c, prompt_len=prompt_len, output_len=output_len),
+    )
 
 
 @workload
-def slice_mix(rate: float = 1.0, realtime_share: float = 0.7, n: int = 200, seed: int = 0, ttft: float = 3.0,
-              rt_utility: float = 10.0) -> Workload:
+def slice_mix(
+    rate: float = 1.0,
+    realtime_share: float = 0.7,
+    n: int = 200,
+    seed: int = 0,
+    ttft: float = 3.0,
+    rt_utility: float = 10.0,
+) -> Workload:
     """SLICE dynamic runs (Sec. VI-C/D/E): Poisson arrivals at `rate` tasks/s, a share of
     real-time tasks (TPOT 50 ms, end-to-end deadline 1.5 s, utility `rt_utility`), the rest
     voice chat / text Q&A half and half (TTFT `ttft`, utility 1)."""
@@ -368,11 +495,26 @@ def slice_mix(rate: float = 1.0, realtime_share: float = 0.7, n: int = 200, seed
         cols["deadline"][m] = dl
         cols["ttft"][m] = dl if k == 0 else ttft
         cols["utility"][m] = rt_utility if k == 0 else util
-    return _build([dict(arrival=arr, prompt_len=cols["prompt_len"], output_len=cols["output_len"], ttft=cols["ttft"],
-                        tpot=cols["tpot"], deadline=cols["deadline"], priority=(kind > 0).astype(np.int64),
-                        priority_weight=np.ones(n), utility=cols["utility"], task=kind)], names, "slice_mix", seed,
-                  dict(rate=rate, realtime_share=realtime_share, n=n, ttft=ttft, rt_utility=rt_utility))
-
+    return _build(
+        [
+            dict(
+                arrival=arr,
+                prompt_len=cols["prompt_len"],
+                output_len=cols["output_len"],
+                ttft=cols["ttft"],
+                tpot=cols["tpot"],
+                deadline=cols["deadline"],
+                priority=(kind > 0).astype(np.int64),
+                priority_weight=np.ones(n),
+                utility=cols["utility"],
+                task=kind,
+            )
+        ],
+        names,
+        "slice_mix",
+        seed,
+        dict(rate=rate, realtime_share=realtime_share, n=n, ttft=ttft, rt_utility=rt_utility),
+    )
 
 
 # --- SIBYL datasets (SIBYL Sec. 5) ---------------------------------------------------------
@@ -393,9 +535,18 @@ SIBYL_SETS = {  # name -> (prompt mean, prompt log-sd, prompt cap, cap share, ga
 
 
 def _sibyl_columns(n, rate, rng, prompt, output, ttft, tpot, process, cv):
-    return dict(arrival=arrivals(n, rate, rng, process, cv), prompt_len=prompt, output_len=output,
-                ttft=np.full(n, ttft), tpot=np.full(n, tpot), deadline=np.full(n, np.nan), priority=np.zeros(n),
-                priority_weight=np.ones(n), utility=np.ones(n), task=np.zeros(n))
+    return dict(
+        arrival=arrivals(n, rate, rng, process, cv),
+        prompt_len=prompt,
+        output_len=output,
+        ttft=np.full(n, ttft),
+        tpot=np.full(n, tpot),
+        deadline=np.full(n, np.nan),
+        priority=np.zeros(n),
+        priority_weight=np.ones(n),
+        utility=np.ones(n),
+        task=np.zeros(n),
+    )
 
 
 def _sibyl_output(n, rng, cap_share, g_mean, g_shape, scale):
@@ -406,14 +557,27 @@ def _sibyl_output(n, rng, cap_share, g_mean, g_shape, scale):
 
 
 @workload
-def sibyl_random(rate: float = 1.0, n: int = 1000, seed: int = 0, scale: float = 1.0, ttft: float = 10.0,
-                 tpot: float = 0.1, process="poisson", cv=1.0) -> Workload:
+def sibyl_random(
+    rate: float = 1.0,
+    n: int = 1000,
+    seed: int = 0,
+    scale: float = 1.0,
+    ttft: float = 10.0,
+    tpot: float = 0.1,
+    process="poisson",
+    cv=1.0,
+) -> Workload:
     """SIBYL "random" (F.2): input U[1, 512], output U[1, 8192/scale], Poisson arrivals."""
     rng = np.random.default_rng(seed)
     prompt = rng.integers(1, 513, n)
     output = rng.integers(1, max(2, int(SIBYL_CAP / scale)) + 1, n)
-    return _build([_sibyl_columns(n, rate, rng, prompt, output, ttft, tpot, process, cv)], ("random",), "sibyl_random",
-                  seed, dict(rate=rate, n=n, scale=scale))
+    return _build(
+        [_sibyl_columns(n, rate, rng, prompt, output, ttft, tpot, process, cv)],
+        ("random",),
+        "sibyl_random",
+        seed,
+        dict(rate=rate, n=n, scale=scale),
+    )
 
 
 def _sibyl_set(key, rate, n, seed, scale, ttft, tpot, process, cv):
@@ -421,23 +585,43 @@ def _sibyl_set(key, rate, n, seed, scale, ttft, tpot, process, cv):
     rng = np.random.default_rng(seed)
     prompt = np.clip(np.rint(rng.lognormal(math.log(pm) - psd * psd / 2, psd, n)), 1, pcap).astype(np.int64)
     output = _sibyl_output(n, rng, share, gm, gk, scale)
-    return _build([_sibyl_columns(n, rate, rng, prompt, output, ttft, tpot, process, cv)], (key,), f"sibyl_{key}", seed,
-                  dict(rate=rate, n=n, scale=scale, process=process, cv=cv))
+    return _build(
+        [_sibyl_columns(n, rate, rng, prompt, output, ttft, tpot, process, cv)],
+        (key,),
+        f"sibyl_{key}",
+        seed,
+        dict(rate=rate, n=n, scale=scale, process=process, cv=cv),
+    )
 
 
 @workload
-def sibyl_sharegpt(rate: float = 1.0, n: int = 1000, seed: int = 0, scale: float = 1.0, ttft: float = 10.0,
-                   tpot: float = 0.1, process="poisson", cv=1.0) -> Workload:
+def sibyl_sharegpt(
+    rate: float = 1.0,
+    n: int = 1000,
+    seed: int = 0,
+    scale: float = 1.0,
+    ttft: float = 10.0,
+    tpot: float = 0.1,
+    process="poisson",
+    cv=1.0,
+) -> Workload:
     """SIBYL heavy-tailed reasoning chat (ShareGPT-like): short prompts, long capped outputs."""
     return _sibyl_set("sharegpt", rate, n, seed, scale, ttft, tpot, process, cv)
 
 
 @workload
-def sibyl_zeta(rate: float = 1.0, n: int = 1000, seed: int = 0, scale: float = 1.0, ttft: float = 10.0,
-               tpot: float = 0.1, process="poisson", cv=1.0) -> Workload:
+def sibyl_zeta(
+    rate: float = 1.0,
+    n: int = 1000,
+    seed: int = 0,
+    scale: float = 1.0,
+    ttft: float = 10.0,
+    tpot: float = 0.1,
+    process="poisson",
+    cv=1.0,
+) -> Workload:
     """SIBYL long-prompt code editing (Zeta-like): prompts ~345 tokens up to 1.7k, capped outputs."""
     return _sibyl_set("zeta", rate, n, seed, scale, ttft, tpot, process, cv)
-
 
 
 # --- Prefix-sharing, bursty and steady-state workloads -------------------------------------
@@ -465,15 +649,32 @@ def _cv_lengths(n, mean, cv, rng, cap=1 << 20):
 
 def _rows(arrival, prompt, output, prefix, ttft, tpot, task=0):
     n = len(arrival)
-    return dict(arrival=np.asarray(arrival, float), prompt_len=np.asarray(prompt, np.int64),
-                output_len=np.asarray(output, np.int64), ttft=np.full(n, ttft), tpot=np.full(n, tpot),
-                deadline=np.full(n, np.nan), priority=np.zeros(n), priority_weight=np.ones(n), utility=np.ones(n),
-                task=np.full(n, task), prefix=list(prefix))
+    return dict(
+        arrival=np.asarray(arrival, float),
+        prompt_len=np.asarray(prompt, np.int64),
+        output_len=np.asarray(output, np.int64),
+        ttft=np.full(n, ttft),
+        tpot=np.full(n, tpot),
+        deadline=np.full(n, np.nan),
+        priority=np.zeros(n),
+        priority_weight=np.ones(n),
+        utility=np.ones(n),
+        task=np.full(n, task),
+        prefix=list(prefix),
+    )
 
 
 @workload
-def multi_turn_chat(rate: float = 0.5, sessions: int = 200, seed: int = 0, dataset: str = "sharegpt",
-                    think_s: float = 30.0, max_context: int = 8192, ttft: float = 2.0, tpot: float = 0.1) -> Workload:
+def multi_turn_chat(
+    rate: float = 0.5,
+    sessions: int = 200,
+    seed: int = 0,
+    dataset: str = "sharegpt",
+    think_s: float = 30.0,
+    max_context: int = 8192,
+    ttft: float = 2.0,
+    tpot: float = 0.1,
+) -> Workload:
     """Multi-turn chat sessions whose history grows turn by turn. Sessions start as a Poisson
     stream at `rate` sessions/s; a session has a geometric number of turns with the dataset's
     mean (LMSYS-Chat-1M Table 1: sharegpt 3.51, lmsys 2.0) and each turn's user message and
@@ -504,14 +705,29 @@ def multi_turn_chat(rate: float = 0.5, sessions: int = 200, seed: int = 0, datas
             arr.append(t), prompt.append(p), out.append(int(replies[k])), pre.append(((g, p),))
             history = p + int(replies[k])
             t += int(replies[k]) * NOMINAL_TPOT_S + float(thinks[k])
-    return _build([_rows(arr, prompt, out, pre, ttft, tpot)], ("chat",), "multi_turn_chat", seed,
-                  dict(rate=rate, sessions=sessions, dataset=dataset, think_s=think_s, max_context=max_context))
+    return _build(
+        [_rows(arr, prompt, out, pre, ttft, tpot)],
+        ("chat",),
+        "multi_turn_chat",
+        seed,
+        dict(rate=rate, sessions=sessions, dataset=dataset, think_s=think_s, max_context=max_context),
+    )
 
 
 @workload
-def agentic(rate: float = 0.2, tasks: int = 100, seed: int = 0, n_prompts: int = 4, steps_mean: float = 4.0,
-            query_mean: float = 1500.0, tool_mean: float = 600.0, tool_gap_s: float = 1.0, ttft: float = 5.0,
-            tpot: float = 0.1, max_context: int = 32768) -> Workload:
+def agentic(
+    rate: float = 0.2,
+    tasks: int = 100,
+    seed: int = 0,
+    n_prompts: int = 4,
+    steps_mean: float = 4.0,
+    query_mean: float = 1500.0,
+    tool_mean: float = 600.0,
+    tool_gap_s: float = 1.0,
+    ttft: float = 5.0,
+    tpot: float = 0.1,
+    max_context: int = 32768,
+) -> Workload:
     """Agentic traffic: a few long shared system prompts with tool definitions, many short
     suffixes, bursts of dependent calls. Tasks arrive as a Poisson stream at `rate` tasks/s;
     each uses one of `n_prompts` system prompts (uniformly) and makes a geometric number of
@@ -543,15 +759,37 @@ def agentic(rate: float = 0.2, tasks: int = 100, seed: int = 0, n_prompts: int =
             arr.append(t), prompt.append(p), out.append(int(replies[j])), pre.append(((sg, int(sys_len[k])), (tg, ctx)))
             ctx += int(replies[j]) + int(tools[j])
             t += int(replies[j]) * NOMINAL_TPOT_S + float(gaps[j])
-    return _build([_rows(arr, prompt, out, pre, ttft, tpot)], ("agent",), "agentic", seed,
-                  dict(rate=rate, tasks=tasks, n_prompts=n_prompts, steps_mean=steps_mean, query_mean=query_mean,
-                       tool_mean=tool_mean, tool_gap_s=tool_gap_s))
+    return _build(
+        [_rows(arr, prompt, out, pre, ttft, tpot)],
+        ("agent",),
+        "agentic",
+        seed,
+        dict(
+            rate=rate,
+            tasks=tasks,
+            n_prompts=n_prompts,
+            steps_mean=steps_mean,
+            query_mean=query_mean,
+            tool_mean=tool_mean,
+            tool_gap_s=tool_gap_s,
+        ),
+    )
 
 
 @workload
-def rag(rate: float = 1.0, n: int = 500, seed: int = 0, n_docs: int = 2000, chunk: int = 512,
-        k_range=(8, 32), zipf_a: float = 1.2, question_mean: float = 50.0, output_mean: float = 200.0,
-        ttft: float = 5.0, tpot: float = 0.1) -> Workload:
+def rag(
+    rate: float = 1.0,
+    n: int = 500,
+    seed: int = 0,
+    n_docs: int = 2000,
+    chunk: int = 512,
+    k_range=(8, 32),
+    zipf_a: float = 1.2,
+    question_mean: float = 50.0,
+    output_mean: float = 200.0,
+    ttft: float = 5.0,
+    tpot: float = 0.1,
+) -> Workload:
     """RAG-like long prompts of 4k-16k tokens: each request retrieves k passages of `chunk`
     tokens (k uniform in `k_range`: 8 x 512 = 4k to 32 x 512 = 16k tokens) from a corpus of
     `n_docs` whose popularity is Zipf(`zipf_a`), most popular first in the prompt, then a
@@ -574,11 +812,18 @@ def rag(rate: float = 1.0, n: int = 500, seed: int = 0, n_docs: int = 2000, chun
             if d < n_docs and d not in docs:
                 docs.append(d)
         docs.sort()
-        segs = tuple((group_id("rag_doc", seed, d), chunk) for d in docs) + ((group_id("rag_question", seed, i), int(qs[i])),)
+        segs = tuple((group_id("rag_doc", seed, d), chunk) for d in docs) + (
+            (group_id("rag_question", seed, i), int(qs[i])),
+        )
         pre.append(segs)
         prompt.append(k * chunk + int(qs[i]))
-    return _build([_rows(arr, prompt, outs, pre, ttft, tpot)], ("rag",), "rag", seed,
-                  dict(rate=rate, n=n, n_docs=n_docs, chunk=chunk, k_range=tuple(k_range), zipf_a=zipf_a))
+    return _build(
+        [_rows(arr, prompt, outs, pre, ttft, tpot)],
+        ("rag",),
+        "rag",
+        seed,
+        dict(rate=rate, n=n, n_docs=n_docs, chunk=chunk, k_range=tuple(k_range), zipf_a=zipf_a),
+    )
 
 
 def onoff_arrivals(n: int, rate: float, rng: np.random.Generator, on_s: float, off_s: float) -> np.ndarray:
@@ -591,14 +836,30 @@ def onoff_arrivals(n: int, rate: float, rng: np.random.Generator, on_s: float, o
 
 
 @workload
-def bursty_chat(rate: float = 4.0, n: int = 1000, seed: int = 0, process: str = "gamma", cv: float = 4.0,
-                on_s: float = 5.0, off_s: float = 15.0, ttft: float = 2.0, tpot: float = 0.1) -> Workload:
+def bursty_chat(
+    rate: float = 4.0,
+    n: int = 1000,
+    seed: int = 0,
+    process: str = "gamma",
+    cv: float = 4.0,
+    on_s: float = 5.0,
+    off_s: float = 15.0,
+    ttft: float = 2.0,
+    tpot: float = 0.1,
+) -> Workload:
     """ShareGPT-like chat (lengths of `sharegpt_like`) with bursty arrivals at `rate` req/s on
     average: gamma inter-arrivals with coefficient of variation `cv` (process="gamma"; cv = 1
     is Poisson), or on/off bursts (process="onoff": Poisson within `on_s`-long bursts
     separated by `off_s` idle seconds)."""
-    w = sharegpt_like(rate=rate, n=n, seed=seed, ttft=ttft, tpot=tpot,
-                      process="gamma" if process == "gamma" else "poisson", cv=cv if process == "gamma" else 1.0)
+    w = sharegpt_like(
+        rate=rate,
+        n=n,
+        seed=seed,
+        ttft=ttft,
+        tpot=tpot,
+        process="gamma" if process == "gamma" else "poisson",
+        cv=cv if process == "gamma" else 1.0,
+    )
     if process == "onoff":
         w = w._with(arrival=onoff_arrivals(n, rate, np.random.default_rng(seed + 7919), on_s, off_s))
     elif process != "gamma":
@@ -607,8 +868,14 @@ def bursty_chat(rate: float = 4.0, n: int = 1000, seed: int = 0, process: str = 
 
 
 @workload
-def steady(name: str = "sharegpt_like", rate: float = 4.0, duration_s: float = 600.0, warmup_s: float = 60.0,
-           seed: int = 0, **params) -> Workload:
+def steady(
+    name: str = "sharegpt_like",
+    rate: float = 4.0,
+    duration_s: float = 600.0,
+    warmup_s: float = 60.0,
+    seed: int = 0,
+    **params,
+) -> Workload:
     """A steady-state run of workload `name` at `rate`: arrivals over `duration_s` seconds,
     the first `warmup_s` of which `simulate()` leaves out of the summary (params["warmup_s"])."""
     if not (duration_s > warmup_s >= 0):

@@ -5,6 +5,7 @@ completions with random token-id prompts (so no prefix-cache hits) and ``ignore_
 Every failure that means "this is not an engine" or "it answers too slowly" raises
 ``EngineError`` (a ValueError) with a sentence saying what was asked and what came back.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -21,6 +22,7 @@ class EngineError(ValueError):
 @dataclass(eq=False)
 class Stream:
     """One streamed completion: send time and each token's arrival (time.monotonic())."""
+
     prompt_len: int
     max_tokens: int
     sent: float
@@ -112,13 +114,17 @@ class EngineClient:
             first = data[0]
             name = first["id"]
         except (ValueError, KeyError, IndexError, TypeError):
-            raise EngineError(f"{self.url} is not an OpenAI-compatible engine: GET /v1/models answered HTTP "
-                              f"{status} {text[:120]!r} (expected {{'data': [{{'id': ...}}]}})") from None
+            raise EngineError(
+                f"{self.url} is not an OpenAI-compatible engine: GET /v1/models answered HTTP "
+                f"{status} {text[:120]!r} (expected {{'data': [{{'id': ...}}]}})"
+            ) from None
         if self.model is None:
             self.model = name
         elif self.model not in {d.get("id") for d in data if isinstance(d, dict)}:
-            raise EngineError(f"model: {self.model!r} is not served at {self.url} (it serves "
-                              f"{', '.join(str(d.get('id')) for d in data if isinstance(d, dict))})")
+            raise EngineError(
+                f"model: {self.model!r} is not served at {self.url} (it serves "
+                f"{', '.join(str(d.get('id')) for d in data if isinstance(d, dict))})"
+            )
         mlen = first.get("max_model_len")
         metrics = await self.metrics()
         engine, version = "unknown", None
@@ -136,8 +142,9 @@ class EngineClient:
             import slocore
 
             version = slocore.__version__
-        return Identity(self.url, self.model, engine, version, int(mlen) if isinstance(mlen, int) else None,
-                        metrics is not None)
+        return Identity(
+            self.url, self.model, engine, version, int(mlen) if isinstance(mlen, int) else None, metrics is not None
+        )
 
     async def metrics(self) -> Metrics | None:
         """Parsed /metrics, or None when the endpoint has none in Prometheus text format."""
@@ -160,14 +167,22 @@ class EngineClient:
         import aiohttp
 
         prompt = [self.rng.randrange(3, self.vocab) for _ in range(int(prompt_len))]
-        body = {"model": self.model, "prompt": prompt, "max_tokens": int(max_tokens), "ignore_eos": True,
-                "stream": True, "stream_options": {"include_usage": True}, "temperature": 0.0,
-                "return_token_ids": True}
+        body = {
+            "model": self.model,
+            "prompt": prompt,
+            "max_tokens": int(max_tokens),
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "temperature": 0.0,
+            "return_token_ids": True,
+        }
         st = Stream(int(prompt_len), int(max_tokens), time.monotonic())
         usage = None
         try:
-            async with self.session.post(self.url + "/v1/completions", json=body,
-                                         timeout=aiohttp.ClientTimeout(total=self.timeout)) as r:
+            async with self.session.post(
+                self.url + "/v1/completions", json=body, timeout=aiohttp.ClientTimeout(total=self.timeout)
+            ) as r:
                 if r.status != 200:
                     raise EngineError(f"{self.url}/v1/completions answered HTTP {r.status}: {(await r.text())[:200]}")
                 async for line in r.content:
@@ -180,8 +195,9 @@ class EngineClient:
                     try:
                         obj = json.loads(data)
                     except ValueError:
-                        raise EngineError(f"{self.url}/v1/completions: stream chunk is not JSON: {data[:100]!r}") \
-                            from None
+                        raise EngineError(
+                            f"{self.url}/v1/completions: stream chunk is not JSON: {data[:100]!r}"
+                        ) from None
                     for ch in obj.get("choices") or []:
                         k = len(ch.get("token_ids") or ()) or 1
                         st.tokens.extend([now] * k)
@@ -190,14 +206,18 @@ class EngineClient:
                     if obj.get("usage"):
                         usage = obj["usage"]
         except asyncio.TimeoutError:
-            raise EngineError(f"{self.url}: a {prompt_len}-token prompt with max_tokens={max_tokens} did not finish "
-                              f"in {self.timeout:g} s (engine too slow, hung, or busy with other traffic)") from None
+            raise EngineError(
+                f"{self.url}: a {prompt_len}-token prompt with max_tokens={max_tokens} did not finish "
+                f"in {self.timeout:g} s (engine too slow, hung, or busy with other traffic)"
+            ) from None
         except aiohttp.ClientError as e:
             raise EngineError(f"{self.url}/v1/completions: {type(e).__name__}: {e}") from None
         want = (usage or {}).get("completion_tokens", len(st.tokens))
         if not st.tokens:
-            raise EngineError(f"{self.url}/v1/completions streamed no tokens for a {prompt_len}-token prompt "
-                              "(not an OpenAI-compatible streaming engine?)")
+            raise EngineError(
+                f"{self.url}/v1/completions streamed no tokens for a {prompt_len}-token prompt "
+                "(not an OpenAI-compatible streaming engine?)"
+            )
         if want != len(st.tokens):  # chunks without token ids: spread the rest over the last arrival
             st.tokens.extend([st.tokens[-1]] * max(0, want - len(st.tokens)))
             del st.tokens[want:]

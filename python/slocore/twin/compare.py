@@ -8,6 +8,7 @@ fractions of it, so the same command means the same thing on any engine. Errors 
 SLO attainment. SLOs default to multiples of the profile's own latencies (``default_slos``),
 one rule for every engine.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,10 +25,16 @@ def add_arguments(p) -> None:
     p.add_argument("--url", required=True, help="the real endpoint: one engine or `slocore serve` in front of several")
     p.add_argument("--profile", required=True, help="profile JSON from `slocore profile` (or a bundled name)")
     p.add_argument("--instances", type=int, default=1, help="engines behind --url (default 1)")
-    p.add_argument("--policy", default="least_outstanding",
-                   help="the router's policy, simulated for --instances > 1 (default least_outstanding)")
-    p.add_argument("--loads", default="0.25,0.5,0.75,1.0",
-                   help="comma-separated fractions of the profile's saturation rate (default 0.25,0.5,0.75,1.0)")
+    p.add_argument(
+        "--policy",
+        default="least_outstanding",
+        help="the router's policy, simulated for --instances > 1 (default least_outstanding)",
+    )
+    p.add_argument(
+        "--loads",
+        default="0.25,0.5,0.75,1.0",
+        help="comma-separated fractions of the profile's saturation rate (default 0.25,0.5,0.75,1.0)",
+    )
     p.add_argument("--rate", type=float, help="saturation rate override, requests/s (default: from the profile)")
     p.add_argument("--workload", default="sharegpt_like", help="workload name (slocore.sim.workloads)")
     p.add_argument("--param", action="append", default=[], metavar="K=V", help="workload parameter (repeatable)")
@@ -50,8 +57,11 @@ def engine_kwargs(profile: dict) -> dict:
     eng = profile.get("engine") or {}
     budget = int(eng.get("max_num_batched_tokens", 2048))
     bs = eng.get("batch_scheduler") or {"name": "sarathi_fcfs", "params": {"token_budget": budget}}
-    return {"batch_scheduler": (bs["name"], dict(bs.get("params") or {})), "max_batch_tokens": budget,
-            "max_num_seqs": int(eng.get("max_num_seqs", 256))}
+    return {
+        "batch_scheduler": (bs["name"], dict(bs.get("params") or {})),
+        "max_batch_tokens": budget,
+        "max_num_seqs": int(eng.get("max_num_seqs", 256)),
+    }
 
 
 def frontend_s(profile: dict) -> float:
@@ -67,8 +77,9 @@ def simulate(workload, profile: dict, *, instances: int = 1, policy: str = "leas
     o = frontend_s(profile)
     w = workload
     if o > 0:
-        w = workload._with(arrival=workload.arrival + o, ttft=np.maximum(workload.ttft - o, 1e-9),
-                           deadline=workload.deadline - o)
+        w = workload._with(
+            arrival=workload.arrival + o, ttft=np.maximum(workload.ttft - o, 1e-9), deadline=workload.deadline - o
+        )
     res = sim(w, profile=profile, instances=instances, global_policy=policy, seed=seed, **engine_kwargs(profile))
     s = dict(res.summary)
     for k in ("ttft", "e2e"):
@@ -135,9 +146,20 @@ def errors(real: dict, sim: dict) -> dict:
     return out
 
 
-async def run_loads(url: str, profile: dict, w, loads: list[float], *, instances: int = 1,
-                    policy: str = "least_outstanding", rate: float | None = None, model: str | None = None,
-                    timeout: float = 600.0, seed: int = 0, progress: bool = True) -> dict:
+async def run_loads(
+    url: str,
+    profile: dict,
+    w,
+    loads: list[float],
+    *,
+    instances: int = 1,
+    policy: str = "least_outstanding",
+    rate: float | None = None,
+    model: str | None = None,
+    timeout: float = 600.0,
+    seed: int = 0,
+    progress: bool = True,
+) -> dict:
     from slocore.serve import loadgen
 
     sat = rate or saturation_rate(profile, w, instances)
@@ -146,34 +168,57 @@ async def run_loads(url: str, profile: dict, w, loads: list[float], *, instances
         wl = at_rate(w, load * sat)
         real = await loadgen.run(url, wl, model=model, timeout=timeout, seed=seed, progress=progress)
         sim = simulate(wl, profile, instances=instances, policy=policy, seed=seed)
-        rows.append({"load": load, "rate": load * sat, "real": _slim(real["summary"]), "sim": _slim(sim),
-                     "errors": errors(real["summary"], sim), "failed": len(real["errors"]),
-                     "first_errors": real["errors"][:3]})
+        rows.append(
+            {
+                "load": load,
+                "rate": load * sat,
+                "real": _slim(real["summary"]),
+                "sim": _slim(sim),
+                "errors": errors(real["summary"], sim),
+                "failed": len(real["errors"]),
+                "first_errors": real["errors"][:3],
+            }
+        )
     return {"saturation_rate": sat, "instances": instances, "policy": policy, "rows": rows}
 
 
 def _slim(s: dict) -> dict:
     keep = {m: {q: s[m].get(q) for q in ("mean", *PCTS)} for m in METRICS if isinstance(s.get(m), dict)}
-    return {**keep, "attainment": s["attainment"], "ttft_attainment": s.get("ttft_attainment"),
-            "tpot_attainment": s.get("tpot_attainment"), "throughput_tok_s": s.get("throughput_tok_s"),
-            "finished": s.get("finished"), "requests": s.get("requests")}
+    return {
+        **keep,
+        "attainment": s["attainment"],
+        "ttft_attainment": s.get("ttft_attainment"),
+        "tpot_attainment": s.get("tpot_attainment"),
+        "throughput_tok_s": s.get("throughput_tok_s"),
+        "finished": s.get("finished"),
+        "requests": s.get("requests"),
+    }
 
 
 def table(out: dict, title: str) -> str:
     def pct(v):
         return "   -  " if v is None else f"{v:+6.1%}"
-    lines = [title, f"saturation (load 1.0) = {out['saturation_rate']:.2f} req/s on {out['instances']} engine(s)",
-             f"{'load':>5s} {'req/s':>6s} | " + " ".join(f"{m + ' ' + q:>9s}" for m in METRICS for q in PCTS)
-             + " | attain real  sim   diff"]
+
+    lines = [
+        title,
+        f"saturation (load 1.0) = {out['saturation_rate']:.2f} req/s on {out['instances']} engine(s)",
+        f"{'load':>5s} {'req/s':>6s} | "
+        + " ".join(f"{m + ' ' + q:>9s}" for m in METRICS for q in PCTS)
+        + " | attain real  sim   diff",
+    ]
     for r in out["rows"]:
         e = r["errors"]
-        lines.append(f"{r['load']:5.2f} {r['rate']:6.2f} | " + " ".join(f"{pct(e[f'{m}_{q}']):>9s}" for m in METRICS
-                                                                      for q in PCTS)
-                     + f" | {r['real']['attainment']:6.3f} {r['sim']['attainment']:6.3f} {e['attainment_pts']:+5.1f}"
-                     + (f"  ({r['failed']} failed)" if r["failed"] else ""))
+        lines.append(
+            f"{r['load']:5.2f} {r['rate']:6.2f} | "
+            + " ".join(f"{pct(e[f'{m}_{q}']):>9s}" for m in METRICS for q in PCTS)
+            + f" | {r['real']['attainment']:6.3f} {r['sim']['attainment']:6.3f} {e['attainment_pts']:+5.1f}"
+            + (f"  ({r['failed']} failed)" if r["failed"] else "")
+        )
     lines.append("errors: (sim - real) / real; attainment diff in points (sim - real)")
-    lines.append(f"{'':13s}| real p50 ms: " + " ".join(
-        f"{m} " + "/".join(f"{(r['real'][m]['p50'] or 0) * 1e3:.1f}" for r in out["rows"]) for m in METRICS))
+    lines.append(
+        f"{'':13s}| real p50 ms: "
+        + " ".join(f"{m} " + "/".join(f"{(r['real'][m]['p50'] or 0) * 1e3:.1f}" for r in out["rows"]) for m in METRICS)
+    )
     return "\n".join(lines)
 
 
@@ -190,12 +235,27 @@ def main(a) -> int:
     if a.instances < 1:
         raise ValueError(f"--instances: must be >= 1, got {a.instances}")
     w, ttft, tpot = prepare(a, profile)
-    out = asyncio.run(run_loads(a.url, profile, w, loads, instances=a.instances, policy=a.policy, rate=a.rate,
-                                model=a.model, timeout=a.timeout, seed=a.seed, progress=not a.quiet))
+    out = asyncio.run(
+        run_loads(
+            a.url,
+            profile,
+            w,
+            loads,
+            instances=a.instances,
+            policy=a.policy,
+            rate=a.rate,
+            model=a.model,
+            timeout=a.timeout,
+            seed=a.seed,
+            progress=not a.quiet,
+        )
+    )
     out.update(profile=profile["name"], url=a.url, requests=len(w), ttft_slo_s=ttft, tpot_slo_s=tpot)
-    title = (f"bench twin: {a.url} vs simulator with profile {profile['name']}; "
-             f"{'trace ' + a.trace if a.trace else 'workload ' + a.workload} {' '.join(a.param)}, {len(w)} requests "
-             f"per load, SLO TTFT {ttft * 1e3:.1f} ms / TPOT {tpot * 1e3:.2f} ms")
+    title = (
+        f"bench twin: {a.url} vs simulator with profile {profile['name']}; "
+        f"{'trace ' + a.trace if a.trace else 'workload ' + a.workload} {' '.join(a.param)}, {len(w)} requests "
+        f"per load, SLO TTFT {ttft * 1e3:.1f} ms / TPOT {tpot * 1e3:.2f} ms"
+    )
     if a.json:
         print(json.dumps(out, indent=1, default=lambda x: None))
     else:

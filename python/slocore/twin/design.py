@@ -15,6 +15,7 @@ how each turns into a measured step time (a ``fitmodel.Point``).
 Prompts are random token ids, so a prefix cache never hits. Sizes scale with the engine's
 max_model_len, max_num_seqs and token budget; every experiment is repeated.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,33 +42,49 @@ class Experiment:
         return f"mixed B={self.batch} + L={self.new_prompt_len}"
 
 
-def plan(max_model_len: int, max_num_seqs: int, token_budget: int, repeats: int = 3,
-         decode_tokens: int = 64) -> list[Experiment]:
+def plan(
+    max_model_len: int, max_num_seqs: int, token_budget: int, repeats: int = 3, decode_tokens: int = 64
+) -> list[Experiment]:
     """The default design for an engine with these limits (one list, every engine)."""
-    for name, v in (("max_model_len", max_model_len), ("max_num_seqs", max_num_seqs), ("token_budget", token_budget),
-                    ("repeats", repeats), ("decode_tokens", decode_tokens)):
+    for name, v in (
+        ("max_model_len", max_model_len),
+        ("max_num_seqs", max_num_seqs),
+        ("token_budget", token_budget),
+        ("repeats", repeats),
+        ("decode_tokens", decode_tokens),
+    ):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name}: must be an integer >= 1, got {v!r}")
     longest = min(max_model_len - decode_tokens - 8, token_budget - max_num_seqs)
     if longest < 16:
-        raise ValueError(f"max_model_len {max_model_len} / token budget {token_budget}: too small to profile "
-                         f"(need room for a 16-token prompt and {decode_tokens} output tokens)")
+        raise ValueError(
+            f"max_model_len {max_model_len} / token budget {token_budget}: too small to profile "
+            f"(need room for a 16-token prompt and {decode_tokens} output tokens)"
+        )
     lens = sorted({L for L in (16, 64, 128, 256, 512, 1024, 2048, 4096) if L <= longest} | {longest})
     batches = sorted({b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256) if b <= max_num_seqs} | {max_num_seqs})
     contexts = sorted({16, max(16, min(longest, max_model_len // 2))})
     mixed_b = sorted({max(1, max_num_seqs // 8), max(1, max_num_seqs // 2)})
     mixed_l = sorted({min(128, longest), longest})
-    one = ([Experiment("prefill", prompt_len=L) for L in lens]
-           + [Experiment("decode", batch=b, prompt_len=c, output_len=decode_tokens) for c in contexts for b in batches]
-           + [Experiment("mixed", batch=b, prompt_len=16, output_len=4 * decode_tokens, new_prompt_len=L)
-              for b in mixed_b for L in mixed_l])
+    one = (
+        [Experiment("prefill", prompt_len=L) for L in lens]
+        + [Experiment("decode", batch=b, prompt_len=c, output_len=decode_tokens) for c in contexts for b in batches]
+        + [
+            Experiment("mixed", batch=b, prompt_len=16, output_len=4 * decode_tokens, new_prompt_len=L)
+            for b in mixed_b
+            for L in mixed_l
+        ]
+    )
     return [e for _ in range(repeats) for e in one]
 
 
 # vLLM's per-request histograms, recorded when a request finishes, from engine-core
 # timestamps (vllm/v1/metrics/stats.py): immune to a client or API server that reads late.
-_HIST = {"prefill": "vllm:request_prefill_time_seconds", "decode": "vllm:request_decode_time_seconds",
-         "queue": "vllm:request_queue_time_seconds"}
+_HIST = {
+    "prefill": "vllm:request_prefill_time_seconds",
+    "decode": "vllm:request_decode_time_seconds",
+    "queue": "vllm:request_queue_time_seconds",
+}
 
 
 async def _counters(c: EngineClient) -> dict | None:
@@ -98,8 +115,9 @@ async def run(c: EngineClient, e: Experiment, use_metrics: bool = True) -> Point
         s = await c.stream(e.prompt_len, 1)
         after = await _counters(c) if use_metrics else None
         d = _delta(before, after)
-        p = Point("prefill", s.ttft, [(e.prompt_len, 0)], [], first=1, detail={"prompt_len": e.prompt_len,
-                                                                                 "client_s": s.ttft})
+        p = Point(
+            "prefill", s.ttft, [(e.prompt_len, 0)], [], first=1, detail={"prompt_len": e.prompt_len, "client_s": s.ttft}
+        )
         if d.get("prefill_count") == 1:
             p.seconds, p.first = d["prefill_sum"], 0
             p.detail["timing"], p.detail["frontend_s"] = "engine", s.ttft - d["prefill_sum"] - d.get("queue_sum", 0)
@@ -110,17 +128,28 @@ async def run(c: EngineClient, e: Experiment, use_metrics: bool = True) -> Point
         p = _decode_point(e, streams)
         if d.get("decode_count") == e.batch and e.output_len > 1:
             client = p.seconds if p is not None else None
-            p = Point("decode", d["decode_sum"] / (e.batch * (e.output_len - 1)), [],
-                      [e.prompt_len + e.output_len / 2] * e.batch,
-                      detail={"batch": e.batch, "context": e.prompt_len + e.output_len / 2, "client_s": client,
-                              "timing": "engine"})
+            p = Point(
+                "decode",
+                d["decode_sum"] / (e.batch * (e.output_len - 1)),
+                [],
+                [e.prompt_len + e.output_len / 2] * e.batch,
+                detail={
+                    "batch": e.batch,
+                    "context": e.prompt_len + e.output_len / 2,
+                    "client_s": client,
+                    "timing": "engine",
+                },
+            )
     elif e.kind == "mixed":
         p, d = await _mixed(c, e, use_metrics)
     else:
         raise ValueError(f"experiment kind: unknown {e.kind!r}")
     if p is not None:
-        p.detail = {**(p.detail or {}), "experiment": e.label(),
-                    **{k: v for k, v in d.items() if k in ("steps", "tokens")}}
+        p.detail = {
+            **(p.detail or {}),
+            "experiment": e.label(),
+            **{k: v for k, v in d.items() if k in ("steps", "tokens")},
+        }
         p.detail.setdefault("timing", "client")
     return p
 
@@ -137,8 +166,13 @@ def _decode_point(e: Experiment, streams) -> Point | None:
     if len(gaps) < max(1, e.batch // 2):
         return None
     lkv = statistics.fmean(ctx)
-    return Point("decode", statistics.median(gaps), [], [lkv] * e.batch,
-                 detail={"batch": e.batch, "context": round(lkv, 1), "window_tokens": len(gaps)})
+    return Point(
+        "decode",
+        statistics.median(gaps),
+        [],
+        [lkv] * e.batch,
+        detail={"batch": e.batch, "context": round(lkv, 1), "window_tokens": len(gaps)},
+    )
 
 
 async def _mixed(c: EngineClient, e: Experiment, use_metrics: bool):
@@ -147,6 +181,7 @@ async def _mixed(c: EngineClient, e: Experiment, use_metrics: bool):
     def seen(st):
         if not any(x is st for x in live):
             live.append(st)
+
     tasks = [asyncio.ensure_future(c.stream(e.prompt_len, e.output_len, on_token=seen)) for _ in range(e.batch)]
     try:
         while len(live) < e.batch or min(len(s.tokens) for s in live) < 8:
@@ -163,8 +198,13 @@ async def _mixed(c: EngineClient, e: Experiment, use_metrics: bool):
         raise
     d = _delta(before, after)
     if d.get("prefill_count") == 1 and d.get("decode_sum", 1) < 1e-9:  # only the newcomer (1 token) finished
-        return Point("mixed", d["prefill_sum"], [(e.new_prompt_len, 0)], [e.prompt_len + 8.0] * e.batch,
-                     detail={"batch": e.batch, "new_prompt_len": e.new_prompt_len, "timing": "engine"}), d
+        return Point(
+            "mixed",
+            d["prefill_sum"],
+            [(e.new_prompt_len, 0)],
+            [e.prompt_len + 8.0] * e.batch,
+            detail={"batch": e.batch, "new_prompt_len": e.new_prompt_len, "timing": "engine"},
+        ), d
     t1 = new.tokens[0]
     gaps, ctx = [], []
     for s in decoders:
@@ -181,8 +221,13 @@ async def _mixed(c: EngineClient, e: Experiment, use_metrics: bool):
     if len(gaps) < max(1, e.batch // 2):
         return None, d
     lkv = statistics.fmean(ctx)
-    return Point("mixed", statistics.median(gaps), [(e.new_prompt_len, 0)], [lkv] * e.batch,
-                 detail={"batch": e.batch, "new_prompt_len": e.new_prompt_len, "context": round(lkv, 1)}), d
+    return Point(
+        "mixed",
+        statistics.median(gaps),
+        [(e.new_prompt_len, 0)],
+        [lkv] * e.batch,
+        detail={"batch": e.batch, "new_prompt_len": e.new_prompt_len, "context": round(lkv, 1)},
+    ), d
 
 
 async def max_running(c: EngineClient, requests: int, prompt_len: int = 16, output_len: int = 128) -> int | None:
@@ -207,6 +252,7 @@ async def max_running(c: EngineClient, requests: int, prompt_len: int = 16, outp
             t.cancel()
         raise
     if peak == 0:
-        raise EngineError(f"{c.url}/metrics: vllm:num_requests_running never rose above 0 with {requests} requests "
-                          "in flight")
+        raise EngineError(
+            f"{c.url}/metrics: vllm:num_requests_running never rose above 0 with {requests} requests in flight"
+        )
     return peak if waited else max(peak, requests)

@@ -15,6 +15,7 @@ Fit: HFX appendix A's least squares on relative error (C++ core/fit.h), made non
 dropping the most negative coefficient and refitting until none is (an active-set loop; the
 simulator rejects negative coefficients).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ COEFFS = ("t_c", "a_p", "b_p", "c_p", "a_d", "b_d", "ttft_overhead_s")
 @dataclass
 class Point:
     """One measured time and the batch it was measured on."""
+
     kind: str  # "prefill" (lone request's TTFT), "decode" (steady inter-token time), "mixed" (decodes + a prefill)
     seconds: float
     prefill: list  # [(lq, lkv), ...] prefill chunks in the step
@@ -33,13 +35,15 @@ class Point:
     detail: dict | None = None  # what was sent, engine counters
 
     def features(self) -> list[float]:
-        return [1.0,
-                float(sum(lq * lq for lq, _ in self.prefill)),
-                float(sum(lq * lkv for lq, lkv in self.prefill)),
-                float(sum(lq for lq, _ in self.prefill)),
-                float(sum(self.decode)),
-                float(len(self.decode)),
-                float(self.first)]
+        return [
+            1.0,
+            float(sum(lq * lq for lq, _ in self.prefill)),
+            float(sum(lq * lkv for lq, lkv in self.prefill)),
+            float(sum(lq for lq, _ in self.prefill)),
+            float(sum(self.decode)),
+            float(len(self.decode)),
+            float(self.first),
+        ]
 
 
 def predict(coeffs: dict, p: Point) -> float:
@@ -87,5 +91,10 @@ def fit(points: list[Point], fixed_zero: tuple[str, ...] = ()) -> dict:
     for c, j in zip(res.coeffs, active):
         coeffs[COEFFS[j]] = float(c)
     resid = [(predict(coeffs, p) - p.seconds) / p.seconds for p in points]
-    return {"coeffs": coeffs, "dropped": dropped, "rms_rel_error": float(res.rms_rel_error),
-            "max_rel_error": float(res.max_rel_error), "residuals": resid}
+    return {
+        "coeffs": coeffs,
+        "dropped": dropped,
+        "rms_rel_error": float(res.rms_rel_error),
+        "max_rel_error": float(res.max_rel_error),
+        "residuals": resid,
+    }

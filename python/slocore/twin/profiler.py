@@ -8,6 +8,7 @@ residual, and the fit's errors (``measured``). KV capacity comes from vLLM's
 ``vllm:cache_config_info`` (num_gpu_blocks, block_size, kv_cache_memory_bytes) where the
 engine has it. Not measured: the KV-transfer cost (P/D), written as a placeholder and marked.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,24 +33,53 @@ def add_arguments(p) -> None:
     p.add_argument("--model", help="model name to send (default: the endpoint's first /v1/models)")
     p.add_argument("-o", "--output", required=True, help="profile JSON to write")
     p.add_argument("--name", help="profile name (default: the output file's stem)")
-    p.add_argument("--max-num-seqs", dest="max_num_seqs", type=int,
-                   help="the engine's batch limit (default: measured from /metrics, else 256)")
-    p.add_argument("--max-num-batched-tokens", dest="token_budget", type=int,
-                   help=f"the engine's per-step token budget (default {VLLM_DEFAULT_TOKEN_BUDGET}, vLLM's)")
+    p.add_argument(
+        "--max-num-seqs",
+        dest="max_num_seqs",
+        type=int,
+        help="the engine's batch limit (default: measured from /metrics, else 256)",
+    )
+    p.add_argument(
+        "--max-num-batched-tokens",
+        dest="token_budget",
+        type=int,
+        help=f"the engine's per-step token budget (default {VLLM_DEFAULT_TOKEN_BUDGET}, vLLM's)",
+    )
     p.add_argument("--repeats", type=int, default=3, help="times the design is run (default 3)")
-    p.add_argument("--decode-tokens", dest="decode_tokens", type=int, default=64,
-                   help="output tokens per request in the decode experiments (default 64; mixed use 4x)")
+    p.add_argument(
+        "--decode-tokens",
+        dest="decode_tokens",
+        type=int,
+        default=64,
+        help="output tokens per request in the decode experiments (default 64; mixed use 4x)",
+    )
     p.add_argument("--timeout", type=float, default=60.0, help="per-request timeout, s")
-    p.add_argument("--max-first-token-s", dest="max_first_token_s", type=float, default=5.0,
-                   help="fail when a 16-token prompt alone takes longer than this to its first token")
+    p.add_argument(
+        "--max-first-token-s",
+        dest="max_first_token_s",
+        type=float,
+        default=5.0,
+        help="fail when a 16-token prompt alone takes longer than this to its first token",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-async def measure(url: str, *, model: str | None = None, name: str = "measured", max_num_seqs: int | None = None,
-                  token_budget: int | None = None, repeats: int = 3, timeout: float = 60.0,
-                  max_first_token_s: float = 5.0, seed: int = 0, progress: bool = True, command: str = "",
-                  decode_tokens: int = 64) -> dict:
+async def measure(
+    url: str,
+    *,
+    model: str | None = None,
+    name: str = "measured",
+    max_num_seqs: int | None = None,
+    token_budget: int | None = None,
+    repeats: int = 3,
+    timeout: float = 60.0,
+    max_first_token_s: float = 5.0,
+    seed: int = 0,
+    progress: bool = True,
+    command: str = "",
+    decode_tokens: int = 64,
+) -> dict:
     """Run the design against `url`, fit, and return the profile dict (validated)."""
     load_start = os.getloadavg()[0]
     async with EngineClient(url, model=model, timeout=timeout, seed=seed) as c:
@@ -62,9 +92,11 @@ async def measure(url: str, *, model: str | None = None, name: str = "measured",
         for L in (16, 16, 64):
             warm = await c.stream(L, 2)
         if warm.ttft > max_first_token_s:
-            raise EngineError(f"{url} answers too slowly: a {warm.prompt_len}-token prompt alone took "
-                              f"{warm.ttft:.2f} s to its first token (limit --max-first-token-s "
-                              f"{max_first_token_s:g} s)")
+            raise EngineError(
+                f"{url} answers too slowly: a {warm.prompt_len}-token prompt alone took "
+                f"{warm.ttft:.2f} s to its first token (limit --max-first-token-s "
+                f"{max_first_token_s:g} s)"
+            )
         max_len = ident.max_model_len or 2048
         budget = int(token_budget or VLLM_DEFAULT_TOKEN_BUDGET)
         seqs_source = "given"
@@ -105,30 +137,54 @@ async def measure(url: str, *, model: str | None = None, name: str = "measured",
         "name": name,
         "version": 1,
         "description": f"measured from {ident.engine} {ident.version or ''} serving {ident.model} at {url}".replace(
-            "  ", " "),
+            "  ", " "
+        ),
         "per_request": {k: co[k] for k in ("t_c", "a_p", "b_p", "c_p", "a_d", "b_d")},
-        "frontend": {"ttft_overhead_s": co["ttft_overhead_s"],
-                     "source": "median of client TTFT - engine prefill_time - queue_time over lone prompts"
-                     if engine_timed else "fitted (feature `first`)",
-                     "notes": "client-seen time to first token minus the engine step: HTTP, input processing, "
-                              "hand-over to the engine loop, first chunk back (slocore.twin.fitmodel)"},
+        "frontend": {
+            "ttft_overhead_s": co["ttft_overhead_s"],
+            "source": "median of client TTFT - engine prefill_time - queue_time over lone prompts"
+            if engine_timed
+            else "fitted (feature `first`)",
+            "notes": "client-seen time to first token minus the engine step: HTTP, input processing, "
+            "hand-over to the engine loop, first chunk back (slocore.twin.fitmodel)",
+        },
         "kv": kv,
-        "kv_transfer": {"bandwidth_bytes_per_s": 1e9, "fixed_s": 0.0, "measured": False,
-                        "notes": "not measured by slocore profile (placeholder)"},
-        "engine": {"kind": ident.engine, "version": ident.version, "url": url, "model": ident.model,
-                   "max_model_len": max_len, "max_num_seqs": int(max_num_seqs), "max_num_seqs_source": seqs_source,
-                   "max_num_batched_tokens": budget,
-                   "batch_scheduler": {"name": "sarathi_fcfs", "params": {"token_budget": budget}}},
+        "kv_transfer": {
+            "bandwidth_bytes_per_s": 1e9,
+            "fixed_s": 0.0,
+            "measured": False,
+            "notes": "not measured by slocore profile (placeholder)",
+        },
+        "engine": {
+            "kind": ident.engine,
+            "version": ident.version,
+            "url": url,
+            "model": ident.model,
+            "max_model_len": max_len,
+            "max_num_seqs": int(max_num_seqs),
+            "max_num_seqs_source": seqs_source,
+            "max_num_batched_tokens": budget,
+            "batch_scheduler": {"name": "sarathi_fcfs", "params": {"token_budget": budget}},
+        },
         "measured": {
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "host": platform.node(), "command": command, "repeats": repeats, "decode_tokens": decode_tokens,
-            "loadavg_1m": [load_start, os.getloadavg()[0]], "cpu_count": os.cpu_count(),
-            "fit": {"method": "relative-error least squares (HFX appendix A), non-negative by active set, "
-                              "over the median of each experiment's repeats",
-                    "rms_rel_error": res["rms_rel_error"], "max_rel_error": res["max_rel_error"],
-                    "rms_rel_error_all_points": math.sqrt(sum(r * r for r in resid) / len(resid)),
-                    "dropped": res["dropped"], "points": len(points), "experiments": len(groups),
-                    "skipped": skipped},
+            "host": platform.node(),
+            "command": command,
+            "repeats": repeats,
+            "decode_tokens": decode_tokens,
+            "loadavg_1m": [load_start, os.getloadavg()[0]],
+            "cpu_count": os.cpu_count(),
+            "fit": {
+                "method": "relative-error least squares (HFX appendix A), non-negative by active set, "
+                "over the median of each experiment's repeats",
+                "rms_rel_error": res["rms_rel_error"],
+                "max_rel_error": res["max_rel_error"],
+                "rms_rel_error_all_points": math.sqrt(sum(r * r for r in resid) / len(resid)),
+                "dropped": res["dropped"],
+                "points": len(points),
+                "experiments": len(groups),
+                "skipped": skipped,
+            },
             "points": [_point_json(p, r) for p, r in zip(points, resid)],
         },
     }
@@ -147,47 +203,74 @@ def _kv(m: dict | None, max_len: int, max_num_seqs: int) -> dict:
     blocks = total(m or {}, "slocore_engine_kv_blocks")
     if blocks:
         bs = int(total(m, "slocore_engine_block_size") or 16)
-        return {"block_size": bs, "num_blocks": int(blocks), "bytes_per_token": 1.0,
-                "source": "slocore_engine_kv_blocks"}
-    return {"block_size": 16, "num_blocks": math.ceil(max_len * max_num_seqs / 16), "bytes_per_token": 1.0,
-            "source": "unknown: sized for max_num_seqs x max_model_len"}
+        return {
+            "block_size": bs,
+            "num_blocks": int(blocks),
+            "bytes_per_token": 1.0,
+            "source": "slocore_engine_kv_blocks",
+        }
+    return {
+        "block_size": 16,
+        "num_blocks": math.ceil(max_len * max_num_seqs / 16),
+        "bytes_per_token": 1.0,
+        "source": "unknown: sized for max_num_seqs x max_model_len",
+    }
 
 
 def _point_json(p: fitmodel.Point, resid: float) -> dict:
-    return {"kind": p.kind, "seconds": p.seconds, "prefill": [list(x) for x in p.prefill],
-            "decode_batch": len(p.decode), "decode_context": p.decode[0] if p.decode else 0, "first": p.first,
-            "rel_residual": resid, **(p.detail or {})}
+    return {
+        "kind": p.kind,
+        "seconds": p.seconds,
+        "prefill": [list(x) for x in p.prefill],
+        "decode_batch": len(p.decode),
+        "decode_context": p.decode[0] if p.decode else 0,
+        "first": p.first,
+        "rel_residual": resid,
+        **(p.detail or {}),
+    }
 
 
 def points_of(profile: dict) -> list[fitmodel.Point]:
     """The measured points back from a profile's JSON (to refit or plot)."""
     out = []
     for q in profile.get("measured", {}).get("points", []):
-        out.append(fitmodel.Point(q["kind"], q["seconds"], [tuple(x) for x in q["prefill"]],
-                                  [q["decode_context"]] * q["decode_batch"], q["first"]))
+        out.append(
+            fitmodel.Point(
+                q["kind"],
+                q["seconds"],
+                [tuple(x) for x in q["prefill"]],
+                [q["decode_context"]] * q["decode_batch"],
+                q["first"],
+            )
+        )
     return out
 
 
 def summary(profile: dict) -> str:
     co, f = profile["per_request"], profile["measured"]["fit"]
     m = profile["measured"]
-    lines = [f"profile {profile['name']}: {profile['description']} (machine load {m['loadavg_1m'][0]:.1f} -> "
-             f"{m['loadavg_1m'][1]:.1f} on {m['cpu_count']} cores)",
-             "coefficients: " + ", ".join(f"{k}={v:.4g}" for k, v in co.items())
-             + f", ttft_overhead_s={profile['frontend']['ttft_overhead_s']:.4g}",
-             f"fit over the medians of {f['experiments']} experiments ({f['points']} points): rms rel error "
-             f"{f['rms_rel_error']:.1%}, max {f['max_rel_error']:.1%} (every point: rms "
-             f"{f['rms_rel_error_all_points']:.1%})"
-             + (f"; forced to 0: {', '.join(f['dropped'])}" if f["dropped"] else "")
-             + (f"; {len(f['skipped'])} experiment(s) gave no window" if f["skipped"] else ""),
-             f"kv: {profile['kv']['num_blocks']} blocks x {profile['kv']['block_size']} tokens "
-             f"({profile['kv']['source']}); engine limits: max_num_seqs {profile['engine']['max_num_seqs']} "
-             f"({profile['engine']['max_num_seqs_source']}), token budget {profile['engine']['max_num_batched_tokens']}"]
+    lines = [
+        f"profile {profile['name']}: {profile['description']} (machine load {m['loadavg_1m'][0]:.1f} -> "
+        f"{m['loadavg_1m'][1]:.1f} on {m['cpu_count']} cores)",
+        "coefficients: "
+        + ", ".join(f"{k}={v:.4g}" for k, v in co.items())
+        + f", ttft_overhead_s={profile['frontend']['ttft_overhead_s']:.4g}",
+        f"fit over the medians of {f['experiments']} experiments ({f['points']} points): rms rel error "
+        f"{f['rms_rel_error']:.1%}, max {f['max_rel_error']:.1%} (every point: rms "
+        f"{f['rms_rel_error_all_points']:.1%})"
+        + (f"; forced to 0: {', '.join(f['dropped'])}" if f["dropped"] else "")
+        + (f"; {len(f['skipped'])} experiment(s) gave no window" if f["skipped"] else ""),
+        f"kv: {profile['kv']['num_blocks']} blocks x {profile['kv']['block_size']} tokens "
+        f"({profile['kv']['source']}); engine limits: max_num_seqs {profile['engine']['max_num_seqs']} "
+        f"({profile['engine']['max_num_seqs_source']}), token budget {profile['engine']['max_num_batched_tokens']}",
+    ]
     by_kind: dict = {}
     for q in profile["measured"]["points"]:
         by_kind.setdefault(q["kind"], []).append(abs(q["rel_residual"]))
-    lines.append("median |residual| by kind: " + ", ".join(f"{k} {sorted(v)[len(v) // 2]:.1%} (n={len(v)})"
-                                                           for k, v in by_kind.items()))
+    lines.append(
+        "median |residual| by kind: "
+        + ", ".join(f"{k} {sorted(v)[len(v) // 2]:.1%} (n={len(v)})" for k, v in by_kind.items())
+    )
     return "\n".join(lines)
 
 
@@ -195,11 +278,22 @@ def main(a) -> int:
     out = Path(a.output)
     name = a.name or out.stem
     t0 = time.monotonic()
-    prof = asyncio.run(measure(a.url, model=a.model, name=name, max_num_seqs=a.max_num_seqs,
-                               token_budget=a.token_budget, repeats=a.repeats, timeout=a.timeout,
-                               max_first_token_s=a.max_first_token_s, seed=a.seed, progress=not a.quiet,
-                               decode_tokens=a.decode_tokens,
-                               command="slocore " + " ".join(sys.argv[1:])))
+    prof = asyncio.run(
+        measure(
+            a.url,
+            model=a.model,
+            name=name,
+            max_num_seqs=a.max_num_seqs,
+            token_budget=a.token_budget,
+            repeats=a.repeats,
+            timeout=a.timeout,
+            max_first_token_s=a.max_first_token_s,
+            seed=a.seed,
+            progress=not a.quiet,
+            decode_tokens=a.decode_tokens,
+            command="slocore " + " ".join(sys.argv[1:]),
+        )
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(prof, indent=1) + "\n")
     print(summary(prof))

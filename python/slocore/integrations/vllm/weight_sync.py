@@ -17,6 +17,7 @@ parallelism each worker uses ``port + rank``. The WeightManager holds checkpoint
 tensors in host memory (a second copy next to the engine's packed parameters): the price of
 a format every target can reload, whatever kernel layout it uses.
 """
+
 from __future__ import annotations
 
 import functools
@@ -26,12 +27,14 @@ import traceback
 
 def _never_raise(fn):
     """A worker RPC that raises takes the whole vLLM engine down with it: report instead."""
+
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
         try:
             return fn(self, *args, **kwargs)
         except Exception as e:
             return {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc(limit=5)}
+
     return wrapper
 
 
@@ -66,8 +69,7 @@ class SlocoreWeightSync:
         tensors = {k: v.clone() for k, v in tensors.items()}  # own memory, not the file's map
         push = self._slocore_push(tensors)
         self._slocore_wm().manifest()  # checksums now, so a later send starts at once
-        return {"source": "disk", "seconds": time.perf_counter() - t0, "push_seconds": push,
-                "tensors": len(tensors)}
+        return {"source": "disk", "seconds": time.perf_counter() - t0, "push_seconds": push, "tensors": len(tensors)}
 
     @_never_raise
     def slocore_manifest(self) -> dict:
@@ -89,10 +91,17 @@ class SlocoreWeightSync:
         from slocore.scaling.transfer import TLManager
 
         r = TLManager("gloo", timeout_s=float(timeout_s)).receive(
-            host, int(port) + self._slocore_rank(), fallback=fallback_path)
+            host, int(port) + self._slocore_rank(), fallback=fallback_path
+        )
         push = self._slocore_push(r.tensors)
-        return {"source": r.source, "seconds": r.seconds + push, "transfer_seconds": r.seconds,
-                "push_seconds": push, "bytes": r.nbytes, "reason": r.reason}
+        return {
+            "source": r.source,
+            "seconds": r.seconds + push,
+            "transfer_seconds": r.seconds,
+            "push_seconds": push,
+            "bytes": r.nbytes,
+            "reason": r.reason,
+        }
 
     @_never_raise
     def slocore_param_checksums(self) -> dict:
