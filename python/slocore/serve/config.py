@@ -17,6 +17,7 @@ SLO defaults and the priority-to-SLO table, timeouts, retries, the admin token.
     timeouts: {connect_s: 5, first_token_s: 60, idle_s: 30, total_s: 600}
     retries: 2
     poll_interval_s: 0.5
+    metrics_window_s: 60                 # the windowed attainment gauge's window
     scaler:                              # the scaler in the live loop (serve/scaler.py)
       name: hfx                          # or module:Class (a slocore.Scaler subclass)
       params: {interval: 1.0}
@@ -92,6 +93,7 @@ class ServeConfig:
     timeouts: Timeouts = field(default_factory=Timeouts)
     retries: int = 2
     poll_interval_s: float = 0.5
+    metrics_window_s: float = 60.0  # slocore_slo_attainment_window's window (serve.metrics)
     admin_token: str | None = None
     host: str = "127.0.0.1"
     port: int = 8000
@@ -235,6 +237,7 @@ class _File(_Section):
     timeouts: Optional[_Timeouts] = None
     retries: Annotated[int, Strict(), Field(ge=0)] = 2
     poll_interval_s: Positive = 0.5
+    metrics_window_s: Positive = 60.0
     model: Optional[str] = None
     limits: Optional[LimitsConfig] = None
     retry_budget: Optional[RetryBudgetConfig] = None
@@ -323,6 +326,7 @@ def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
         cfg.timeouts = Timeouts(**f.timeouts.model_dump())
     cfg.retries = f.retries
     cfg.poll_interval_s = f.poll_interval_s
+    cfg.metrics_window_s = f.metrics_window_s
     cfg.limits = f.limits or LimitsConfig()
     cfg.retry_budget = f.retry_budget or RetryBudgetConfig()
     cfg.tenants = f.tenants or TenantsConfig()

@@ -61,6 +61,7 @@ class Dispatcher:
         self.policy = make_policy(name, params, field)
         self.backends_fn = backends_fn
         self.metrics = metrics
+        metrics.policy(label, name)  # slocore_policy_info{role, policy}
         self.now = now_fn
         self.futures: dict[int, asyncio.Future] = {}
         self._wake = asyncio.Event()
@@ -85,7 +86,7 @@ class Dispatcher:
         t = time.perf_counter()
         asg = self.policy.poll(self.now(), [b.view() for b in bs.values()])
         if asg:
-            self.metrics.decision(self.label, (time.perf_counter() - t) / len(asg), len(asg))
+            self.metrics.decision(self.label, self.name, (time.perf_counter() - t) / len(asg), len(asg))
         for a in asg:
             fut = self.futures.pop(a.request, None)
             if fut is None or fut.done():
@@ -106,7 +107,7 @@ class Dispatcher:
         self.futures[req.id] = fut
         t = time.perf_counter()
         self.policy.submit(req, self.now(), expected_handoff)
-        self.metrics.child(self.metrics.decision_latency, self.label).observe(time.perf_counter() - t)
+        self.metrics.child(self.metrics.decision_latency, self.label, self.name).observe(time.perf_counter() - t)
         return fut
 
     def poll_now(self) -> None:

@@ -188,7 +188,7 @@ class RequestHandler:
                 return await self._give_up(ctx, 503, str(e), "service_unavailable")
             except ClientError as e:
                 r.recorder.reject(ctx.rid, r.now(), f"engine rejected: HTTP {e.status}")
-                r.metrics.failed(ctx.cls, "rejected")
+                r.metrics.engine_rejected(ctx.cls, e.backend)  # invalid request: outside attainment
                 return web.Response(status=e.status, body=e.body, content_type=e.content_type)
             except BackendError as e:
                 r.upstream.fail(e)
@@ -258,5 +258,5 @@ class RequestHandler:
         if r.scaler is not None:
             r.scaler.finished(ctx.rid, t_end)
         m = _s.request_metrics(r.recorder.get(ctx.rid))
-        r.metrics.finished(ctx.cls, m)
+        r.metrics.finished(ctx.cls, m, backend.name)
         r.slo.finished(ctx, m)

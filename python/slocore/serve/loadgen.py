@@ -7,6 +7,10 @@ prompt length, ``max_tokens`` = its output length and ``ignore_eos``, its SLO in
 ``x-slo-*`` headers and its task as ``x-slo-class``. Every streamed token's arrival time
 goes to a ``slocore.Recorder``; ``slocore.summarize`` turns it into the same table the
 simulator prints (attainment, TTFT/TPOT/TBT/E2E percentiles, throughput, TDG).
+
+A request answered with a 4xx other than 429 was refused as invalid: it is listed under
+``invalid`` and left out of the summary (the router counts the engine's own 4xx apart as
+``engine_rejected`` the same way); every other failure is a rejected request, an SLO miss.
 """
 
 from __future__ import annotations
@@ -98,6 +102,7 @@ async def run(
     rng = random.Random(seed)
     rec = _s.Recorder()
     errors: list[str] = []
+    invalids: list[str] = []  # answered 4xx (not 429): outside the summary
     bar = None
     if progress:
         try:
@@ -138,12 +143,14 @@ async def run(
                 await asyncio.sleep(delay)
             if sem:
                 await sem.acquire()
-            rec.add(req)
             hdr = {
-                "x-slo-ttft-ms": f"{r.slo.ttft * 1e3:g}",
-                "x-slo-tpot-ms": f"{r.slo.tpot * 1e3:g}",
+                # 12 digits: the router's SLO is the one summarize() judges by (%g kept 6)
+                "x-slo-ttft-ms": f"{r.slo.ttft * 1e3:.12g}",
+                "x-slo-tpot-ms": f"{r.slo.tpot * 1e3:.12g}",
                 "x-priority": str(r.priority),
             }
+            if r.slo.deadline is not None:  # real-time requests: E2E bound (metrics.h)
+                hdr["x-slo-deadline-ms"] = f"{r.slo.deadline * 1e3:.12g}"
             if r.task:
                 hdr["x-slo-class"] = r.task
             prompt = [rng.randrange(1, vocab) for _ in range(int(plen))]
@@ -161,9 +168,15 @@ async def run(
             else:
                 body["prompt"] = prompt
                 path = "/v1/completions"
-            ntok, usage, err = 0, None, None
+            ntok, usage, err, invalid, added = 0, None, None, False, False
             try:
                 async with s.post(url.rstrip("/") + path, json=body, headers=hdr) as resp:
+                    # a 4xx other than 429 refuses the request as invalid: counted apart, outside
+                    # attainment (the router's engine_rejected); every other request is recorded
+                    invalid = 400 <= resp.status < 500 and resp.status != 429
+                    if not invalid:
+                        rec.add(req)
+                        added = True
                     if resp.status != 200:
                         err = f"HTTP {resp.status}: {(await resp.text())[:200]}"
                     else:
@@ -194,7 +207,11 @@ async def run(
             now = time.monotonic() - t0
             if err is None and ntok == 0 and not (usage or {}).get("completion_tokens"):
                 err = "no tokens"
-            if err is not None:
+            if invalid:
+                invalids.append(f"request {i}: {err}")
+            elif err is not None:
+                if not added:  # no answer at all (connection refused, timeout)
+                    rec.add(req)
                 rec.reject(i, now, err)
                 errors.append(f"request {i}: {err}")
             else:
@@ -214,6 +231,7 @@ async def run(
     return {
         "summary": summary,
         "errors": errors,
+        "invalid": invalids,
         "wall_s": wall,
         "requests": len(reqs),
         "model": model,
@@ -244,7 +262,9 @@ def table(out: dict, title: str) -> str:
         lines.append(
             "attainment by class: " + ", ".join(f"{k or '-'}={v:.3f}" for k, v in s["attainment_by_task"].items())
         )
-    for e in out["errors"][:5]:
+    if out.get("invalid"):
+        lines.append(f"invalid (HTTP 4xx other than 429; outside the summary): {len(out['invalid'])}")
+    for e in (out["errors"] + out.get("invalid", []))[:5]:
         lines.append(f"error: {e}")
     return "\n".join(lines)
 
@@ -278,6 +298,7 @@ def main(a) -> int:
                     "title": title,
                     "summary": _jsonable(out["summary"]),
                     "errors": out["errors"],
+                    "invalid": out["invalid"],
                     "wall_s": out["wall_s"],
                 },
                 indent=1,
@@ -285,4 +306,4 @@ def main(a) -> int:
         )
     else:
         print(table(out, title))
-    return 0 if not out["errors"] else 1
+    return 0 if not out["errors"] and not out["invalid"] else 1

@@ -1,6 +1,10 @@
 """The router's Prometheus metrics. Per-request numbers (TTFT, TPOT, SLO met) come from
-``slocore.request_metrics`` over the router's ``slocore.Recorder``: the one definition the
-simulator and the load generator use too."""
+``slocore.request_metrics`` over the router's ``slocore.Recorder``: the one definition
+(csrc/slocore/core/metrics.h) the simulator and the load generator (``slocore bench serve``,
+``slocore.summarize``) use too. Attainment counts what the load generator counts: every
+request the service took (met / missed / failed / shed / rate-limited) in the denominator,
+and only requests the engine itself refused as invalid (HTTP 4xx, ``engine_rejected``)
+apart, as the load generator leaves its 4xx answers out."""
 
 from __future__ import annotations
 
@@ -11,22 +15,62 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 
 disable_created_metrics()
 
-LAT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 20, 60)
+LAT_BUCKETS = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.5,
+    0.75,
+    1,
+    1.5,
+    2,
+    3,
+    5,
+    10,
+    20,
+    60,
+)
+TPOT_BUCKETS = (0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1)
 DEC_BUCKETS = (1e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 5e-3, 1e-2)
+ENGINE_REJECTED = "engine_rejected"  # the engine's own 4xx: outside attainment
 
 
 class RouterMetrics:
-    def __init__(self):
+    def __init__(self, window_s: float = 60.0):
+        self.window_s = float(window_s)
         self.registry = r = CollectorRegistry()
         self.requests = Counter(
             "slocore_requests",
-            "Finished requests by SLO class and outcome (slo_met, slo_missed, failed, rejected)",
+            "Requests by SLO class and outcome (slo_met, slo_missed, failed, shed, rate_limited; "
+            "engine_rejected: the engine's own 4xx, outside attainment)",
             ["slo_class", "outcome"],
             registry=r,
         )
         self.attainment = Gauge(
             "slocore_slo_attainment",
-            "Fraction of finished requests of the class that met both TTFT and TPOT SLOs",
+            "Cumulative since start: slo_met / requests of the class, engine_rejected left out "
+            "(slocore.request_metrics, as slocore bench serve computes it)",
+            ["slo_class"],
+            registry=r,
+        )
+        self.attainment_window = Gauge(
+            "slocore_slo_attainment_window",
+            "Like slocore_slo_attainment over the requests that ended in the last window_s seconds "
+            "(absent for a class with none)",
+            ["slo_class"],
+            registry=r,
+        )
+        self.window_requests = Gauge(
+            "slocore_slo_window_requests",
+            "Requests of the class in the attainment window (the windowed gauge's denominator)",
             ["slo_class"],
             registry=r,
         )
@@ -41,11 +85,31 @@ class RouterMetrics:
             "slocore_tpot_seconds",
             "Time per output token (mean over decode tokens)",
             ["slo_class"],
-            buckets=LAT_BUCKETS,
+            buckets=TPOT_BUCKETS,
             registry=r,
         )
         self.e2e = Histogram(
             "slocore_e2e_seconds", "End-to-end latency", ["slo_class"], buckets=LAT_BUCKETS, registry=r
+        )
+        self.backend_requests = Counter(
+            "slocore_backend_requests",
+            "Requests answered by each engine (the attempt that reached the client) by outcome",
+            ["backend", "outcome"],
+            registry=r,
+        )
+        self.backend_ttft = Histogram(
+            "slocore_backend_ttft_seconds",
+            "Time to first token of requests each engine answered",
+            ["backend"],
+            buckets=LAT_BUCKETS,
+            registry=r,
+        )
+        self.backend_tpot = Histogram(
+            "slocore_backend_tpot_seconds",
+            "Time per output token of requests each engine answered",
+            ["backend"],
+            buckets=TPOT_BUCKETS,
+            registry=r,
         )
         self.queue = Gauge(
             "slocore_queue_size",
@@ -57,14 +121,20 @@ class RouterMetrics:
             "slocore_backend_kv_usage", "Engine KV-cache usage (0-1) from its /metrics", ["backend"], registry=r
         )
         self.healthy = Gauge("slocore_backend_healthy", "1 when the engine answers /metrics", ["backend"], registry=r)
-        self.decisions = Counter("slocore_decisions", "Policy assignments", ["policy"], registry=r)
+        self.policy_info = Gauge(
+            "slocore_policy_info",
+            "1 for each role's global policy (name or module:Class)",
+            ["role", "policy"],
+            registry=r,
+        )
+        self.decisions = Counter("slocore_decisions", "Policy assignments", ["role", "policy"], registry=r)
         self.decision_rate = Gauge(
             "slocore_decisions_per_second", "Assignments per second over the last 10 s", registry=r
         )
         self.decision_latency = Histogram(
             "slocore_decision_latency_seconds",
             "Time in policy submit+poll per decision",
-            ["policy"],
+            ["role", "policy"],
             buckets=DEC_BUCKETS,
             registry=r,
         )
@@ -81,6 +151,9 @@ class RouterMetrics:
         self._children: dict = {}
         self._met = collections.Counter()
         self._fin = collections.Counter()
+        self._win: collections.deque = collections.deque()  # (end time, class, met) in the window
+        self._win_met = collections.Counter()
+        self._win_fin = collections.Counter()
         self._dec_times: collections.deque = collections.deque(maxlen=100000)
 
     def child(self, metric, *labels):
@@ -91,37 +164,79 @@ class RouterMetrics:
             c = self._children[key] = metric.labels(*labels)
         return c
 
-    def decision(self, policy: str, seconds: float, n: int = 1):
-        self.child(self.decisions, policy).inc(n)
-        self.child(self.decision_latency, policy).observe(seconds)
+    def policy(self, role: str, name: str) -> None:
+        self.child(self.policy_info, role, name).set(1)
+
+    def decision(self, role: str, policy: str, seconds: float, n: int = 1):
+        self.child(self.decisions, role, policy).inc(n)
+        self.child(self.decision_latency, role, policy).observe(seconds)
         now = time.monotonic()
         for _ in range(n):
             self._dec_times.append(now)
 
-    def finished(self, cls: str, m) -> None:
-        """m: slocore.RequestMetrics of a finished request."""
+    def _count(self, cls: str, met: bool, outcome: str) -> None:
+        """One request of `cls` into the cumulative and windowed attainment."""
         self._fin[cls] += 1
-        if m.slo_met:
-            self._met[cls] += 1
-        self.child(self.requests, cls, "slo_met" if m.slo_met else "slo_missed").inc()
+        self._met[cls] += met
+        self.child(self.requests, cls, outcome).inc()
         self.child(self.attainment, cls).set(self._met[cls] / self._fin[cls])
+        now = time.monotonic()
+        self._win.append((now, cls, met))
+        self._win_fin[cls] += 1
+        self._win_met[cls] += met
+        if len(self._win) & 255 == 0:
+            self._trim(now)
+
+    def _trim(self, now: float) -> None:
+        w, cut = self._win, now - self.window_s
+        while w and w[0][0] < cut:
+            _, cls, met = w.popleft()
+            self._win_fin[cls] -= 1
+            self._win_met[cls] -= met
+
+    def finished(self, cls: str, m, backend: str | None = None) -> None:
+        """m: slocore.RequestMetrics of a finished request; `backend`: the engine that answered."""
+        outcome = "slo_met" if m.slo_met else "slo_missed"
+        self._count(cls, bool(m.slo_met), outcome)
+        has_tpot = m.tpot == m.tpot and m.tokens > 1
         if m.ttft == m.ttft:
             self.child(self.ttft, cls).observe(m.ttft)
-        if m.tpot == m.tpot and m.tokens > 1:
+        if has_tpot:
             self.child(self.tpot, cls).observe(m.tpot)
         if m.e2e == m.e2e:
             self.child(self.e2e, cls).observe(m.e2e)
+        if backend is not None:
+            self.child(self.backend_requests, backend, outcome).inc()
+            if m.ttft == m.ttft:
+                self.child(self.backend_ttft, backend).observe(m.ttft)
+            if has_tpot:
+                self.child(self.backend_tpot, backend).observe(m.tpot)
 
     def failed(self, cls: str, outcome: str = "failed") -> None:
-        self._fin[cls] += 1
-        self.requests.labels(cls, outcome).inc()
-        self.attainment.labels(cls).set(self._met[cls] / self._fin[cls])
+        """A request that ended without an answer: an SLO miss (failed, shed, rate_limited)."""
+        self._count(cls, False, outcome)
+
+    def engine_rejected(self, cls: str, backend: str | None = None) -> None:
+        """The engine refused the request as invalid (4xx): counted apart, not in attainment."""
+        self.child(self.requests, cls, ENGINE_REJECTED).inc()
+        if backend is not None:
+            self.child(self.backend_requests, backend, ENGINE_REJECTED).inc()
 
     def render(self, pending: int, backends) -> bytes:
         now = time.monotonic()
         while self._dec_times and self._dec_times[0] < now - 10:
             self._dec_times.popleft()
         self.decision_rate.set(len(self._dec_times) / 10.0)
+        self._trim(now)
+        for cls in list(self._win_fin):
+            n = self._win_fin[cls]
+            self.child(self.window_requests, cls).set(n)
+            if n > 0:
+                self.child(self.attainment_window, cls).set(self._win_met[cls] / n)
+            else:  # nothing ended in the window: no value rather than a stale one
+                if self._children.pop((id(self.attainment_window), (cls,)), None) is not None:
+                    self.attainment_window.remove(cls)
+                del self._win_fin[cls], self._win_met[cls]
         self.queue.labels("policy", "").set(pending)
         for b in backends:
             own_wait = sum(1 for s in b.inflight.values() if s.generated == 0)

@@ -54,7 +54,7 @@ class Router:
     def __init__(self, cfg: ServeConfig):
         self.cfg = cfg
         self.t0 = time.monotonic()
-        self.metrics = RouterMetrics()
+        self.metrics = RouterMetrics(cfg.metrics_window_s)
         self.recorder = _s.Recorder()
         self.session: aiohttp.ClientSession | None = None
         self.upstream: Upstream | None = None

@@ -56,9 +56,10 @@ class BackendError(Exception):
 class ClientError(Exception):
     """The engine rejected the request itself (4xx): passed to the client, not retried."""
 
-    def __init__(self, status: int, body: bytes, content_type: str):
+    def __init__(self, status: int, body: bytes, content_type: str, backend: str | None = None):
         super().__init__(f"HTTP {status}")
         self.status, self.body, self.content_type = status, body, content_type
+        self.backend = backend  # the engine's name
 
 
 def endpoint(backend: Backend, chat: bool) -> str:
@@ -68,7 +69,7 @@ def endpoint(backend: Backend, chat: bool) -> str:
 async def check_status(backend: Backend, r: aiohttp.ClientResponse) -> None:
     """4xx -> ClientError, any other non-200 -> BackendError."""
     if 400 <= r.status < 500:
-        raise ClientError(r.status, await r.read(), r.content_type)
+        raise ClientError(r.status, await r.read(), r.content_type, backend.name)
     if r.status != 200:
         raise BackendError(backend, "http", f"HTTP {r.status}: {(await r.read())[:200]!r}")
 
