@@ -55,9 +55,10 @@ class BackendConfig:
     name: str
     url: str | None = None
     role: str = COLOCATED
-    profile: str = DEFAULT_PROFILE  # the policies' latency model of this engine
+    profile: str = DEFAULT_PROFILE  # the policies' latency model: a bundled name or a `slocore profile` JSON
     emulated: dict | None = None  # EmulatedEngine kwargs: started in-process by the router
     kv_events: str | None = None  # vLLM's KV-event ZMQ endpoint (precise prefix mode), e.g. tcp://host:5557
+    default_profile: bool = False  # no profile given for a real engine: the pool warns once
 
 
 @dataclass
@@ -305,8 +306,16 @@ def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
         names.add(name)
         emu = {} if b.emulated is True else b.emulated
         profile = b.profile or (emu or {}).get("profile") or DEFAULT_PROFILE
+        try:  # a bundled name or a `slocore profile` JSON: an unknown one fails here
+            from slocore.profiles import hardware_profile
+
+            hardware_profile(profile)
+        except (ValueError, KeyError, OSError) as e:
+            raise ValueError(f"{where}: backends[{i}].profile: {e.args[0] if e.args else e}") from None
+        # an emulated engine runs its own profile; a real one without a profile runs on a guess
+        guessed = b.profile is None and emu is None
         cfg.backends.append(
-            BackendConfig(name, b.url.rstrip("/") if b.url else None, b.role, profile, emu, b.kv_events)
+            BackendConfig(name, b.url.rstrip("/") if b.url else None, b.role, profile, emu, b.kv_events, guessed)
         )
     roles = {b.role for b in cfg.backends}
     if COLOCATED in roles and roles - {COLOCATED}:

@@ -51,6 +51,17 @@ class BackendPool:
                 f"role: {bc.role!r} does not fit this router's mode ({'P/D' if self.disaggregated else 'colocated'})"
             )
         hw, _ = hardware_profile(bc.profile)
+        if getattr(bc, "default_profile", False):
+            log.warning(
+                "backend %s: no latency profile given; the policies assume %r, measured on other hardware. "
+                "Measure this engine with `slocore profile --url %s -o %s.json` and set profile: %s.json "
+                "on the backend",
+                bc.name,
+                bc.profile,
+                bc.url,
+                bc.name,
+                bc.name,
+            )
         b = Backend(
             next(self._ids), bc.name, bc.url, bc.role, _s.LatencyModel(hw.coeffs), int(hw.kv_blocks), int(hw.block_size)
         )
