@@ -1,20 +1,27 @@
-"""Router overhead: added latency (p50/p99) and the most requests/s through
-`slocore serve` to one emulated engine, side by side with a direct connection to the
-engine and, when `vllm-router` (Rust, PyPI) is installed, through it, all in the same run.
+"""Router overhead, side by side in one run: the same streaming requests (16-token prompt, 8
+output tokens, as a chat client would send them) sent directly to an emulated engine,
+through `slocore serve`, and through `vllm-router` (Rust, PyPI) when it is installed.
 
-    python -m pytest bench/bench_router.py -s [--benchmark-disable]
+    python -m pytest bench/bench_router.py -s --benchmark-disable
     SLOCORE_VLLM_ROUTER=/path/to/vllm-router python -m pytest bench/bench_router.py -s
+    SLOCORE_BENCH_BASE=/other/checkout/python ...   # also that checkout's router ("slocore-base")
 
-Each target gets its own subprocess (engine, router) on localhost. Latency: sequential
-non-streaming requests with max_tokens=1 (the engine answers in one step of ~0.1 ms at
---time-scale 0.01), so the difference to "direct" is the proxy's own cost. Throughput: a
-closed loop with 64 clients for a few seconds. This machine is shared: compare the ratios.
+Each target runs in its own subprocess on localhost; the engine is `slocore engine
+--time-scale 0.01` (an 8-token answer in ~1 ms). Per round and target: concurrency 1
+(sequential requests: p50 latency; the overhead is p50 minus direct's p50 of the same round)
+and concurrency 32 (a closed loop for a few seconds: requests/s and p99 latency). Rounds
+interleave the targets so that the shared machine's load drifts over all of them alike;
+the report gives every round and the median, and says which targets (below) are met:
+
+  p50 overhead at concurrency 1 <= vllm-router's + 0.3 ms;
+  at concurrency 32: throughput >= 95 % of direct, p99 <= 1.2 x direct.
 """
 
 import asyncio
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -24,10 +31,17 @@ import pytest
 
 aiohttp = pytest.importorskip("aiohttp")
 
-RESULTS: dict = {}
-N_LAT = int(os.environ.get("SLOCORE_BENCH_LAT_N", "400"))
+N_SEQ = int(os.environ.get("SLOCORE_BENCH_SEQ_N", "300"))
 THR_S = float(os.environ.get("SLOCORE_BENCH_THR_S", "4"))
-CONC = int(os.environ.get("SLOCORE_BENCH_CONC", "64"))
+CONC = int(os.environ.get("SLOCORE_BENCH_CONC", "32"))
+ROUNDS = int(os.environ.get("SLOCORE_BENCH_ROUNDS", "3"))
+BODY = {
+    "model": "slocore-emulated",
+    "prompt": list(range(1, 17)),
+    "max_tokens": 8,
+    "ignore_eos": True,
+    "stream": True,
+}
 
 
 def free_port():
@@ -59,8 +73,9 @@ def start(cmd, health, env=None):
 
 def vllm_router_bin():
     b = os.environ.get("SLOCORE_VLLM_ROUTER") or shutil.which("vllm-router")
-    if b is None and Path("/tmp/vrouter-venv/bin/vllm-router").exists():
-        b = "/tmp/vrouter-venv/bin/vllm-router"
+    for cand in ("/tmp/vrouter-venv/bin/vllm-router", "/tmp/serve17-vrouter-venv/bin/vllm-router"):
+        if b is None and Path(cand).exists():
+            b = cand
     return b
 
 
@@ -73,60 +88,34 @@ def targets(tmp_path_factory):
             filter(None, [str(Path(__file__).parents[1] / "python"), os.environ.get("PYTHONPATH")])
         ),
     )
+    py = [sys.executable, "-m", "slocore.cli"]
     try:
         ep = free_port()
         eng = f"http://127.0.0.1:{ep}"
-        procs.append(
-            start(
-                [
-                    sys.executable,
-                    "-m",
-                    "slocore.cli",
-                    "engine",
-                    "--port",
-                    str(ep),
-                    "--time-scale",
-                    "0.01",
-                    "--max-num-seqs",
-                    "1024",
-                ],
-                eng + "/health",
-                env,
-            )
-        )
+        engine = [*py, "engine", "--port", str(ep), "--time-scale", "0.01", "--max-num-seqs", "1024"]
+        procs.append(start(engine, eng + "/health", env))
         cfg = tmp_path_factory.mktemp("cfg") / "r.yaml"
-        cfg.write_text(f"backends:\n  - {{name: e0, url: '{eng}'}}\npolicy: least_outstanding\npoll_interval_s: 0.5\n")
-        rp = free_port()
-        procs.append(
-            start(
-                [sys.executable, "-m", "slocore.cli", "serve", "--config", str(cfg), "--port", str(rp)],
-                f"http://127.0.0.1:{rp}/health",
-                env,
-            )
+        cfg.write_text(
+            f"backends:\n  - {{name: e0, url: '{eng}', profile: h100-llama2-7b}}\n"
+            "policy: least_outstanding\npoll_interval_s: 0.5\n"
         )
+        rp = free_port()
+        router = [*py, "serve", "--config", str(cfg), "--port", str(rp)]
+        procs.append(start(router, f"http://127.0.0.1:{rp}/health", env))
         out = {"direct": eng, "slocore": f"http://127.0.0.1:{rp}"}
+        base = os.environ.get("SLOCORE_BENCH_BASE")  # another checkout's python/: "slocore-base" beside
+        if base:
+            bp = free_port()
+            cmd = [*py, "serve", "--config", str(cfg), "--port", str(bp)]
+            procs.append(start(cmd, f"http://127.0.0.1:{bp}/health", dict(env, PYTHONPATH=base)))
+            out["slocore-base"] = f"http://127.0.0.1:{bp}"
         vb = vllm_router_bin()
         if vb:
             vp = free_port()
+            cmd = [vb, "--host", "127.0.0.1", "--port", str(vp), "--worker-urls", eng]
+            cmd += ["--policy", "round_robin", "--log-level", "error"]
             try:
-                procs.append(
-                    start(
-                        [
-                            vb,
-                            "--host",
-                            "127.0.0.1",
-                            "--port",
-                            str(vp),
-                            "--worker-urls",
-                            eng,
-                            "--policy",
-                            "round_robin",
-                            "--log-level",
-                            "error",
-                        ],
-                        f"http://127.0.0.1:{vp}/health",
-                    )
-                )
+                procs.append(start(cmd, f"http://127.0.0.1:{vp}/health"))
                 out["vllm-router"] = f"http://127.0.0.1:{vp}"
             except RuntimeError as e:
                 print(f"vllm-router did not start: {e}")
@@ -137,79 +126,90 @@ def targets(tmp_path_factory):
             p.wait(10)
 
 
-async def _latency(url, n):
-    body = {"model": "slocore-emulated", "prompt": "hi", "max_tokens": 1}
-    lat = []
+async def _one(s, url) -> float:
+    """One streamed request read to [DONE]; its latency in seconds."""
+    t = time.perf_counter()
+    async with s.post(url + "/v1/completions", json=BODY) as r:
+        assert r.status == 200, await r.text()
+        n = 0
+        async for line in r.content:
+            n += line.startswith(b"data:")
+    assert n == 9, n  # 8 token chunks + [DONE]
+    return time.perf_counter() - t
+
+
+async def _sequential(url, n):
     async with aiohttp.ClientSession() as s:
-        for i in range(n + 20):
-            t = time.perf_counter()
-            async with s.post(url + "/v1/completions", json=body) as r:
-                await r.read()
-                assert r.status == 200
-            if i >= 20:  # warm-up
-                lat.append(time.perf_counter() - t)
-    lat.sort()
-    return lat
+        for _ in range(20):  # warm-up
+            await _one(s, url)
+        return sorted([await _one(s, url) for _ in range(n)])
 
 
-async def _throughput(url, seconds, conc):
-    body = {"model": "slocore-emulated", "prompt": "hi", "max_tokens": 1}
-    done = 0
-    errors = 0
+async def _closed_loop(url, seconds, conc):
+    lat = []
     stop = time.perf_counter() + seconds
 
     async def worker(s):
-        nonlocal done, errors
         while time.perf_counter() < stop:
-            async with s.post(url + "/v1/completions", json=body) as r:
-                await r.read()
-                if r.status == 200:
-                    done += 1
-                else:
-                    errors += 1
+            lat.append(await _one(s, url))
 
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
+        await asyncio.gather(*(_one(s, url) for _ in range(conc)))  # warm-up: connections open
         t = time.perf_counter()
         await asyncio.gather(*(worker(s) for _ in range(conc)))
         wall = time.perf_counter() - t
-    return done / wall, errors
+    return len(lat) / wall, sorted(lat)
 
 
 def q(xs, p):
     return xs[min(len(xs) - 1, int(p * len(xs)))]
 
 
-@pytest.mark.benchmark(group="router")
-@pytest.mark.parametrize("target", ["direct", "slocore", "vllm-router"])
-def test_router_overhead(benchmark, targets, target):
-    if target not in targets:
-        pytest.skip("vllm-router is not installed (pip install vllm-router, or set SLOCORE_VLLM_ROUTER)")
-    url = targets[target]
-
-    def measure():
-        lat = asyncio.run(_latency(url, N_LAT))
-        rps, errors = asyncio.run(_throughput(url, THR_S, CONC))
-        return lat, rps, errors
-
-    lat, rps, errors = benchmark.pedantic(measure, rounds=1, iterations=1)
-    assert errors == 0
-    RESULTS[target] = {"p50": q(lat, 0.5), "p99": q(lat, 0.99), "rps": rps}
-    benchmark.extra_info.update(RESULTS[target])
+def measure(url) -> dict:
+    seq = asyncio.run(_sequential(url, N_SEQ))
+    rps, lat = asyncio.run(_closed_loop(url, THR_S, CONC))
+    return {"p50_c1": q(seq, 0.5), "rps": rps, "p99_c32": q(lat, 0.99)}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _report():
-    yield
-    if "direct" not in RESULTS:
-        return
-    d = RESULTS["direct"]
+def test_router_side_by_side(targets):
+    rounds = []
+    for _ in range(ROUNDS):
+        rounds.append({name: measure(url) for name, url in targets.items()})
+    report(rounds, list(targets))
+
+
+def report(rounds, names):
     print(
-        f"\nrouter overhead, emulated engine (max_tokens=1), {N_LAT} sequential requests, "
-        f"{CONC} clients x {THR_S:g} s for req/s"
+        f"\nrouter overhead: emulated engine --time-scale 0.01, streaming, 16-token prompt, 8 tokens; "
+        f"{N_SEQ} sequential requests, then {CONC} clients x {THR_S:g} s; {len(rounds)} rounds"
     )
-    print(f"{'target':12s} {'p50 ms':>8s} {'p99 ms':>8s} {'added p50 ms':>13s} {'added p99 ms':>13s} {'req/s':>8s}")
-    for k, r in RESULTS.items():
+    print(f"{'round':6s}{'target':13s}{'p50 c=1 ms':>11s}{'added ms':>10s}{'req/s c=32':>12s}{'p99 c=32 ms':>12s}")
+    for i, r in enumerate(rounds):
+        d = r["direct"]
+        for k in names:
+            x = r[k]
+            print(
+                f"{i:<6d}{k:13s}{x['p50_c1'] * 1e3:11.2f}{(x['p50_c1'] - d['p50_c1']) * 1e3:10.2f}"
+                f"{x['rps']:12.0f}{x['p99_c32'] * 1e3:12.2f}"
+            )
+
+    def median(k, m, added=False):
+        return statistics.median(r[k][m] - (r["direct"][m] if added else 0) for r in rounds)
+
+    med = {k: {m: median(k, m) for m in rounds[0][k]} for k in names}
+    for k in names:
+        x, add = med[k], median(k, "p50_c1", added=True)
         print(
-            f"{k:12s} {r['p50'] * 1e3:8.2f} {r['p99'] * 1e3:8.2f} {(r['p50'] - d['p50']) * 1e3:13.2f} "
-            f"{(r['p99'] - d['p99']) * 1e3:13.2f} {r['rps']:8.0f}"
+            f"median {k:12s} p50 c=1 {x['p50_c1'] * 1e3:.2f} ms (added {add * 1e3:.2f}), "
+            f"{x['rps']:.0f} req/s, p99 c=32 {x['p99_c32'] * 1e3:.2f} ms"
         )
+        x["added"] = add
+    s, d = med["slocore"], med["direct"]
+    if "vllm-router" in med:
+        v = med["vllm-router"]["added"]
+        ok = s["added"] <= v + 3e-4
+        print(f"target p50 overhead <= vllm-router's + 0.3 ms: {s['added'] * 1e3:.2f} vs {v * 1e3 + 0.3:.2f}: {ok}")
+    else:
+        print("target p50 overhead vs vllm-router: not measured (vllm-router not installed)")
+    print(f"target throughput >= 95% of direct: {s['rps'] / d['rps'] * 100:.0f}%: {s['rps'] >= 0.95 * d['rps']}")
+    print(f"target p99 <= 1.2 x direct: {s['p99_c32'] / d['p99_c32']:.2f}x: {s['p99_c32'] <= 1.2 * d['p99_c32']}")

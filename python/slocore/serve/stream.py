@@ -8,11 +8,11 @@ ends a stream that stays silent past the first-token or between-token timeout.
 from __future__ import annotations
 
 import asyncio
-import json
 
 import aiohttp
 from aiohttp import web
 
+from slocore.serve import fastjson
 from slocore.serve.backends import Backend
 from slocore.serve.config import Timeouts
 from slocore.serve.openai import full_response
@@ -85,6 +85,9 @@ class RequestContext:
         return web.json_response(out)
 
 
+MAX_SSE_LINE = 16 << 20  # an engine line longer than this is a protocol error, not a buffer
+
+
 async def relay(
     ctx: RequestContext,
     r: aiohttp.ClientResponse,
@@ -97,26 +100,33 @@ async def relay(
     skip_first: bool = False,
 ) -> None:
     """Read the engine's SSE stream `r` to ``[DONE]`` for attempt `att` (state `st`);
-    `skip_first`: P/D decode, whose first token the prefill policy already reported."""
+    `skip_first`: P/D decode, whose first token the prefill policy already reported.
+
+    Whatever the engine has sent is read at once (``readany``): its complete lines are
+    parsed only to count tokens (all dated at that read) and the client gets the engine's
+    own data lines in one write, so a busy router makes one read and one write per batch of
+    chunks, not per chunk."""
     loop = asyncio.get_running_loop()
     fired = []
 
     def expire(wait=0.0, first=True):
         fired.append((wait, first))
-        r.close()  # the pending readline fails; reported as a timeout below
+        r.close()  # the pending read fails; reported as a timeout below
 
-    # A watchdog timer armed per line: cheaper than a wait_for task per token.
-    while True:
+    tail = b""  # an incomplete line carried to the next read
+    done = False
+    while not done:
+        # A watchdog timer armed per read: cheaper than a wait_for task per token.
         if st.generated == 0:
             dog = loop.call_later(t.first_token_s, expire, t.first_token_s, True)
         else:
             dog = loop.call_later(t.idle_s, expire, t.idle_s, False)
         try:
-            line = await r.content.readline()
+            chunk = await r.content.readany()
         except (aiohttp.ClientError, ConnectionError):
             if not fired:
                 raise
-            line = b""
+            chunk = b""
         finally:
             dog.cancel()
         if fired:
@@ -124,31 +134,51 @@ async def relay(
             raise BackendError(
                 backend, "timeout", f"no output for {wait:g} s ({'first token' if first else 'between tokens'})", 504
             )
-        if not line:
+        if not chunk:
             raise BackendError(backend, "connection", "stream ended without [DONE]")
-        if not line.startswith(b"data:"):
+        buf = tail + chunk if tail else chunk
+        end = buf.rfind(b"\n")
+        if end < 0:
+            tail = buf
+            if len(tail) > MAX_SSE_LINE:
+                raise BackendError(backend, "protocol", f"SSE line longer than {MAX_SSE_LINE} bytes")
             continue
-        data = line[5:].strip()
-        if data == b"[DONE]":
-            break
-        try:
-            obj = json.loads(data)
-        except ValueError:
-            raise BackendError(backend, "protocol", f"bad SSE data {data[:100]!r}") from None
-        if "error" in obj and not obj.get("choices"):
-            raise BackendError(backend, "engine_error", f"engine error: {obj['error']}")
-        ntok = ctx.absorb(obj)
+        tail = buf[end + 1 :]
+        out: list[bytes] = []
+        err = None
         tnow = now()
-        for _ in range(ntok):
-            st.generated = st.generated + 1
-            st.computed = att.prompt_len + st.generated - 1
-            if not (skip_first and st.generated == 1):
-                policy.on_token(att.id, backend.id, int(st.generated), tnow)
-                if st.generated == 1 and ctx.on_first_token is not None:
-                    ctx.on_first_token(tnow)
-            ctx.times.append((tnow, backend.id))
-        if ctx.client_stream and (obj.get("choices") or ctx.want_usage or not obj.get("usage")):
-            await ctx.write(line + b"\n")
+        for line in buf[:end].split(b"\n"):
+            if not line.startswith(b"data:"):
+                continue
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                done = True
+                break
+            try:
+                obj = fastjson.loads(data)
+            except ValueError:
+                obj = None
+            if not isinstance(obj, dict):
+                err = BackendError(backend, "protocol", f"bad SSE data {data[:100]!r}")
+                break
+            if "error" in obj and not obj.get("choices"):
+                err = BackendError(backend, "engine_error", f"engine error: {obj['error']}")
+                break
+            ntok = ctx.absorb(obj)
+            for _ in range(ntok):
+                st.generated = st.generated + 1
+                st.computed = att.prompt_len + st.generated - 1
+                if not (skip_first and st.generated == 1):
+                    policy.on_token(att.id, backend.id, int(st.generated), tnow)
+                    if st.generated == 1 and ctx.on_first_token is not None:
+                        ctx.on_first_token(tnow)
+                ctx.times.append((tnow, backend.id))
+            if ctx.client_stream and (obj.get("choices") or ctx.want_usage or not obj.get("usage")):
+                out.append(line + b"\n\n")  # the engine's own line, as one SSE event
+        if out:  # what came before a failure still reaches the client, as it would one by one
+            await ctx.write(b"".join(out))
+        if err is not None:
+            raise err
     if ctx.client_stream:
         await ctx.write(b"data: [DONE]\n\n")
         await ctx.resp.write_eof()
@@ -170,7 +200,7 @@ async def read_whole(
     the policy then (the caller bounds the whole exchange by first_token_s + idle_s)."""
     raw = await r.read()
     try:
-        obj = json.loads(raw)
+        obj = fastjson.loads(raw)
         ntok = int((obj.get("usage") or {}).get("completion_tokens") or 0)
     except (ValueError, AttributeError, TypeError):
         raise BackendError(backend, "protocol", f"bad JSON answer {raw[:100]!r}") from None

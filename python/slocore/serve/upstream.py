@@ -18,6 +18,7 @@ import logging
 import aiohttp
 
 import slocore as _s
+from slocore.serve import fastjson
 from slocore.serve.backends import Backend
 from slocore.serve.config import Timeouts
 from slocore.serve.metrics import RouterMetrics
@@ -51,6 +52,9 @@ class BackendError(Exception):
         super().__init__(f"backend {backend.name} ({backend.url}): {message}")
         self.backend, self.kind, self.status = backend, kind, status
         self.detail = message  # without the engine's name and URL (serve.limits.public_message)
+
+
+_JSON = {"Content-Type": "application/json"}
 
 
 class ClientError(Exception):
@@ -89,13 +93,14 @@ class Upstream:
         self.fresh = fresh or session  # a session whose connections are never reused (the retry)
 
     async def _send(self, url: str, body: dict, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
+        data = fastjson.dumps(body)
         try:
-            return await self.session.post(url, json=body, timeout=timeout)
+            return await self.session.post(url, data=data, headers=_JSON, timeout=timeout)
         except aiohttp.ClientError as e:
             if not stale_connection(e):
                 raise
             self.metrics.stale_retries.inc()
-            return await self.fresh.post(url, json=body, timeout=timeout)
+            return await self.fresh.post(url, data=data, headers=_JSON, timeout=timeout)
 
     @contextlib.asynccontextmanager
     async def post(self, backend: Backend, policy, att, body: dict, chat: bool, total_s: float, what: str = ""):
