@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ApproxPrefixIndex', 'Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'BlockSet', 'DecodeMask', 'EngineModel', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PrefixCache', 'PrefixLookup', 'PriorityMapper', 'Recorder', 'RecordingPolicy', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SibylProjectedLoad', 'SimConfig', 'SimResult', 'Slo', 'SurvivalEstimator', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'expected_handoff', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'id_block_segments', 'kv_transfer_time', 'make_batch_scheduler', 'match_blocks_many', 'make_global_policy', 'make_scaler', 'policy_info', 'prefix_block_hashes', 'prompt_block_hashes', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight']
+__all__: list[str] = ['ApproxPrefixIndex', 'Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'BlockSet', 'DecodeMask', 'EngineModel', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PrefixCache', 'PrefixLookup', 'PriorityMapper', 'Recorder', 'RecordingPolicy', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SibylProjectedLoad', 'SimConfig', 'SimResult', 'Slo', 'SurvivalEstimator', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'expected_handoff', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'id_block_segments', 'kv_transfer_time', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'match_blocks_many', 'policy_info', 'prefix_block_hashes', 'prompt_block_hashes', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight']
 class Role:
     """
     Members:
@@ -461,6 +461,22 @@ class InstanceView:
         ...
 class PrefixLookup:
     def match_blocks(self, chain: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> int:
+        ...
+class BlockSet(PrefixLookup):
+    """
+    an engine's reported cached blocks (precise)
+    """
+    def __init__(self) -> None:
+        ...
+    def __len__(self) -> int:
+        ...
+    def add(self, hashes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+        ...
+    def clear(self) -> None:
+        ...
+    def match_blocks(self, chain: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> int:
+        ...
+    def remove(self, hashes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
         ...
 class ApproxPrefixIndex(PrefixLookup):
     def __init__(self, capacity_blocks: typing.SupportsInt | typing.SupportsIndex) -> None:
@@ -1105,22 +1121,6 @@ class PriorityMapper:
         ...
     def record(self, priority: typing.SupportsInt | typing.SupportsIndex, ttft: typing.SupportsFloat | typing.SupportsIndex, queue_time: typing.SupportsFloat | typing.SupportsIndex, tpot: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
-class BlockSet(PrefixLookup):
-    """
-    an engine's reported cached blocks (precise)
-    """
-    def __init__(self) -> None:
-        ...
-    def __len__(self) -> int:
-        ...
-    def add(self, hashes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
-        ...
-    def clear(self) -> None:
-        ...
-    def match_blocks(self, chain: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> int:
-        ...
-    def remove(self, hashes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
-        ...
 class DecodeMask:
     def __init__(self, rates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], spread: bool = False) -> None:
         ...
@@ -1249,6 +1249,10 @@ def hfx_token_budget(ttft: typing.SupportsFloat | typing.SupportsIndex, tpot: ty
     """
     HFX Eq. 5: largest prefill token count that keeps the tightest TTFT/TPOT.
     """
+def id_block_segments(ids: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], ids_per_block: typing.SupportsInt | typing.SupportsIndex, tokens_per_block: typing.SupportsInt | typing.SupportsIndex, max_blocks: typing.SupportsInt | typing.SupportsIndex) -> list[tuple[int, int]]:
+    """
+    prefix segments (group, len) of a prompt known by token ids or characters, one per block (core/prefix.h)
+    """
 def kv_transfer_time(sender: ..., receiver: ..., tokens: typing.SupportsInt | typing.SupportsIndex) -> float:
     """
     seconds to move `tokens` tokens of KV between two instances (the slower link bounds it)
@@ -1268,10 +1272,6 @@ def match_blocks_many(lookups: collections.abc.Sequence[PrefixLookup], chain: co
 def policy_info(kind: str, name: str) -> dict:
     """
     The registry entry `name` of `kind` (global_policy | batch_scheduler | scaler): {name, summary, params: [{name, type, default, help, range}]}, the one parameter table its factory and params() use.
-    """
-def id_block_segments(ids: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], ids_per_block: typing.SupportsInt | typing.SupportsIndex, tokens_per_block: typing.SupportsInt | typing.SupportsIndex, max_blocks: typing.SupportsInt | typing.SupportsIndex) -> list[tuple[int, int]]:
-    """
-    prefix segments (group, len) of a prompt known by token ids or characters, one per block (core/prefix.h)
     """
 def prefix_block_hashes(request: Request, block_size: typing.SupportsInt | typing.SupportsIndex, max_tokens: typing.SupportsInt | typing.SupportsIndex) -> list[int]:
     """
