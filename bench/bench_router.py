@@ -8,9 +8,10 @@ through `slocore serve`, and through `vllm-router` (Rust, PyPI) when it is insta
 
 Each target runs in its own subprocess on localhost; the engine is `slocore engine
 --time-scale 0.01` (an 8-token answer in ~1 ms). Per round and target: concurrency 1
-(sequential requests: p50 latency; the overhead is p50 minus direct's p50 of the same round)
-and concurrency 32 (a closed loop for a few seconds: requests/s and p99 latency). Rounds
-interleave the targets so that the shared machine's load drifts over all of them alike;
+(sequential requests in blocks interleaved over the targets: p50 latency; the overhead is p50
+minus direct's p50 of the same round) and concurrency 32 (a closed loop for a few seconds per
+target: requests/s and p99 latency). Rounds repeat this so that the shared machine's load
+drifts over all targets alike;
 the report gives every round and the median, and says which targets (below) are met:
 
   p50 overhead at concurrency 1 <= vllm-router's + 0.3 ms;
@@ -35,6 +36,7 @@ N_SEQ = int(os.environ.get("SLOCORE_BENCH_SEQ_N", "300"))
 THR_S = float(os.environ.get("SLOCORE_BENCH_THR_S", "4"))
 CONC = int(os.environ.get("SLOCORE_BENCH_CONC", "32"))
 ROUNDS = int(os.environ.get("SLOCORE_BENCH_ROUNDS", "3"))
+PIDS: dict = {}  # target -> the process whose CPU time is its cost (the engine for "direct")
 BODY = {
     "model": "slocore-emulated",
     "prompt": list(range(1, 17)),
@@ -103,12 +105,14 @@ def targets(tmp_path_factory):
         router = [*py, "serve", "--config", str(cfg), "--port", str(rp)]
         procs.append(start(router, f"http://127.0.0.1:{rp}/health", env))
         out = {"direct": eng, "slocore": f"http://127.0.0.1:{rp}"}
+        PIDS.update(direct=procs[0].pid, slocore=procs[1].pid)
         base = os.environ.get("SLOCORE_BENCH_BASE")  # another checkout's python/: "slocore-base" beside
         if base:
             bp = free_port()
             cmd = [*py, "serve", "--config", str(cfg), "--port", str(bp)]
             procs.append(start(cmd, f"http://127.0.0.1:{bp}/health", dict(env, PYTHONPATH=base)))
             out["slocore-base"] = f"http://127.0.0.1:{bp}"
+            PIDS["slocore-base"] = procs[-1].pid
         vb = vllm_router_bin()
         if vb:
             vp = free_port()
@@ -117,6 +121,7 @@ def targets(tmp_path_factory):
             try:
                 procs.append(start(cmd, f"http://127.0.0.1:{vp}/health"))
                 out["vllm-router"] = f"http://127.0.0.1:{vp}"
+                PIDS["vllm-router"] = procs[-1].pid
             except RuntimeError as e:
                 print(f"vllm-router did not start: {e}")
         yield out
@@ -138,11 +143,22 @@ async def _one(s, url) -> float:
     return time.perf_counter() - t
 
 
-async def _sequential(url, n):
-    async with aiohttp.ClientSession() as s:
-        for _ in range(20):  # warm-up
-            await _one(s, url)
-        return sorted([await _one(s, url) for _ in range(n)])
+async def _sequential(targets: dict, n: int, blocks: int = 20) -> dict:
+    """n sequential requests per target, in `blocks` interleaved blocks (the machine's load
+    drifts over every target alike); target -> sorted latencies."""
+    lat = {k: [] for k in targets}
+    sessions = {k: aiohttp.ClientSession() for k in targets}
+    try:
+        for k, url in targets.items():
+            for _ in range(20):  # warm-up
+                await _one(sessions[k], url)
+        for _ in range(blocks):
+            for k, url in targets.items():
+                lat[k] += [await _one(sessions[k], url) for _ in range(max(1, n // blocks))]
+    finally:
+        for s in sessions.values():
+            await s.close()
+    return {k: sorted(v) for k, v in lat.items()}
 
 
 async def _closed_loop(url, seconds, conc):
@@ -165,16 +181,29 @@ def q(xs, p):
     return xs[min(len(xs) - 1, int(p * len(xs)))]
 
 
-def measure(url) -> dict:
-    seq = asyncio.run(_sequential(url, N_SEQ))
-    rps, lat = asyncio.run(_closed_loop(url, THR_S, CONC))
-    return {"p50_c1": q(seq, 0.5), "rps": rps, "p99_c32": q(lat, 0.99)}
+def measure(targets: dict) -> dict:
+    seq = asyncio.run(_sequential(targets, N_SEQ))
+    out = {}
+    for k, url in targets.items():
+        cpu0 = cpu_seconds(PIDS.get(k))
+        rps, lat = asyncio.run(_closed_loop(url, THR_S, CONC))
+        cpu = cpu_seconds(PIDS.get(k)) - cpu0
+        out[k] = {"p50_c1": q(seq[k], 0.5), "rps": rps, "p99_c32": q(lat, 0.99), "cpu_us": cpu / len(lat) * 1e6}
+    return out
+
+
+def cpu_seconds(pid) -> float:
+    """User + system CPU time of process `pid` (Linux /proc), nan elsewhere: the cost per
+    request that the machine's load does not inflate as it inflates wall-clock latency."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, TypeError):
+        return float("nan")
 
 
 def test_router_side_by_side(targets):
-    rounds = []
-    for _ in range(ROUNDS):
-        rounds.append({name: measure(url) for name, url in targets.items()})
+    rounds = [measure(targets) for _ in range(ROUNDS)]
     report(rounds, list(targets))
 
 
@@ -183,14 +212,17 @@ def report(rounds, names):
         f"\nrouter overhead: emulated engine --time-scale 0.01, streaming, 16-token prompt, 8 tokens; "
         f"{N_SEQ} sequential requests, then {CONC} clients x {THR_S:g} s; {len(rounds)} rounds"
     )
-    print(f"{'round':6s}{'target':13s}{'p50 c=1 ms':>11s}{'added ms':>10s}{'req/s c=32':>12s}{'p99 c=32 ms':>12s}")
+    print(
+        f"{'round':6s}{'target':13s}{'p50 c=1 ms':>11s}{'added ms':>10s}{'req/s c=32':>12s}{'p99 c=32 ms':>12s}"
+        f"{'CPU us/req':>11s}"
+    )
     for i, r in enumerate(rounds):
         d = r["direct"]
         for k in names:
             x = r[k]
             print(
                 f"{i:<6d}{k:13s}{x['p50_c1'] * 1e3:11.2f}{(x['p50_c1'] - d['p50_c1']) * 1e3:10.2f}"
-                f"{x['rps']:12.0f}{x['p99_c32'] * 1e3:12.2f}"
+                f"{x['rps']:12.0f}{x['p99_c32'] * 1e3:12.2f}{x['cpu_us']:11.0f}"
             )
 
     def median(k, m, added=False):
@@ -201,7 +233,7 @@ def report(rounds, names):
         x, add = med[k], median(k, "p50_c1", added=True)
         print(
             f"median {k:12s} p50 c=1 {x['p50_c1'] * 1e3:.2f} ms (added {add * 1e3:.2f}), "
-            f"{x['rps']:.0f} req/s, p99 c=32 {x['p99_c32'] * 1e3:.2f} ms"
+            f"{x['rps']:.0f} req/s, p99 c=32 {x['p99_c32'] * 1e3:.2f} ms, {x['cpu_us']:.0f} CPU us/req"
         )
         x["added"] = add
     s, d = med["slocore"], med["direct"]

@@ -37,11 +37,10 @@ def run_relay(chunks, want_usage=False):
     ctx = RequestContext(None, False, 7, None, "c", True, want_usage)
     sent, tokens = [], []
 
-    async def write(data):
-        sent.append(data)
+    async def write(data, last=False):
+        sent.append(data + (b"<eof>" if last else b""))
 
     ctx.write = write
-    ctx.resp = SimpleNamespace(write_eof=lambda: asyncio.sleep(0))
     policy = SimpleNamespace(on_token=lambda rid, bid, n, t: tokens.append((rid, bid, n)))
     att = slocore.Request(7, 0.0, 3)
     st = slocore.RequestState(att)
@@ -71,7 +70,7 @@ def run_relay(chunks, want_usage=False):
 def test_events_reach_the_client_as_the_engine_sent_them(chunks, want_usage):
     out, tokens, ctx, err = run_relay(chunks, want_usage)
     assert err is None
-    want = A + b"\n\n" + B + b"\n\n" + (USAGE + b"\n\n" if want_usage else b"") + b"data: [DONE]\n\n"
+    want = A + b"\n\n" + B + b"\n\n" + (USAGE + b"\n\n" if want_usage else b"") + b"data: [DONE]\n\n<eof>"
     assert out == want
     assert tokens == [(7, 1, 1), (7, 1, 2)]
     assert len(ctx.times) == 2 and ctx.usage == {"completion_tokens": 2} and ctx.finish == "length"

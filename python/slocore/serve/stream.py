@@ -43,13 +43,20 @@ class RequestContext:
         self.extra: dict = {}
         self.handoff = None  # P/D: (prefill instance, early decode assignment future or None)
 
-    async def write(self, data: bytes):
+    async def write(self, data: bytes, last: bool = False):
+        """`data` to the streaming client; `last`: then end the response (one write for both)."""
         if self.resp is None:
             self.resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+            # the headers leave with the first data (aiohttp >= 3.11 buffers them on request;
+            # older versions ignore the attribute and send them at prepare)
+            self.resp._send_headers_immediately = False
             await self.resp.prepare(self.request)
         self.sent = True
         try:
-            await self.resp.write(data)
+            if last:
+                await self.resp.write_eof(data)
+            else:
+                await self.resp.write(data)
         except (ConnectionError, RuntimeError, aiohttp.ClientConnectionError) as e:
             raise ClientGone(str(e)) from None
 
@@ -175,13 +182,13 @@ async def relay(
                 ctx.times.append((tnow, backend.id))
             if ctx.client_stream and (obj.get("choices") or ctx.want_usage or not obj.get("usage")):
                 out.append(line + b"\n\n")  # the engine's own line, as one SSE event
-        if out:  # what came before a failure still reaches the client, as it would one by one
+        if done and ctx.client_stream:  # the last events, [DONE] and the end in one write
+            out.append(b"data: [DONE]\n\n")
+            await ctx.write(b"".join(out), last=True)
+        elif out:  # what came before a failure still reaches the client, as it would one by one
             await ctx.write(b"".join(out))
         if err is not None:
             raise err
-    if ctx.client_stream:
-        await ctx.write(b"data: [DONE]\n\n")
-        await ctx.resp.write_eof()
 
 
 async def read_whole(
