@@ -115,7 +115,10 @@ async def read_body(request: web.Request, lim: LimitsConfig) -> dict:
     if request.content_length is not None and request.content_length > lim.max_body_bytes:
         raise BadRequest(f"body: {request.content_length} bytes exceed the limit of {lim.max_body_bytes}", 413)
     try:
-        raw = await asyncio.wait_for(request.read(), lim.body_timeout_s)
+        if request.content.is_eof():  # the whole body came with the headers: no timer needed
+            raw = await request.read()
+        else:
+            raw = await asyncio.wait_for(request.read(), lim.body_timeout_s)
     except web.HTTPRequestEntityTooLarge:
         raise BadRequest(f"body: exceeds the limit of {lim.max_body_bytes} bytes", 413) from None
     except asyncio.TimeoutError:
