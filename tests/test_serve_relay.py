@@ -89,3 +89,24 @@ def test_stream_that_ends_without_done_or_with_garbage_is_an_engine_failure():
     assert err.kind == "protocol"
     _, _, _, err = run_relay([b"data: [1, 2]\n\n"])
     assert err.kind == "protocol"
+
+
+FIN = b'data: {"id":"c1","choices":[{"index":0,"text":"b","finish_reason":"length"}],"system_fingerprint":null}'
+FP_USAGE = b'data: {"id":"c1","choices":[],"usage":{"completion_tokens":2},"system_fingerprint":"fp-1"}'
+
+
+def test_fingerprint_goes_where_the_engine_puts_it_without_usage():
+    """vLLM puts system_fingerprint on the usage chunk when usage is asked for (the router
+    always asks), on the finishing chunks otherwise: a client that did not ask gets it there."""
+    chunks = [A + b"\n\n" + FIN + b"\n\n", FP_USAGE + b"\n\n", b"data: [DONE]\n\n"]
+    out, tokens, _, err = run_relay(chunks, want_usage=False)
+    assert err is None and len(tokens) == 2
+    fin = FIN.replace(b'"system_fingerprint":null', b'"system_fingerprint":"fp-1"')
+    assert out == A + b"\n\n" + fin + b"\n\ndata: [DONE]\n\n<eof>"
+    out, _, _, _ = run_relay(chunks, want_usage=True)  # asked for usage: as the engine sent it
+    assert out == A + b"\n\n" + FIN + b"\n\n" + FP_USAGE + b"\n\ndata: [DONE]\n\n<eof>"
+
+
+def test_held_finishing_chunk_still_reaches_the_client_when_the_stream_breaks():
+    out, _, _, err = run_relay([A + b"\n\n" + FIN + b"\n\n"])
+    assert err.kind == "connection" and out == A + b"\n\n" + FIN + b"\n\n"

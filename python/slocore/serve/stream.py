@@ -122,6 +122,12 @@ async def relay(
 
     tail = b""  # an incomplete line carried to the next read
     done = False
+    # The router always asks for usage. vLLM then puts system_fingerprint on the usage chunk
+    # instead of the finishing chunks; a client that did not ask for usage gets it where the
+    # engine puts it for that client: finishing chunks (and what follows them) wait for the
+    # usage chunk, [DONE] or a failure, and take its fingerprint (serve.stream.fingerprinted).
+    fix_fp = ctx.client_stream and not ctx.want_usage
+    held: list[list] = []  # [event bytes, is a finishing chunk]
     while not done:
         # A watchdog timer armed per read: cheaper than a wait_for task per token.
         if st.generated == 0:
@@ -142,6 +148,8 @@ async def relay(
                 backend, "timeout", f"no output for {wait:g} s ({'first token' if first else 'between tokens'})", 504
             )
         if not chunk:
+            if held:  # what came before the failure still reaches the client
+                await ctx.write(b"".join(h[0] for h in held))
             raise BackendError(backend, "connection", "stream ended without [DONE]")
         buf = tail + chunk if tail else chunk
         end = buf.rfind(b"\n")
@@ -180,8 +188,24 @@ async def relay(
                     if st.generated == 1 and ctx.on_first_token is not None:
                         ctx.on_first_token(tnow)
                 ctx.times.append((tnow, backend.id))
-            if ctx.client_stream and (obj.get("choices") or ctx.want_usage or not obj.get("usage")):
-                out.append(line + b"\n\n")  # the engine's own line, as one SSE event
+            choices = obj.get("choices")
+            if ctx.client_stream and (choices or ctx.want_usage or not obj.get("usage")):
+                ev = line + b"\n\n"  # the engine's own line, as one SSE event
+                if fix_fp:
+                    fin = isinstance(choices, list) and any(
+                        isinstance(c, dict) and c.get("finish_reason") for c in choices
+                    )
+                    if held or fin:
+                        held.append([ev, fin])
+                        continue
+                out.append(ev)
+            elif held and obj.get("system_fingerprint") is not None:
+                for h in held:
+                    if h[1]:
+                        h[0] = fingerprinted(h[0], obj["system_fingerprint"])
+        if held and (done or err is not None):
+            out += [h[0] for h in held]
+            held.clear()
         if done and ctx.client_stream:  # the last events, [DONE] and the end in one write
             out.append(b"data: [DONE]\n\n")
             await ctx.write(b"".join(out), last=True)
@@ -189,6 +213,22 @@ async def relay(
             await ctx.write(b"".join(out))
         if err is not None:
             raise err
+
+
+def fingerprinted(ev: bytes, fp) -> bytes:
+    """SSE event `ev` with ``system_fingerprint`` `fp` where the engine wrote null (byte for
+    byte otherwise; re-encoded only if the engine wrote it some other way)."""
+    needle = b'"system_fingerprint":null'
+    if needle in ev:
+        return ev.replace(needle, b'"system_fingerprint":' + fastjson.dumps(fp), 1)
+    try:
+        obj = fastjson.loads(ev[5:].strip())
+    except ValueError:
+        return ev
+    if not isinstance(obj, dict) or obj.get("system_fingerprint") is not None:
+        return ev
+    obj["system_fingerprint"] = fp
+    return b"data: " + fastjson.dumps(obj) + b"\n\n"
 
 
 async def read_whole(
