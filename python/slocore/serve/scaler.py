@@ -106,6 +106,25 @@ def make_launcher(lc: LauncherConfig, registry):
     return RayLauncher(spec, registry, bundle=dict(lc.ray_bundle))
 
 
+def scaler_indicators(scaler, pools, now: float, views) -> dict:
+    """{pool: {indicator: value}}: the HFX scaler's indicators (HFX Alg. 2: rate_ratio,
+    rate_valid, norm_wait, max_wait, kv_mean) of each pool at `now` (an infinite value as
+    1e9, which Prometheus and HPA handle); {} for other scalers. Shared by `slocore serve`
+    and the Ray Serve autoscaling policy."""
+    from slocore import _core
+
+    if scaler.name() != "hfx" or not hasattr(_core, "hfx_scaler_indicators"):
+        return {}
+    out = {}
+    for pool in pools:
+        try:
+            ind = _core.hfx_scaler_indicators(scaler, STAGE_OF[pool], now, views)
+        except ValueError:  # a Python scaler that calls itself hfx
+            return {}
+        out[pool] = {k: (float(ind[k]) if math.isfinite(float(ind[k])) else 1e9) for k in HFX_INDICATORS}
+    return out
+
+
 class ScalerMetrics:
     def __init__(self, registry):
         r = registry
@@ -252,18 +271,9 @@ class ScalerLoop:
         return decisions
 
     def _indicators(self, now: float, views) -> None:
-        from slocore import _core
-
-        if self.scaler.name() != "hfx" or not hasattr(_core, "hfx_scaler_indicators"):
-            return
-        for pool in self._pools():
-            try:
-                ind = _core.hfx_scaler_indicators(self.scaler, STAGE_OF[pool], now, views)
-            except ValueError:  # a Python scaler that calls itself hfx
-                return
-            for k in HFX_INDICATORS:
-                v = float(ind[k])
-                self.metrics.indicator.labels(pool, k).set(v if math.isfinite(v) else 1e9)
+        for pool, ind in scaler_indicators(self.scaler, self._pools(), now, views).items():
+            for k, v in ind.items():
+                self.metrics.indicator.labels(pool, k).set(v)
 
     def _pools(self) -> tuple:
         return PD_ROLES if self.r.pool.disaggregated else (COLOCATED,)
