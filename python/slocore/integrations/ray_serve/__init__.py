@@ -78,7 +78,7 @@ def slo_autoscaling_config(
         initial_replicas=min_replicas,
         upscale_delay_s=0.0,
         downscale_delay_s=0.0,
-        metrics_interval_s=metrics_interval_s,
+        metrics_interval_s=metrics_interval_s,  # deprecated in Ray 2.60 for env vars it does not read yet
         look_back_period_s=max(1.0, 2 * metrics_interval_s),
         policy=AutoscalingPolicy(policy_function=SloAutoscalingPolicy, policy_kwargs=pk),
     )

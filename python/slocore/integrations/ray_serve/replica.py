@@ -62,7 +62,8 @@ class SloReplicaStats:
 class EmulatedEngineReplica(SloReplicaStats):
     """A Ray Serve deployment class serving one emulated engine (the simulator's engine
     model paced by real time; ``time_scale`` as ``slocore engine``). ``generate(body)``
-    streams one dict per output token; ``__call__(body)`` answers when done.
+    streams dicts with the output-token count so far (tokens that arrive together share
+    one chunk); ``__call__(body)`` answers when done.
 
     `background`: load from other clients that reaches this engine without the router, by
     replica rank: ``{rank: {"n": requests, "prompt": tokens, "output": tokens}}`` (started
@@ -104,7 +105,7 @@ class EmulatedEngineReplica(SloReplicaStats):
         return SloReplicaStats.record_autoscaling_stats(self)
 
     async def generate(self, body):
-        """One dict per output token: {generated, done, replica} (replica: this replica's rank)."""
+        """Chunks {generated, done, replica}: output tokens so far, this replica's rank."""
         self._start_background()
         r = parse_request(body)
         ttft = r.ttft if math.isfinite(r.ttft) else None
@@ -113,14 +114,20 @@ class EmulatedEngineReplica(SloReplicaStats):
         self.slo_arrived(r.ttft)
         done = False
         try:
+            last = 0
             while not done:
-                kind, generated, done = await q.get()
-                if kind == "die":
-                    raise RuntimeError("emulated engine failed")
-                self.slo_token()
-                if generated == 1:
-                    self.slo_first_token()
-                yield {"generated": int(generated), "done": bool(done), "replica": self.rank}
+                events = [await q.get()]
+                while not q.empty():  # tokens that arrived together travel in one chunk
+                    events.append(q.get_nowait())
+                for kind, generated, fin in events:
+                    done = done or fin
+                    if kind == "die":
+                        raise RuntimeError("emulated engine failed")
+                    self.slo_token()
+                    if generated == 1:
+                        self.slo_first_token()
+                    last = int(generated)
+                yield {"generated": last, "done": bool(done), "replica": self.rank}
         finally:
             if not done:
                 self.engine.cancel(rid)
