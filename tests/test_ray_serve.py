@@ -213,6 +213,31 @@ def test_ray_serve_events_equal_simulated(local_serve, policy):
         assert live.get(k) == sim[k], f"{policy} request #{k}:\n  sim  {sim[k]}\n  live {live.get(k)}"
 
 
+def test_plain_handle_and_request_objects(local_serve):
+    """Without SloHandle (as a ray.serve.llm ingress calls its LLMServer): a request object
+    with attributes (prompt / max_tokens, like ray.serve.llm's CompletionRequest) is placed
+    by the policy, which sees submit, its assignment and on_finished from Ray's completion
+    callback (no token events), once per request."""
+    app = "plain"
+    cfg = slo_router_config("slocore.recording:RecordingPolicy", {"policy": "least_outstanding"})
+    handle = serve.run(engine(2, cfg).bind(time_scale=0.05), name=app, route_prefix=None)
+    bodies = [SimpleNamespace(prompt=list(range(1, 50 + k)), max_tokens=3) for k in range(6)]
+
+    async def go():
+        return await asyncio.gather(*(handle.remote(b) for b in bodies))
+
+    out = asyncio.run(asyncio.wait_for(go(), 60))
+    assert [o["generated"] for o in out] == [3] * 6
+    r = router_of(app)
+    wait_for(lambda: not r.entries, 10, "Ray's completion callbacks")
+    per = collections.defaultdict(list)
+    for kind, rid, *_ in r.policy.events():
+        if not kind.startswith("instance_"):
+            per[rid].append(kind)
+    serve.delete(app)
+    assert len(per) == 6 and all(v == ["submit", "assign", "finished"] for v in per.values()), dict(per)
+
+
 def test_hfx_autoscaling_ramp_adds_then_removes_replicas(local_serve):
     """A load ramp on one replica: the HFX scaler (Ray custom autoscaling policy) adds
     replicas, and removes them once the load is gone; every request completes."""

@@ -109,7 +109,7 @@ def make_launcher(lc: LauncherConfig, registry):
 
 
 def scaler_indicators(scaler, pools, now: float, views) -> dict:
-    """{pool: {indicator: value}}: the HFX scaler's indicators (HFX Alg. 2: rate_ratio,
+    """{pool: {indicator: value}}: the HFX scaler's indicators (HFX Alg. 3: rate_ratio,
     rate_valid, norm_wait, max_wait, kv_mean) of each pool at `now` (an infinite value as
     1e9, which Prometheus and HPA handle); {} for other scalers. Shared by `slocore serve`
     and the Ray Serve autoscaling policy."""

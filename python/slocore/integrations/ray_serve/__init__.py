@@ -66,7 +66,7 @@ def slo_autoscaling_config(
     **policy_kwargs,
 ):
     """``AutoscalingConfig`` whose policy is ``SloAutoscalingPolicy``; Ray's own up/down
-    delays are off (the HFX scaler has its own patience and cooldown, HFX Alg. 2)."""
+    delays are off (the HFX scaler has its own patience and cooldown, HFX Alg. 3)."""
     from ray.serve.config import AutoscalingConfig, AutoscalingPolicy
 
     from slocore.integrations.ray_serve.autoscaling import SloAutoscalingPolicy

@@ -8,7 +8,7 @@ calls it every control-loop tick with an ``AutoscalingContext``). Each tick it:
    the engine's running / waiting requests and KV usage, and counters of arrivals, first
    tokens and completions with the arrivals' TTFT SLO sum);
 2. turns counter increments into the scaler's events (``on_arrival`` / ``on_first_token`` /
-   ``on_finished``, HFX Alg. 2's inputs), dated at the tick: a replica reports every
+   ``on_finished``, HFX Alg. 3's inputs), dated at the tick: a replica reports every
    ``metrics_interval_s``, so event times are quantised to that (the live router,
    ``slocore serve``, dates them exactly);
 3. builds the replicas' views with ``slocore.serve.backends.build_view`` (as ``slocore
@@ -208,7 +208,7 @@ class SloAutoscalingPolicy:
                     ),
                     Gauge(
                         "slocore_scaler_indicator",
-                        "The scaler's indicators of the pool at its last tick (HFX Alg. 2)",
+                        "The scaler's indicators of the pool at its last tick (HFX Alg. 3)",
                         tag_keys=("pool", "name", "deployment"),
                     ),
                 )

@@ -19,7 +19,7 @@ ENGINE_KEYS = ("running", "waiting", "kv_usage", "kv_blocks", "block_size")
 
 
 class SloReplicaStats:
-    """Counters of the scaler's events on this replica (HFX Alg. 2 needs arrivals, first
+    """Counters of the scaler's events on this replica (HFX Alg. 3 needs arrivals, first
     tokens and completions with the arrivals' TTFT SLOs) and the engine's gauges."""
 
     _slo_counts: dict
