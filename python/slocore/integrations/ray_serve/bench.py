@@ -99,29 +99,40 @@ def main(argv=None) -> int:
     p.add_argument("--time-scale", type=float, default=0.2)
     p.add_argument("--policy", default=None, help="slocore policy (default: the router's DEFAULT_POLICY)")
     p.add_argument("--background", type=int, default=0, help="requests of outside load on replica rank 0")
-    p.add_argument("--routers", nargs="+", default=["slocore", "ray_pow2"], choices=["slocore", "ray_pow2"])
+    p.add_argument("--background-prompt", type=int, default=2000)
+    p.add_argument("--background-output", type=int, default=100000)
+    p.add_argument(
+        "--routers",
+        nargs="+",
+        default=["slocore", "ray_pow2"],
+        choices=["slocore", "slocore_plain", "ray_pow2"],
+        help="slocore_plain: the slocore router behind a plain handle (no SloHandle token events)",
+    )
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
 
     import ray
     from ray import serve
 
-    from slocore.integrations.ray_serve import EmulatedEngineReplica, SloHandle, slo_router_config
+    from slocore.integrations.ray_serve import EmulatedEngineReplica, SloHandle, slo_router_config, state
 
     ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
     serve.start(proxy_location="Disabled")
-    bg = {0: {"n": a.background, "prompt": 2000, "output": 100000}} if a.background else None
+    bg = (
+        {0: {"n": a.background, "prompt": a.background_prompt, "output": a.background_output}} if a.background else None
+    )
     rows = []
     for seed in a.seeds:  # the routers alternate: drift on a shared machine hits both
         for router in a.routers:
             opts = {"num_replicas": a.replicas, "max_ongoing_requests": 1000, "ray_actor_options": {"num_cpus": 0}}
-            if router == "slocore":
+            if router.startswith("slocore"):
                 classes = {k: {"ttft_ms": c["ttft_ms"], "tpot_ms": c["tpot_ms"]} for k, c in CLASSES.items()}
                 opts["request_router_config"] = slo_router_config(
                     a.policy, classes=classes, clock_scale=1 / a.time_scale
                 )
             dep = serve.deployment(EmulatedEngineReplica, name="engine").options(**opts)
-            handle = serve.run(dep.bind(time_scale=a.time_scale, background=bg), name="bench", route_prefix=None)
+            app = f"bench-{router}-{seed}"  # a fresh app: a handle's router is kept per deployment name
+            handle = serve.run(dep.bind(time_scale=a.time_scale, background=bg), name=app, route_prefix=None)
             if router == "slocore":
                 stream = SloHandle(handle).stream
             else:
@@ -132,6 +143,10 @@ def main(argv=None) -> int:
 
             time.sleep(1.0)  # routing stats (and outside load) in place
             res = asyncio.run(replay(stream, two_class_workload(a.n, a.rate, seed), a.time_scale))
+            if router.startswith("slocore"):  # the requests went through SloRequestRouter, not Ray's default
+                ours = [r for r in state.ROUTERS if r._deployment_id.app_name == app]
+                assert ours and ours[-1].decisions >= a.n, f"{app}: the slocore router placed too few requests"
+                print(json.dumps({"router": router, "seed": seed, "describe": ours[-1].describe()}), flush=True)
             s = res["summary"]
             rows.append(
                 {
@@ -146,7 +161,7 @@ def main(argv=None) -> int:
             )
             rows[-1]["per_replica"] = dict(collections.Counter(res["replicas"].values()))
             print(json.dumps(rows[-1]), flush=True)
-            serve.delete("bench")
+            serve.delete(app)
     serve.shutdown()
     ray.shutdown()
     if not a.json:

@@ -28,6 +28,7 @@ engine's ``1/time_scale``).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import math
@@ -61,6 +62,7 @@ class _Entry:
     pending: object = None  # the PendingRequest while it waits for a replica
     instance: int | None = None  # the policy's assignment
     routed: bool = False
+    t_submit: float = 0.0  # monotonic, for the routing latency
     finished: bool = False
     internal_ids: set = field(default_factory=set)
 
@@ -103,6 +105,7 @@ class SloRequestRouter(RequestRouter):
         self.assigned: dict[int, int] = {}  # rid -> instance, from polls, not yet picked up
         self.decisions = 0
         self.rejected = 0
+        self.routing_s: collections.deque = collections.deque(maxlen=10_000)  # submit -> sent to the replica
         state.ROUTERS.append(self)
 
     # --- clock and instances ----------------------------------------------------------------
@@ -189,7 +192,7 @@ class SloRequestRouter(RequestRouter):
         key = p.key or md.internal_request_id
         kw = {k: v for k, v in (("ttft", p.ttft), ("tpot", p.tpot)) if math.isfinite(v)}
         req = _s.Request(rid, self.now(), p.prompt_len, output_len=p.output_len, task=p.task, **kw)
-        e = _Entry(rid, _s.RequestState(req), key, tracked=p.key is not None, pending=pr)
+        e = _Entry(rid, _s.RequestState(req), key, tracked=p.key is not None, pending=pr, t_submit=time.monotonic())
         e.internal_ids.add(md.internal_request_id)
         self.entries[key] = e
         self.by_internal[md.internal_request_id] = key
@@ -226,6 +229,8 @@ class SloRequestRouter(RequestRouter):
             iid = self.iid_of.get(replica_id)
             if e.instance is not None and iid != e.instance:
                 log.warning("slocore router: request %s went to %s, not the policy's choice", key, replica_id)
+            if not e.routed:
+                self.routing_s.append(time.monotonic() - e.t_submit)
             e.routed = True
 
     def on_request_completed(self, replica_id: ReplicaID, internal_request_id: str) -> None:
@@ -282,7 +287,18 @@ class SloRequestRouter(RequestRouter):
                 "open": len(self.entries),
                 "decisions": self.decisions,
                 "unscheduled": self.rejected,
+                "routing_ms": _quantiles_ms(self.routing_s),
             }
+
+
+def _quantiles_ms(xs) -> dict:
+    """p50 / p99 / max in ms of the routing latencies (first routing attempt to sent)."""
+    if not xs:
+        return {}
+    v = sorted(xs)
+    return {q: round(1e3 * v[min(len(v) - 1, int(f * len(v)))], 2) for q, f in (("p50", 0.5), ("p99", 0.99))} | {
+        "max": round(1e3 * v[-1], 2)
+    }
 
 
 def _s_role(role: str):
