@@ -124,11 +124,12 @@ def test_router_configmap_is_a_valid_serve_config_and_targets_match():
 
 
 class StepScaler(slocore.Scaler):
-    """Scale out twice, then in three times (one decision per tick)."""
+    """Scale out twice, then in three times: one decision per tick the test allows."""
 
     def __init__(self):
         super().__init__()
         self.plan = ["out", "out", "in", "in", "in"]
+        self.allowed = 0
 
     def name(self):
         return "step"
@@ -137,8 +138,9 @@ class StepScaler(slocore.Scaler):
         return 0.05
 
     def decide(self, now, views):
-        if not self.plan or not views:
+        if not self.plan or not views or self.allowed <= 0:
             return []
+        self.allowed -= 1
         step = self.plan.pop(0)
         if step == "out":
             return [slocore.ScaleDecision(slocore.ScaleAction.SCALE_OUT, slocore.Role.COLOCATED)]
@@ -186,13 +188,16 @@ def test_external_launcher_exports_the_desired_count_the_manifests_read():
                 body = {"prompt": [1, 2, 3], "max_tokens": 2}
                 async with s.post(url + "/v1/completions", json=body, headers={"x-slo-class": "interactive"}) as r:
                     assert r.status == 200
-                for _ in range(40):
+                sc = router.scaler.scaler
+                while sc.plan:  # one decision at a time; the gauge after each
+                    left = len(sc.plan)
+                    sc.allowed += 1
+                    while len(sc.plan) == left:
+                        await asyncio.sleep(0.01)
+                    await asyncio.sleep(0.01)  # the tick that decided has applied it (same loop)
                     async with s.get(url + "/metrics") as r:
                         text = await r.text()
                     seen.append(gauge(text, "slocore_scaler_desired_instances", 'pool="colocated"'))
-                    if not router.scaler.scaler.plan:
-                        break
-                    await asyncio.sleep(0.05)
                 async with s.get(url + "/metrics") as r:
                     text = await r.text()
         finally:
@@ -200,7 +205,7 @@ def test_external_launcher_exports_the_desired_count_the_manifests_read():
         return router, seen, text
 
     router, seen, text = asyncio.run(asyncio.wait_for(go(), 30))
-    assert max(seen) == 2 and seen[-1] == 1  # out to the cap (2), in to the floor (1)
+    assert seen == [2, 2, 1, 1, 1]  # out, out (cap 2), in, in (floor 1), in (floor 1)
     assert len(router.pool) == 1 and router.scaler.launcher is None  # nothing started or drained
     assert 'slocore_scaler_ignored_decisions_total{action="scale_out",pool="colocated",reason="cap"}' in text
     assert 'slocore_scaler_ignored_decisions_total{action="scale_in",pool="colocated",reason="floor"}' in text
