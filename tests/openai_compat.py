@@ -66,6 +66,32 @@ def strip(x):
     return x
 
 
+def merged(chunks: list) -> dict:
+    """A stream as what it says, not how it was cut: vLLM coalesces tokens into chunks by
+    timing (a loaded machine cuts the same output differently run to run, and fields such as
+    system_fingerprint ride on whichever chunk it picks). Per choice: the joined text (or
+    delta content), the last finish and stop reasons, the sorted set of keys seen; and the
+    final usage and the top-level keys."""
+    choices, usage, keys = {}, [], set()
+    for c in chunks:
+        keys.update(c)
+        if c.get("usage") is not None:
+            usage.append(c["usage"])
+        for ch in c.get("choices") or []:
+            m = choices.setdefault(ch.get("index"), {"text": "", "keys": set(), "finish": None, "stop": None})
+            m["keys"].update(ch)
+            delta = ch.get("delta") or {}
+            m["keys"].update("delta." + k for k in delta)
+            m["text"] += ch.get("text") or delta.get("content") or ""
+            m["finish"] = ch.get("finish_reason") or m["finish"]
+            m["stop"] = ch.get("stop_reason") if ch.get("stop_reason") is not None else m["stop"]
+    return {
+        "choices": {i: dict(m, keys=sorted(m["keys"])) for i, m in sorted(choices.items(), key=lambda x: str(x[0]))},
+        "usage": usage[-1:],  # continuous usage stats: one per chunk, so only the final count is stable
+        "keys": sorted(keys),
+    }
+
+
 def outcome(client: openai.OpenAI, endpoint: str, kw: dict):
     """What the client sees: the parsed object(s) (model_dump, extra fields included) or the
     error's class, status and body."""
@@ -73,7 +99,7 @@ def outcome(client: openai.OpenAI, endpoint: str, kw: dict):
     try:
         res = api.create(**kw)
         if kw.get("stream"):
-            return ("stream", [strip(c.model_dump()) for c in res])
+            return ("stream", merged([strip(c.model_dump()) for c in res]))
         return ("object", strip(res.model_dump()))
     except openai.APIStatusError as e:
         return ("error", type(e).__name__, e.status_code, strip(e.body))

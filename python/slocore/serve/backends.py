@@ -62,31 +62,18 @@ class Backend:
     kv_events: object = None  # serve.kv_events.KvBlockSet when the engine publishes KV events
 
     def view(self) -> _s.InstanceView:
-        v = _s.InstanceView(self.id, core_role(self.role))
-        v.model = self.model
-        v.block_size = self.block_size
-        kv_total = int(self.polled.get("kv_blocks", self.kv_blocks))
-        v.kv_blocks_total = kv_total
-        own = list(self.inflight.values())
-        running = [s for s in own if s.generated > 0]
-        waiting = [s for s in own if s.generated == 0]
-        # Load the router did not send (other clients) shows up in the engine's gauges only.
-        extra = int(self.polled.get("running", 0) + self.polled.get("waiting", 0)) - len(own)
-        for k in range(max(0, extra)):
-            waiting.append(_s.RequestState(_s.Request(PHANTOM_ID + k, 0.0, 1)))
-        v.running = running
-        v.waiting = waiting
-        used = 0
-        if "kv_usage" in self.polled:
-            used = int(round(float(self.polled["kv_usage"]) * kv_total))
-        used = max(used, sum(-(-int(s.context_len) // self.block_size) for s in running))
-        v.kv_blocks_free = max(0, kv_total - used)
-        v.accepting = self.healthy and not self.draining
-        if self.prefix_index is not None:
-            v.prefix_index = self.prefix_index
-        if self.kv_events is not None and self.kv_events.fresh():  # stale or absent: approximate
-            v.prefix_cache = self.kv_events.lookup
-        return v
+        return build_view(
+            self.id,
+            self.role,
+            self.model,
+            self.block_size,
+            self.kv_blocks,
+            self.inflight.values(),
+            self.polled,
+            accepting=self.healthy and not self.draining,
+            prefix_index=self.prefix_index,
+            prefix_cache=self.kv_events.lookup if self.kv_events is not None and self.kv_events.fresh() else None,
+        )
 
     def describe(self) -> dict:
         return {
@@ -100,3 +87,46 @@ class Backend:
             "failures": self.failures,
             "engine_metrics": self.polled,
         }
+
+
+def build_view(
+    iid: int,
+    role: str,
+    model,
+    block_size: int,
+    kv_blocks: int,
+    own,
+    polled: dict,
+    accepting: bool = True,
+    prefix_index=None,
+    prefix_cache=None,
+) -> _s.InstanceView:
+    """The ``slocore.InstanceView`` of one engine: the router's own requests on it (`own`,
+    ``RequestState``s; running once they have a token) merged with what the engine reports
+    (`polled`, ``parse_vllm_metrics`` keys: running, waiting, kv_usage, kv_blocks, block_size).
+    Load the router did not send shows up as phantom waiting requests. Shared by `slocore
+    serve` and the Ray Serve router (``slocore.integrations.ray_serve``)."""
+    v = _s.InstanceView(iid, core_role(role))
+    v.model = model
+    v.block_size = block_size
+    kv_total = int(polled.get("kv_blocks", kv_blocks))
+    v.kv_blocks_total = kv_total
+    own = list(own)
+    running = [s for s in own if s.generated > 0]
+    waiting = [s for s in own if s.generated == 0]
+    extra = int(polled.get("running", 0) + polled.get("waiting", 0)) - len(own)
+    for k in range(max(0, extra)):
+        waiting.append(_s.RequestState(_s.Request(PHANTOM_ID + k, 0.0, 1)))
+    v.running = running
+    v.waiting = waiting
+    used = 0
+    if "kv_usage" in polled:
+        used = int(round(float(polled["kv_usage"]) * kv_total))
+    used = max(used, sum(-(-int(s.context_len) // block_size) for s in running))
+    v.kv_blocks_free = max(0, kv_total - used)
+    v.accepting = accepting
+    if prefix_index is not None:
+        v.prefix_index = prefix_index
+    if prefix_cache is not None:  # stale or absent: approximate
+        v.prefix_cache = prefix_cache
+    return v

@@ -24,7 +24,8 @@ SLO defaults and the priority-to-SLO table, timeouts, retries, the admin token.
       min_instances: 1                   # floor per pool
       max_instances: 4                   # cap on ready + starting instances
       launcher:                          # how new engines start
-        kind: local                      # local (subprocesses) or ray (Ray actors)
+        kind: local                      # local (subprocesses), ray (Ray actors) or external
+                                         # (starts nothing: an HPA/KEDA scales to the desired gauge)
         command: [slocore, engine, --host, "{host}", --port, "{port}"]
         role_args: {}                    # extra argv per role
         profile: h100-llama2-7b          # the policies' latency model of a new engine
@@ -116,7 +117,7 @@ class ServeConfig:
 
 @dataclass
 class LauncherConfig:
-    kind: str = "local"  # local | ray
+    kind: str = "local"  # local | ray | external (decisions only set the exported desired count)
     command: list[str] = field(default_factory=list)  # {host} {port} {role} filled in
     role_args: dict[str, list[str]] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
@@ -201,8 +202,8 @@ class _Timeouts(_Section):
 
 
 class _Launcher(_Section):
-    kind: Literal["local", "ray"] = "local"
-    command: Annotated[list[str], Field(min_length=1)]
+    kind: Literal["local", "ray", "external"] = "local"
+    command: Annotated[list[str], Field(validate_default=True)] = []  # required unless kind is external
     role_args: dict[Literal[ROLES], list[str]] = {}  # type: ignore[valid-type]
     env: dict[str, str] = {}
     profile: str = DEFAULT_PROFILE
@@ -211,6 +212,14 @@ class _Launcher(_Section):
     log_dir: Optional[str] = None
     ray_address: Optional[str] = None
     ray_bundle: dict[str, Annotated[float, Field(ge=0)]] = {"CPU": 1.0}
+
+    @field_validator("command")
+    @classmethod
+    def _command_unless_external(cls, v, info):
+        kind = info.data.get("kind", "local")
+        if kind != "external" and not v:
+            raise ValueError(f"required (at least one item) for launcher kind {kind!r}; only 'external' starts nothing")
+        return v
 
 
 class _Scaler(_Section):

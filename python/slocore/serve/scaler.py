@@ -25,7 +25,9 @@ Prometheus names (on the router's ``/metrics``; ``pool`` is colocated, prefill o
 ``unknown`` for a decision naming an instance the router does not have):
 
 - ``slocore_scaler_desired_instances{pool}``: ready (not draining) + starting instances
-  after the last decision: what an HPA/KEDA should hold;
+  after the last decision: what an HPA/KEDA should hold; with launcher kind ``external``
+  (nothing is started here: an HPA/KEDA scales the engines, which join through the admin
+  API) the count the decisions set, from the pool's ready backends, within min/max_instances;
 - ``slocore_scaler_instances{pool,state}``: state ready, starting or draining;
 - ``slocore_scaler_indicator{pool,name}``: the HFX indicators (rate_ratio, rate_valid,
   norm_wait, max_wait, kv_mean) as of the last tick (other scalers export none);
@@ -104,6 +106,25 @@ def make_launcher(lc: LauncherConfig, registry):
     if not ray.is_initialized():
         ray.init(address=lc.ray_address) if lc.ray_address else ray.init()
     return RayLauncher(spec, registry, bundle=dict(lc.ray_bundle))
+
+
+def scaler_indicators(scaler, pools, now: float, views) -> dict:
+    """{pool: {indicator: value}}: the HFX scaler's indicators (HFX Alg. 3: rate_ratio,
+    rate_valid, norm_wait, max_wait, kv_mean) of each pool at `now` (an infinite value as
+    1e9, which Prometheus and HPA handle); {} for other scalers. Shared by `slocore serve`
+    and the Ray Serve autoscaling policy."""
+    from slocore import _core
+
+    if scaler.name() != "hfx" or not hasattr(_core, "hfx_scaler_indicators"):
+        return {}
+    out = {}
+    for pool in pools:
+        try:
+            ind = _core.hfx_scaler_indicators(scaler, STAGE_OF[pool], now, views)
+        except ValueError:  # a Python scaler that calls itself hfx
+            return {}
+        out[pool] = {k: (float(ind[k]) if math.isfinite(float(ind[k])) else 1e9) for k in HFX_INDICATORS}
+    return out
 
 
 class ScalerMetrics:
@@ -193,6 +214,9 @@ class ScalerLoop:
         self._open: set[int] = set()
         self._task: asyncio.Task | None = None
         self._jobs: set[asyncio.Task] = set()
+        # launcher kind external: decisions move only this desired count per pool (exported
+        # for an HPA/KEDA that scales the engines); backends join through the admin API
+        self.external: dict[str, int] | None = {} if cfg.launcher.kind == "external" else None
 
     # --- events (csrc/slocore/scale/scaler.h) ------------------------------------------
     def arrival(self, req) -> None:
@@ -214,7 +238,8 @@ class ScalerLoop:
     # --- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
         self.loop = asyncio.get_running_loop()
-        self.launcher = make_launcher(self.cfg.launcher, RouterRegistry(self))
+        if self.external is None:
+            self.launcher = make_launcher(self.cfg.launcher, RouterRegistry(self))
         self._update_gauges()
         self._task = self.loop.create_task(self._forever())
 
@@ -252,18 +277,9 @@ class ScalerLoop:
         return decisions
 
     def _indicators(self, now: float, views) -> None:
-        from slocore import _core
-
-        if self.scaler.name() != "hfx" or not hasattr(_core, "hfx_scaler_indicators"):
-            return
-        for pool in self._pools():
-            try:
-                ind = _core.hfx_scaler_indicators(self.scaler, STAGE_OF[pool], now, views)
-            except ValueError:  # a Python scaler that calls itself hfx
-                return
-            for k in HFX_INDICATORS:
-                v = float(ind[k])
-                self.metrics.indicator.labels(pool, k).set(v if math.isfinite(v) else 1e9)
+        for pool, ind in scaler_indicators(self.scaler, self._pools(), now, views).items():
+            for k, v in ind.items():
+                self.metrics.indicator.labels(pool, k).set(v)
 
     def _pools(self) -> tuple:
         return PD_ROLES if self.r.pool.disaggregated else (COLOCATED,)
@@ -273,6 +289,8 @@ class ScalerLoop:
 
     def apply(self, d) -> None:
         action = ACTIONS[d.action.name]
+        if self.external is not None:
+            return self._apply_external(d, action)
         if action == "scale_out":
             role = role_name(d.role)
             self.metrics.decisions.labels(role, action).inc()
@@ -298,6 +316,34 @@ class ScalerLoop:
         if new_role is not None:
             self.starting[new_role] += 1
         self._spawn(self._retire(b, new_role))
+
+    def _apply_external(self, d, action: str) -> None:
+        """Launcher kind external: scale-out +1, scale-in -1 on the pool's desired count
+        (within min/max_instances); nothing starts or drains here."""
+        if action == "scale_out":
+            pool = role_name(d.role)
+        else:
+            b = next((b for b in self.r.pool if b.id == d.instance), None)
+            pool = b.role if b is not None else "unknown"
+        self.metrics.decisions.labels(pool, action).inc()
+        if pool not in self._pools() or action == "switch_role":
+            return self._ignore(pool, action, "role" if pool != "unknown" else "stale")
+        n = self.desired_external(pool)
+        if action == "scale_out":
+            if sum(self.desired_external(p) for p in self._pools()) >= self.cfg.max_instances:
+                return self._ignore(pool, action, "cap")
+            self.external[pool] = n + 1
+        elif n <= self.cfg.min_instances:
+            return self._ignore(pool, action, "floor")
+        else:
+            self.external[pool] = n - 1
+
+    def desired_external(self, pool: str) -> int:
+        """The pool's desired count (external launcher); starts at its healthy backends."""
+        if pool not in self.external:
+            ready = sum(1 for b in self._accepting(pool) if b.healthy)
+            self.external[pool] = min(self.cfg.max_instances, max(self.cfg.min_instances, ready))
+        return self.external[pool]
 
     def _ignore(self, pool: str, action: str, reason: str) -> None:
         self.metrics.ignored.labels(pool, action, reason).inc()
@@ -383,11 +429,13 @@ class ScalerLoop:
             c = self.counts(pool)
             for state, n in c.items():
                 self.metrics.instances.labels(pool, state).set(n)
-            self.metrics.desired.labels(pool).set(c["ready"] + c["starting"])
+            desired = self.desired_external(pool) if self.external is not None else c["ready"] + c["starting"]
+            self.metrics.desired.labels(pool).set(desired)
 
     def describe(self) -> dict:
         return {
             "name": self.scaler.name(),
             "params": dict(self.scaler.params()),
             "pools": {p: self.counts(p) for p in self._pools()},
+            **({"desired": {p: self.desired_external(p) for p in self._pools()}} if self.external is not None else {}),
         }
