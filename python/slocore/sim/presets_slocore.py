@@ -1,0 +1,43 @@
+"""The `slocore` stack: `slo_predict` dispatch (a per-request TTFT/TPOT prediction on every
+candidate instance, csrc/slocore/stack/slo_predict.h) over SlideBatching engines (ProServe
+Alg. 1); in P/D the same prediction places prefills and SIBYL's projected load at the
+handoff, counted in requests (SIBYL Alg. 1, the REQLEVEL unit, with the prefill queue in
+tau; docs/sibyl.md), places decodes. One set of defaults for every workload.
+`slocore+scale` adds the HFX scaler (HFX Alg. 3, role switching in P/D); it is tagged
+"scaling" because it adds instances (compare its cost)."""
+
+from __future__ import annotations
+
+from slocore.sim.stacks import Preset, register
+
+DISPATCH = "slo_predict"
+ENGINE = "slide_batching"
+COLOCATED = dict(global_policy=DISPATCH, batch_scheduler=ENGINE)
+PD = dict(
+    prefill_policy=DISPATCH,
+    decode_policy=("sibyl", {"reqlevel": True}),
+    batch_scheduler=(ENGINE, {"phi": "p"}),
+)
+
+register(
+    Preset(
+        "slocore",
+        "slocore",
+        "slo_predict dispatch (predicted TTFT/TPOT per instance: queue, decodes, hardware, cached prefix) over "
+        "SlideBatching engines; P/D decodes by SIBYL's request-count projection at the handoff",
+        "ProServe Eq. 3-7, Alg. 1; HFX Alg. 2; SIBYL Alg. 1 (REQLEVEL)",
+        colocated=dict(COLOCATED),
+        pd=dict(PD),
+    )
+)
+register(
+    Preset(
+        "slocore+scale",
+        "slocore",
+        "the slocore stack with the HFX scaler (Fast Scaling cold start, role switching in P/D, up to 2x instances)",
+        "as slocore; HFX Alg. 3, Sec. 7",
+        colocated=dict(COLOCATED, scaler="hfx", cold_start="d2d"),
+        pd=dict(PD, scaler="hfx", cold_start="d2d"),
+        tags=("scaling",),
+    )
+)
