@@ -161,3 +161,16 @@ def test_slocore_presets_register_both_modes():
     assert ps["slocore"].modes() == ("colocated", "pd") and "scaling" in ps["slocore+scale"].tags
     assert preset("slocore")["global_policy"] == "slo_predict"
     assert preset("slocore", mode="pd")["prefill_policy"] == "slo_predict"
+
+
+def test_predictions_within_the_margin_go_to_the_fewest_outstanding():
+    # Instance 0 is predicted a little faster (its model quicker) but holds 3 decodes;
+    # within the 20% margin the emptier instance 1 wins; with margin 0 the prediction decides.
+    decs = [s.RequestState(req(k, 50), 50, 1) for k in range(3)]
+    v0 = inst(0, running=decs, coef=dict(COEF, c_p=0.8e-4, t_c=0.009))
+    v1 = inst(1)
+    r = req(9, 2000, ttft=5.0, tpot=math.inf)  # TTFT only: the slack follows the first token
+    p0, p1 = ref.predict(v0, r, 0, 0.0), ref.predict(v1, r, 0, 0.0)
+    assert p0.finish < p1.finish <= p0.finish * 1.2
+    assert route(_core.make_global_policy("slo_predict"), r, [v0, v1]) == 1
+    assert route(_core.make_global_policy("slo_predict", {"margin": 0.0}), r, [v0, v1]) == 0

@@ -68,6 +68,7 @@ SloPrediction predict_slo(const SloPredictParams& p, const InstanceView& v, cons
   };
   SloPrediction out;
   out.cached = cached;
+  out.outstanding = int64_t(v.num_requests() + extra.size());
   double cost = 0.0;
   Tokens tokens = 0;
   for (size_t i = 0; i <= q.size(); ++i) {
@@ -100,6 +101,24 @@ bool better_placement(const SloPrediction& a, const SloPrediction& b) {
   return a.cached > b.cached;
 }
 
+int choose_placement(const std::vector<SloPrediction>& preds, Time now, double margin) {
+  int best = -1;
+  for (size_t i = 0; i < preds.size(); ++i)
+    if (best < 0 || better_placement(preds[i], preds[size_t(best)])) best = int(i);
+  if (best < 0) return best;
+  const SloPrediction& b = preds[size_t(best)];
+  const double bound = now + (b.finish - now) * (1.0 + margin);
+  int pick = best;
+  for (size_t i = 0; i < preds.size(); ++i) {
+    const SloPrediction& c = preds[i];
+    if (c.loss != b.loss || c.finish > bound || (b.slack >= 0 && !(c.slack >= 0))) continue;
+    const SloPrediction& cur = preds[size_t(pick)];
+    if (c.outstanding < cur.outstanding || (c.outstanding == cur.outstanding && better_placement(c, cur)))
+      pick = int(i);
+  }
+  return pick;
+}
+
 SloPredictPolicy::SloPredictPolicy(SloPredictParams p) : p_(std::move(p)), mapper_(p_.mapper) {
   p_.validate();
   waiting_first_.assign(size_t(mapper_.config().levels()), 0);
@@ -129,17 +148,20 @@ int SloPredictPolicy::choose(const Request& r, Time now, const std::vector<Insta
   planned.slo = planning_slo(r);
   PromptChains chains(r);
   static const std::vector<PendingPrefill> kNone;
-  int pick = -1;
-  SloPrediction best;
+  std::vector<SloPrediction> preds;
+  std::vector<int> index;
   for (size_t i = 0; i < views.size(); ++i) {
     const InstanceView& v = views[i];
     if (!v.accepting) continue;
     const Tokens cached = r.prefix.empty() ? 0 : v.cached_prefix_tokens(chains.get(v.block_size));
     auto it = placed_.find(v.id);
-    const SloPrediction pred = predict_slo(p_, v, planned, cached, now, it == placed_.end() ? kNone : it->second);
-    if (pick < 0 || better_placement(pred, best)) pick = int(i), best = pred;
+    preds.push_back(predict_slo(p_, v, planned, cached, now, it == placed_.end() ? kNone : it->second));
+    index.push_back(int(i));
   }
-  if (pick < 0) return -1;
+  const int k = choose_placement(preds, now, p_.margin);
+  if (k < 0) return -1;
+  const int pick = index[size_t(k)];
+  const SloPrediction& best = preds[size_t(k)];
   const InstanceView& v = views[size_t(pick)];
   const Tokens own = std::max<Tokens>(1, r.prompt_len - best.cached);
   placed_[v.id].push_back({due(planned, 1), own, v.model.prefill_cost(own, best.cached), r.prompt_len});

@@ -38,6 +38,7 @@ inline const EnumNames<QueueOrder> kQueueOrders = {{"deadline", QueueOrder::Dead
 struct SloPredictParams {
   QueueOrder order = QueueOrder::Deadline;
   bool map_priority = true;
+  double margin = 0.2;  // relative error of the prediction within which candidates are equal
   hfx::MapperParams mapper;
   template <class V>
   void visit(V& v) {
@@ -45,6 +46,9 @@ struct SloPredictParams {
             "engine queue order the prediction assumes: first-token deadline (SlideBatching/EDF) or fifo",
             kQueueOrders);
     v.field("map_priority", map_priority, "requests without TTFT and TPOT targets get them from HFX Alg. 2");
+    v.field("margin", margin,
+            "predicted first tokens within this relative margin of the best are equal; fewest outstanding wins",
+            Range::at_least(0));
     mapper.visit(v);
   }
   void validate() const;
@@ -61,12 +65,13 @@ struct PendingPrefill {
 
 // The prediction for r on one instance (exposed for tests and the benchmark).
 struct SloPrediction {
-  double ttft = 0.0;    // predicted time to first token, from r's arrival, s
-  double tpot = 0.0;    // predicted time per output token, s (0 on prefill instances)
-  int64_t loss = 0;     // first tokens made late by placing r here, r's own included
-  double slack = 0.0;   // min of the normalised TTFT and TPOT slack (+inf: no target)
-  double finish = 0.0;  // predicted absolute time of r's first token
-  Tokens cached = 0;    // r's prompt tokens cached on the instance
+  double ttft = 0.0;        // predicted time to first token, from r's arrival, s
+  double tpot = 0.0;        // predicted time per output token, s (0 on prefill instances)
+  int64_t loss = 0;         // first tokens made late by placing r here, r's own included
+  double slack = 0.0;       // min of the normalised TTFT and TPOT slack (+inf: no target)
+  double finish = 0.0;      // predicted absolute time of r's first token
+  Tokens cached = 0;        // r's prompt tokens cached on the instance
+  int64_t outstanding = 0;  // requests on the instance (running, waiting, placed this poll)
 };
 
 // `extra`: prefills this poll already placed on v (the views lag behind the placements).
@@ -74,6 +79,8 @@ SloPrediction predict_slo(const SloPredictParams& p, const InstanceView& v, cons
                           const std::vector<PendingPrefill>& extra);
 // True when a is the better placement (the lexicographic order above; ties keep the earlier).
 bool better_placement(const SloPrediction& a, const SloPrediction& b);
+// Index of the chosen prediction (see above), -1 when `preds` is empty.
+int choose_placement(const std::vector<SloPrediction>& preds, Time now, double margin);
 
 class SloPredictPolicy : public PushPolicy {
  public:

@@ -35,6 +35,7 @@ class Prediction:
     slack: float = 0.0
     finish: float = 0.0
     cached: int = 0
+    outstanding: int = 0
 
 
 def _deadline(r, i: int) -> float:  # ProServe Eq. 3; the first token without the TPOT term (0 * inf)
@@ -83,7 +84,7 @@ def predict(v, r, cached: int, now: float, extra=(), order: str = "deadline") ->
     def finish(cost, tokens):
         return now + (start + cost + float((tokens + budget - 1) // budget) * per_iter)
 
-    out = Prediction(cached=cached)
+    out = Prediction(cached=cached, outstanding=len(v.running) + len(v.waiting) + len(extra))
     cost, tokens = 0.0, 0
     for i in range(len(q) + 1):
         if i == pos:
@@ -118,26 +119,50 @@ def better(a: Prediction, b: Prediction) -> bool:
     return a.cached > b.cached
 
 
+def choose_placement(preds: list, now: float, margin: float) -> int:
+    """The best by `better`, unless a candidate within `margin` of its predicted first token
+    (same loss, on time when the best is) has fewer outstanding requests."""
+    best = -1
+    for i, p in enumerate(preds):
+        if best < 0 or better(p, preds[best]):
+            best = i
+    if best < 0:
+        return best
+    b = preds[best]
+    bound = now + (b.finish - now) * (1.0 + margin)
+    pick = best
+    for i, c in enumerate(preds):
+        if c.loss != b.loss or c.finish > bound or (b.slack >= 0 and not c.slack >= 0):
+            continue
+        cur = preds[pick]
+        if c.outstanding < cur.outstanding or (c.outstanding == cur.outstanding and better(c, cur)):
+            pick = i
+    return pick
+
+
 @dataclass
 class SloPredict:
     """The policy's choice with its per-poll placements (requests with their own SLOs)."""
 
     order: str = "deadline"
+    margin: float = 0.2
     placed: dict = field(default_factory=dict)  # instance id -> [Pending] placed this poll
 
     def new_poll(self) -> None:
         self.placed = {}
 
     def choose(self, r, now: float, views) -> int:
-        pick, best = -1, None
+        preds, index = [], []
         for i, v in enumerate(views):
             if not v.accepting:
                 continue
             cached = v.cached_prefix_tokens(r) if len(r.prefix) else 0
-            p = predict(v, r, cached, now, self.placed.get(v.id, ()), self.order)
-            if pick < 0 or better(p, best):
-                pick, best = i, p
+            preds.append(predict(v, r, cached, now, self.placed.get(v.id, ()), self.order))
+            index.append(i)
+        k = choose_placement(preds, now, self.margin)
+        pick = index[k] if k >= 0 else -1
         if pick >= 0:
+            best = preds[k]
             v = views[pick]
             own = max(1, r.prompt_len - best.cached)
             m = Model(v.model)
