@@ -78,7 +78,7 @@ def main():
             continue
         bp = max(sorted(presets), key=goodput)
         g, gb = goodput(a.preset), goodput(bp)
-        r = g / gb if gb > 0 else float("inf")
+        r = g / gb if gb > 0 else (float("inf") if g > 0 else 1.0)  # neither reaches 90%: equal
         wins.setdefault(e, []).append(r >= 1.3)
         print(f"| {w} | {e} | {g:g}x ({g * caps[w]:.1f} req/s) | {gb:g}x ({bp}) | {r:.2f}x |")
     top = max(k[2] for k in by_cell)
