@@ -1,5 +1,5 @@
-"""Elastic scaling on real engines (issue 9): fast scale-out by peer weight transfer
-(HFX 000_9803815a4e2a1dd4.txt section 6), warm pools and launchers.
+"""Elastic scaling on real engines: fast scale-out by peer weight transfer
+(HFX Sec. 6), warm pools and launchers.
 
 Submodules that need torch (`weights`, `transfer`, `disk`) are imported on use, so
 `import slocore.scaling` and the launchers work without the `scaling` extra.

@@ -1,5 +1,5 @@
 """Loading weights without a peer: from disk (safetensors, the fallback of every transfer)
-and from a host-memory copy (HFX 000_9803815a4e2a1dd4.txt Table 2's "CPU offloading" row:
+and from a host-memory copy (HFX Table 2's "CPU offloading" row:
 the checkpoint kept in shared memory, /dev/shm, so a new instance copies instead of reading
 the disk)."""
 

@@ -12,7 +12,7 @@
 - Role switches go through ``EngineSpec.switch_role`` when the engine can switch in place
   (a colocated vLLM only changes the role the router gives it); otherwise the instance is
   drained and restarted with the new role.
-- Warm pool (HFX 000_9803815a4e2a1dd4.txt section 6): instances started without weights
+- Warm pool (HFX Sec. 6): instances started without weights
   (vLLM ``--load-format dummy``); scale-out takes one, pushes weights into it
   (``EngineSpec.load_weights``: a peer transfer with disk fallback) and links it.
 

@@ -1,5 +1,5 @@
 """TLManager: peer-to-peer weight transfer between a running instance and a new one
-(HFX 000_9803815a4e2a1dd4.txt section 6, "Fast scaling"; 002_408d77c14f04127d.txt 3.4).
+(HFX Sec. 6, "Fast scaling"; HFX-v2 Sec. 3.4).
 
 The *target* (the new, warm instance) opens a temporary two-rank process group: it hosts a
 TCPStore at ``host:port``, the *source* (a running instance, rank 0) connects and posts its

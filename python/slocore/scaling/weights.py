@@ -1,5 +1,5 @@
-"""WeightManager: the tensors of a running instance by name (HFX 000_9803815a4e2a1dd4.txt
-section 6, "Fast scaling"; 002_408d77c14f04127d.txt section 3.4).
+"""WeightManager: the tensors of a running instance by name (HFX Sec. 6,
+"Fast scaling"; HFX-v2 Sec. 3.4).
 
 Every running instance keeps one. It answers the *manifest* (names, shapes, dtypes, byte
 sizes and checksums, in the fixed transfer order) that a target compares against what it

@@ -47,9 +47,8 @@ from slocore.serve.dispatch import make_policy
 
 log = logging.getLogger("slocore.ray_serve")
 
-# The default policy: the strongest baseline global policy today; the `slocore` preset's
-# router replaces it when that preset lands.
-DEFAULT_POLICY = "least_outstanding"
+# The default policy: the `slocore` preset's router (slocore.sim.presets_slocore).
+DEFAULT_POLICY = "slo_predict"
 DEFAULT_PROFILE = "h100-llama2-7b"
 
 
