@@ -1,10 +1,11 @@
 """The run loop of ``slocore bench live``: per engine setting (vLLM's default scheduler, then
 the slocore scheduler through the plugin; engines restarted between them), start the
-engines, profile them, set the rate to a fraction of the measured capacity, then per trace
-replay it through every stack in an interleaved, paired order: repetition r runs every
-stack once, back to back, starting at stack r mod S (ABC, BCA, CAB, ...: every stack takes
-every position equally often). Each run gets a fresh router process, the same arrivals and
-lengths, and prompt texts no earlier run used (no prefix cache carried across runs)."""
+engines, profile them (the first time only: the same hardware in every setting), set the
+rate to a fraction of the measured capacity, then per trace replay it through every stack
+in an interleaved, paired order: repetition r runs every stack once, back to back,
+starting at stack r mod S (ABC, BCA, CAB, ...: every stack takes every position equally
+often). Each run gets a fresh router process, the same arrivals and lengths, and prompt
+texts no earlier run used (no prefix cache carried across runs)."""
 
 from __future__ import annotations
 
@@ -150,13 +151,14 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
         bar = tqdm(total=total, unit="run", desc="bench live")
     results = {"settings": {}, "notes": notes, "plugin_scheduler": plugin, "stacks": [s.__dict__ for s in live]}
     classes = list(_traces.CLASSES)
-    k = 0
+    k, profiles = 0, None
     for setting in cfg.settings:
         sched = plugin if setting == "plugin" else None
         log(f"bench live: starting {spec.kind} engines ({'slocore ' + plugin if sched else 'default scheduler'})")
         engines = procs.start_engines(spec, sched, out)
         try:
-            profiles = profile_engines(engines, cfg, out, progress)
+            # measured once, on the first setting's engines: the same hardware in every setting
+            profiles = profiles or profile_engines(engines, cfg, out, progress)
             bs = block_size(profiles)
             res_s = {"engine_scheduler": sched or "engine default", "engines": [e.url for e in engines]}
             res_s["profiles"], res_s["traces"] = profiles, {}
