@@ -118,7 +118,10 @@ def tiny_model(vllm_python: str, out_dir: Path) -> str:
     return str(d)
 
 
-def start_engines(spec: EngineSpec, scheduler: str | None, out_dir: Path, timeout: float = 600.0) -> list[Child]:
+def start_engines(
+    spec: EngineSpec, scheduler: str | None, out_dir: Path, profiles: list[str] | None = None, timeout: float = 600.0
+) -> list[Child]:
+    """`profiles`: each engine's measured profile, the plugin's latency model (default: its own)."""
     if spec.kind == "urls":
         return [Child(f"e{i}", u.rstrip("/"), None) for i, u in enumerate(spec.urls)]
     kids = []
@@ -135,6 +138,9 @@ def start_engines(spec: EngineSpec, scheduler: str | None, out_dir: Path, timeou
                 cmd += ["--host", "127.0.0.1", "--port", str(port)]
                 if scheduler:
                     cfg = {"slocore": {"batch_scheduler": scheduler}}
+                    if profiles:
+                        pr = profiles[i % len(profiles)]
+                        cfg["slocore"]["profile"] = str(Path(pr).resolve()) if pr.endswith(".json") else pr
                     cmd += ["--scheduler-cls", PLUGIN_CLS, "--additional-config", json.dumps(cfg)]
                 env = child_env(HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", TOKENIZERS_PARALLELISM="false")
                 env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")

@@ -10,6 +10,7 @@ texts no earlier run used (no prefix cache carried across runs)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -74,8 +75,6 @@ def profile_engines(engines, cfg: LiveConfig, out: Path, progress: bool) -> list
     """One profile per engine (`slocore profile`), or cfg.profile for all."""
     if cfg.profile:
         return [cfg.profile] * len(engines)
-    import json
-
     from slocore.twin import profiler
 
     paths = []
@@ -87,7 +86,7 @@ def profile_engines(engines, cfg: LiveConfig, out: Path, progress: bool) -> list
             )
         )
         path.write_text(json.dumps(prof, indent=1) + "\n")
-        paths.append(str(path))
+        paths.append(str(path.resolve()))
     return paths
 
 
@@ -155,7 +154,7 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
     for setting in cfg.settings:
         sched = plugin if setting == "plugin" else None
         log(f"bench live: starting {spec.kind} engines ({'slocore ' + plugin if sched else 'default scheduler'})")
-        engines = procs.start_engines(spec, sched, out)
+        engines = procs.start_engines(spec, sched, out, profiles if sched else None)
         try:
             # measured once, on the first setting's engines: the same hardware in every setting
             profiles = profiles or profile_engines(engines, cfg, out, progress)
@@ -195,6 +194,8 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
                     "runs": runs,
                     "comparison": stats.compare([r for r in runs if r["attainment"]], live, classes),
                 }
+                results["settings"][setting] = res_s  # what is done so far survives a later failure
+                (out / "live.partial.json").write_text(json.dumps(results, indent=1, default=lambda x: None))
         finally:
             procs.stop_all(engines)
         results["settings"][setting] = res_s
