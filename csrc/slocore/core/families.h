@@ -14,6 +14,7 @@ std::vector<RegistryEntry<GlobalPolicy>> baseline_global_policies();  // baselin
 std::vector<RegistryEntry<GlobalPolicy>> hfx_global_policies();       // hfx/registry.cc
 std::vector<RegistryEntry<GlobalPolicy>> proserve_global_policies();  // proserve/registry.cc
 std::vector<RegistryEntry<GlobalPolicy>> sibyl_global_policies();     // sibyl/registry.cc
+std::vector<RegistryEntry<GlobalPolicy>> stack_global_policies();     // stack/registry.cc
 
 std::vector<RegistryEntry<BatchScheduler>> baseline_batch_schedulers();  // baselines/registry.cc
 std::vector<RegistryEntry<BatchScheduler>> proserve_batch_schedulers();  // proserve/registry.cc

@@ -26,7 +26,7 @@ std::vector<RegistryEntry<GlobalPolicy>> tool_global_policies() {
 const std::vector<RegistryEntry<GlobalPolicy>>& table() {
   static const auto t =
       joined<GlobalPolicy>({baseline_global_policies(), hfx_global_policies(), proserve_global_policies(),
-                            sibyl_global_policies(), tool_global_policies()});
+                            sibyl_global_policies(), stack_global_policies(), tool_global_policies()});
   return t;
 }
 

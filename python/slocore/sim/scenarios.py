@@ -89,6 +89,13 @@ def _strong_baselines() -> dict:
     return {name: preset(name) for name in ("rr+edf", "least_outstanding+sarathi_priority", "vllm_priority")}
 
 
+def _slocore_stack() -> dict:
+    """The `slocore` preset as a variant, when this build registers it."""
+    from slocore.sim.stacks import preset, presets
+
+    return {"slocore": preset("slocore")} if "slocore" in presets() else {}
+
+
 def _hfx_4task(load: float, seed: int):
     from slocore.sim import workloads
 
@@ -115,6 +122,7 @@ register(
                 global_policy=("goroute", {"mode": "colocated"}), batch_scheduler="slide_batching"
             ),
             **_strong_baselines(),
+            **_slocore_stack(),
         },
         headline="SLO-aware dispatch keeps attainment up as load grows; RR degrades first",
     )

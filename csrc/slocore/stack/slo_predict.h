@@ -1,0 +1,116 @@
+// The slocore stack's global policy: dispatch on a per-request latency prediction for every
+// candidate instance (docs/policies.md "slo_predict").
+//
+// For request r and instance v it predicts, with v's own latency model (its hardware, its
+// online correction; ProServe Eq. 5-7):
+//  * the prefill work ahead of r in v's engine: the remaining prefills of v's running and
+//    waiting requests (and of those this poll already placed there) whose first-token
+//    deadline (ProServe Eq. 3) is not later than r's, in that order ("deadline", the order
+//    of the SlideBatching/EDF engines the stack runs), or all of them ("fifo");
+//  * r's own prefill of its uncached prompt tokens (the cached prefix on v is not
+//    recomputed, so cache affinity enters as predicted time, not as a weight);
+//  * the decode interference: each iteration of at most max_batch_tokens prefill tokens also
+//    carries v's running decodes and the fixed cost (HFX Eq. 2 / ProServe Eq. 6-7);
+//  * r's TPOT: one iteration of the decode batch it would join (v's decodes and pending
+//    prefills, then r).
+// From the finish times of every pending prefill with and without r it counts the first
+// tokens r's placement would make late (r's own included): the predicted attainment loss.
+// It picks the instance with the least loss, then the most normalised slack
+// min((TTFT_slo - TTFT)/TTFT_slo, (TPOT_slo - TPOT)/TPOT_slo), then the earliest predicted
+// first token, then the longest cached prefix, then the first in view order. No per-poll
+// token cap (the HFX Alg. 1 budget generalised to a prediction): every request is placed
+// at once, so the engine scheduler sees and can reorder all of them. Requests with neither
+// a TTFT nor a TPOT target get both from the HFX Alg. 2 priority mapper (HFX Sec. 5.2).
+// On P/D prefill instances (role Prefill) there are no decodes and no TPOT prediction.
+#pragma once
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "slocore/hfx/priority_mapper.h"
+#include "slocore/policy/push_policy.h"
+
+namespace slocore::stack {
+
+enum class QueueOrder { Deadline, Fifo };
+inline const EnumNames<QueueOrder> kQueueOrders = {{"deadline", QueueOrder::Deadline}, {"fifo", QueueOrder::Fifo}};
+
+struct SloPredictParams {
+  QueueOrder order = QueueOrder::Deadline;
+  bool map_priority = true;
+  double margin = 0.2;  // relative error of the prediction within which candidates are equal
+  hfx::MapperParams mapper;
+  template <class V>
+  void visit(V& v) {
+    v.field("order", order,
+            "engine queue order the prediction assumes: first-token deadline (SlideBatching/EDF) or fifo",
+            kQueueOrders);
+    v.field("map_priority", map_priority, "requests without TTFT and TPOT targets get them from HFX Alg. 2");
+    v.field("margin", margin,
+            "predicted first tokens within this relative margin of the best are equal; fewest outstanding wins",
+            Range::at_least(0));
+    mapper.visit(v);
+  }
+  void validate() const;
+};
+
+// One pending prefill in an instance's queue: deadline of its next token, tokens to compute,
+// their cost, and the context it will decode over (its prompt).
+struct PendingPrefill {
+  Time deadline = kNever;
+  Tokens tokens = 0;
+  double cost = 0.0;
+  Tokens context = 0;
+};
+
+// The prediction for r on one instance (exposed for tests and the benchmark).
+struct SloPrediction {
+  double ttft = 0.0;        // predicted time to first token, from r's arrival, s
+  double tpot = 0.0;        // predicted time per output token, s (0 on prefill instances)
+  int64_t loss = 0;         // first tokens made late by placing r here, r's own included
+  double slack = 0.0;       // min of the normalised TTFT and TPOT slack (+inf: no target)
+  double finish = 0.0;      // predicted absolute time of r's first token
+  Tokens cached = 0;        // r's prompt tokens cached on the instance
+  int64_t outstanding = 0;  // requests on the instance (running, waiting, placed this poll)
+};
+
+// `extra`: prefills this poll already placed on v (the views lag behind the placements).
+SloPrediction predict_slo(const SloPredictParams& p, const InstanceView& v, const Request& r, Tokens cached, Time now,
+                          const std::vector<PendingPrefill>& extra);
+// True when a is the better placement (the lexicographic order above; ties keep the earlier).
+bool better_placement(const SloPrediction& a, const SloPrediction& b);
+// Index of the chosen prediction (see above), -1 when `preds` is empty.
+int choose_placement(const std::vector<SloPrediction>& preds, Time now, double margin);
+
+class SloPredictPolicy : public PushPolicy {
+ public:
+  explicit SloPredictPolicy(SloPredictParams p);
+  std::string name() const override { return "slo_predict"; }
+  ParamMap params() const override;
+  std::vector<Assignment> poll(Time now, const std::vector<InstanceView>& views) override;
+  void on_cancelled(Id request, Time now) override;
+  void on_prefill_done(Id request, Id instance, Time now) override { first_token(request, now); }
+  void on_token(Id request, Id instance, Tokens generated, Time now) override;
+  void on_finished(Id request, Id instance, Time now) override;
+  const hfx::PriorityMapper& mapper() const { return mapper_; }
+  // The SLO the policy plans r with: its own, or the mapper's when it has neither target.
+  Slo planning_slo(const Request& r) const;
+
+ protected:
+  int choose(const Request& r, Time now, const std::vector<InstanceView>& views) override;
+
+ private:
+  struct Track {
+    int priority = 0;
+    Time arrival = 0.0, first = -1.0;
+    Tokens generated = 0;
+  };
+  void first_token(Id request, Time now);
+  SloPredictParams p_;
+  hfx::PriorityMapper mapper_;
+  std::unordered_map<Id, std::vector<PendingPrefill>> placed_;  // this poll's placements
+  std::unordered_map<Id, Track> track_;
+  std::vector<int64_t> waiting_first_;  // per priority: placed, first token not yet out
+};
+
+}  // namespace slocore::stack

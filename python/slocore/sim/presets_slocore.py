@@ -1,0 +1,47 @@
+"""The `slocore` stack: `slo_predict` dispatch (a per-request TTFT/TPOT prediction on every
+candidate instance, csrc/slocore/stack/slo_predict.h) over vLLM priority engines (the
+workloads number priorities from the tightest SLO class); in P/D the same prediction places
+prefills and SIBYL's projected load at the handoff, counted in requests (SIBYL Alg. 1, the
+REQLEVEL unit, with the prefill queue in tau; docs/sibyl.md), places decodes. One set of
+defaults for every workload. The engine is the one the benchmark matrix measured best
+behind this dispatch (docs/benchmark.md "The slocore stack": SlideBatching collapses on the
+4k-16k-token rag prompts, its density ablation loses a seed there, EDF collapses past
+capacity).
+`slocore+scale` adds the HFX scaler (HFX Alg. 3, role switching in P/D); it is tagged
+"scaling" because it adds instances (compare its cost)."""
+
+from __future__ import annotations
+
+from slocore.sim.stacks import Preset, register
+
+DISPATCH = "slo_predict"
+ENGINE = "vllm_priority"
+COLOCATED = dict(global_policy=DISPATCH, batch_scheduler=ENGINE)
+PD = dict(
+    prefill_policy=DISPATCH,
+    decode_policy=("sibyl", {"reqlevel": True}),
+    batch_scheduler=ENGINE,
+)
+
+register(
+    Preset(
+        "slocore",
+        "slocore",
+        "slo_predict dispatch (predicted TTFT/TPOT per instance: queue, decodes, hardware, cached prefix) over "
+        "vLLM priority engines; P/D decodes by SIBYL's request-count projection at the handoff",
+        "ProServe Eq. 3-7; HFX Alg. 2; SIBYL Alg. 1 (REQLEVEL); vLLM V1 priority scheduler",
+        colocated=dict(COLOCATED),
+        pd=dict(PD),
+    )
+)
+register(
+    Preset(
+        "slocore+scale",
+        "slocore",
+        "the slocore stack with the HFX scaler (Fast Scaling cold start, role switching in P/D, up to 2x instances)",
+        "as slocore; HFX Alg. 3, Sec. 7",
+        colocated=dict(COLOCATED, scaler="hfx", cold_start="d2d"),
+        pd=dict(PD, scaler="hfx", cold_start="d2d"),
+        tags=("scaling",),
+    )
+)

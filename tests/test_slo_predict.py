@@ -1,0 +1,176 @@
+"""The slocore stack's dispatch (`slo_predict`, csrc/slocore/stack/slo_predict.h): C++ ==
+reference on random views and request sequences, the prediction by hand, priority-only
+requests, long prompts that a per-poll cap would starve, and the `slocore` presets."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import slocore as s
+from simkit import config, profile, requests
+from slocore import _core
+from slocore.reference import slo_predict as ref
+from slocore.sim import preset, presets, simulate, workloads
+from test_batch_baselines import views
+
+COEF = dict(t_c=0.01, a_p=2e-8, b_p=1e-9, c_p=1e-4, a_d=1e-6, b_d=2e-3)
+
+
+def inst(i, running=(), waiting=(), busy=0.0, role=None, budget=2048, coef=COEF):
+    v = s.InstanceView(i) if role is None else s.InstanceView(i, role)
+    v.running, v.waiting = list(running), list(waiting)
+    v.kv_blocks_total = v.kv_blocks_free = 100_000
+    v.max_batch_tokens = budget
+    v.busy_until = busy
+    v.model = s.LatencyModel(s.LatencyCoeffs(**coef))
+    return v
+
+
+def req(rid, prompt, arrival=0.0, ttft=1.0, tpot=0.1, **kw):
+    return s.Request(rid, arrival, prompt, output_len=10, ttft=ttft, tpot=tpot, **kw)
+
+
+def route(policy, r, views, now=0.0):
+    policy.submit(r, now)
+    return {a.request: a.instance for a in policy.poll(now, views)}[r.id]
+
+
+@st.composite
+def clusters(draw):
+    n = draw(st.integers(1, 4))
+    out = []
+    for i in range(n):
+        v = draw(views())
+        v.id = i
+        v.busy_until = draw(st.floats(0, 12))
+        v.accepting = draw(st.booleans()) if i > 0 else True
+        if draw(st.booleans()):
+            c = v.model.coeffs
+            v.model = s.LatencyModel(
+                s.LatencyCoeffs(t_c=c.t_c, a_p=c.a_p, b_p=c.b_p, c_p=c.c_p * (1 + i), a_d=c.a_d, b_d=c.b_d * 2)
+            )
+        out.append(v)
+    return out
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    clusters(),
+    st.sampled_from(["deadline", "fifo"]),
+    st.booleans(),
+    st.lists(
+        st.tuples(st.integers(1, 9000), st.floats(0.05, 5.0), st.floats(0.005, 0.5), st.booleans()),
+        min_size=1,
+        max_size=6,
+    ),
+    st.floats(0, 12),
+)
+def test_slo_predict_matches_reference(views_, order, prefill_role, reqs, now):
+    if prefill_role:
+        for v in views_:
+            v.role = s.Role.PREFILL
+    pol = _core.make_global_policy("slo_predict", {"order": order})
+    r_ = ref.SloPredict(order=order)
+    r_.new_poll()
+    batch = []
+    for k, (prompt, ttft, tpot, inf_tpot) in enumerate(reqs):  # all placed in one poll
+        r = req(10**6 + k, prompt, arrival=now, ttft=ttft, tpot=math.inf if inf_tpot else tpot)
+        pol.submit(r, now)
+        batch.append(r)
+    got = {a.request: a.instance for a in pol.poll(now, views_)}
+    for r in batch:
+        i = r_.choose(r, now, views_)
+        assert views_[i].id == got[r.id]
+
+
+def test_prediction_by_hand():
+    # One decode over 100 cached tokens, a waiting 1000-token prefill due at 0.5 s, idle engine.
+    dec = s.RequestState(req(1, 100), 100, 1)
+    wait = s.RequestState(req(2, 1000, ttft=0.5), 0, 0)
+    v = inst(0, running=[dec], waiting=[wait], budget=512)
+    m = ref.Model(v.model)
+    r = req(3, 300, ttft=2.0)
+    p = ref.predict(v, r, 0, 0.0)
+    per_iter = m.overhead() + m.decode(100)
+    # r's deadline (2.0) is later than the waiting one's (0.5): 1300 tokens = 3 iterations ahead.
+    assert p.finish == pytest.approx(m.prefill(1000, 0) + m.prefill(300, 0) + 3 * per_iter)
+    assert p.loss == 0 and p.tpot == pytest.approx(m.overhead() + m.decode(100) + m.decode(1000) + m.decode(300))
+    # A tighter request goes first and delays the waiting one past its deadline.
+    tight = req(4, 6000, ttft=0.3)
+    assert ref.predict(v, tight, 0, 0.0).loss == 2  # itself late and the waiting one made late
+    assert ref.predict(v, tight, 0, 0.0, order="fifo").loss == 1  # behind it: only itself late
+    # 5900 of its 6000 prompt tokens cached: only 100 prefilled.
+    assert ref.predict(v, tight, 5900, 0.0).finish < ref.predict(v, tight, 0, 0.0).finish
+
+
+def test_prefers_the_instance_it_makes_no_one_late_on():
+    # Both instances give r the same predicted first token (it goes first by deadline), but on
+    # instance 0 it pushes a queued request due at 0.22 s past its deadline: r goes to 1.
+    due = s.RequestState(req(1, 200, ttft=0.22), 0, 0)
+    v0, v1 = inst(0, waiting=[due]), inst(1)
+    r = req(2, 1500, ttft=0.21)
+    p0, p1 = ref.predict(v0, r, 0, 0.0), ref.predict(v1, r, 0, 0.0)
+    assert p0.finish == p1.finish and (p0.loss, p1.loss) == (1, 0)
+    assert route(_core.make_global_policy("slo_predict"), r, [v0, v1]) == 1
+    # With no deadline at stake the earlier predicted first token wins: the idle instance.
+    pol = _core.make_global_policy("slo_predict")
+    assert route(pol, req(3, 4000, ttft=5.0), [inst(0), inst(1, busy=0.2)]) == 0
+
+
+def test_one_poll_spreads_by_predicted_time_and_prefill_role_has_no_tpot():
+    pol = _core.make_global_policy("slo_predict")
+    vs = [inst(0, role=s.Role.PREFILL), inst(1, role=s.Role.PREFILL)]
+    for k in range(4):
+        pol.submit(req(k, 3000, ttft=2.0), 0.0)
+    got = [a.instance for a in pol.poll(0.0, vs)]
+    assert sorted(got) == [0, 0, 1, 1]
+    assert ref.predict(vs[0], req(9, 100), 0, 0.0).tpot == 0.0
+
+
+def test_bad_params_name_the_field():
+    for bad, field in (({"order": "lifo"}, "order"), ({"spread": 2.0}, "spread"), ({"zz": 1}, "zz")):
+        with pytest.raises(ValueError, match=field):
+            _core.make_global_policy("slo_predict", bad)
+
+
+def test_priority_only_requests_are_mapped_and_finish():
+    reqs = requests(120, rate=30, prompt=(32, 400), output=(2, 40))
+    for r in reqs:
+        r.slo = s.Slo()  # no targets: the mapper plans with HFX Table 1 medians by priority
+        r.priority = r.id % 3
+    pol = _core.make_global_policy("slo_predict")
+    res = _core.simulate(reqs, config(profile(), instances=2, policy=pol))
+    assert res.recorder.total_tokens == sum(r.output_len for r in reqs)
+
+
+def test_long_prompts_are_not_starved():
+    # 4-16k-token prompts on 4 instances at a light load: every instance runs several at once
+    # (HFX's per-poll cap let such a prompt go only to an idle instance).
+    wl = workloads.rag(rate=1.0, n=40, seed=0)
+    got = simulate(wl, seed=0, profile="h100-llama2-7b", instances=4, **preset("slocore"))
+    rr = simulate(wl, seed=0, profile="h100-llama2-7b", instances=4, **preset("rr+sarathi_fcfs"))
+    assert got.summary["finished"] == len(wl)
+    assert got.summary["attainment"] >= rr.summary["attainment"] - 0.05
+
+
+def test_slocore_presets_register_both_modes():
+    ps = presets(kind="slocore")
+    assert {"slocore", "slocore+scale"} <= set(ps)
+    assert ps["slocore"].modes() == ("colocated", "pd") and "scaling" in ps["slocore+scale"].tags
+    assert preset("slocore")["global_policy"] == "slo_predict"
+    assert preset("slocore", mode="pd")["prefill_policy"] == "slo_predict"
+
+
+def test_predictions_within_the_margin_go_to_the_fewest_outstanding():
+    # Instance 0 is predicted a little faster (its model quicker) but holds 3 decodes;
+    # within the 20% margin the emptier instance 1 wins; with margin 0 the prediction decides.
+    decs = [s.RequestState(req(k, 50), 50, 1) for k in range(3)]
+    v0 = inst(0, running=decs, coef=dict(COEF, c_p=0.8e-4, t_c=0.009))
+    v1 = inst(1)
+    r = req(9, 2000, ttft=5.0, tpot=math.inf)  # TTFT only: the slack follows the first token
+    p0, p1 = ref.predict(v0, r, 0, 0.0), ref.predict(v1, r, 0, 0.0)
+    assert p0.finish < p1.finish <= p0.finish * 1.2
+    assert route(_core.make_global_policy("slo_predict"), r, [v0, v1]) == 1
+    assert route(_core.make_global_policy("slo_predict", {"margin": 0.0}), r, [v0, v1]) == 0
