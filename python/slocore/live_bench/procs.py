@@ -185,7 +185,10 @@ def start_router(stack, engines: list[Child], profiles: list[str], out_dir: Path
     url = f"http://127.0.0.1:{port}"
     log = out_dir / "logs" / f"router-{run_tag}.log"
     if stack.external == "vllm-router":
-        cmd = [shutil.which("vllm-router") or "vllm-router", "--host", "127.0.0.1", "--port", str(port)]
+        from slocore.live_bench.stacks import vllm_router_bin
+
+        cmd = [vllm_router_bin() or "vllm-router", "--host", "127.0.0.1", "--port", str(port)]
+        cmd += ["--prometheus-port", str(free_port())]  # its default (29000) may still be held by the last run's
         cmd += ["--worker-urls", *[e.url for e in engines]]
         return spawn("vllm-router", cmd, dict(os.environ), log, url)
     cfg_path = out_dir / "configs" / f"router-{run_tag}.json"

@@ -4,7 +4,7 @@ A name is a preset of ``slocore.sim.stacks`` (its colocated global policy and pa
 its engine scheduler is not used per stack, since every stack of a comparison runs on the
 same engines: the scheduler is the run's engine setting), a bare global policy name
 (``round_robin``, ``least_outstanding``: baselines), or ``vllm-router`` (vLLM's own router
-with its default policy, when the ``vllm-router`` command is installed).
+with its default policy, cache_aware; the command from $SLOCORE_VLLM_ROUTER or PATH).
 
 Baselines are presets of kind "baseline" and bare policy names; every other stack is a
 candidate, compared with the best baseline (highest mean overall attainment).
@@ -12,6 +12,7 @@ candidate, compared with the best baseline (highest mean overall attainment).
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 
@@ -59,12 +60,18 @@ def resolve(name: str) -> LiveStack:
     )
 
 
+def vllm_router_bin() -> str | None:
+    """$SLOCORE_VLLM_ROUTER, else `vllm-router` on PATH."""
+    env = os.environ.get("SLOCORE_VLLM_ROUTER")
+    return env if env and os.path.exists(env) else shutil.which("vllm-router")
+
+
 def available(names) -> tuple[list[LiveStack], list[str]]:
     """(stacks that can run here, notes on those left out and why)."""
     out, notes = [], []
     for n in names:
-        if n == "vllm-router" and shutil.which("vllm-router") is None:
-            notes.append("vllm-router: not installed (pip install vllm-router), left out")
+        if n == "vllm-router" and vllm_router_bin() is None:
+            notes.append("vllm-router: not installed (pip install vllm-router, or $SLOCORE_VLLM_ROUTER), left out")
             continue
         if n == "slocore" and "slocore" not in _presets.presets(mode="colocated"):
             notes.append("slocore: this build has no `slocore` preset, left out")
