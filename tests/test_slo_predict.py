@@ -12,7 +12,7 @@ import slocore as s
 from simkit import config, profile, requests
 from slocore import _core
 from slocore.reference import slo_predict as ref
-from slocore.sim import preset, presets, simulate, workloads
+from slocore.sim import preset, presets, simulate, stacks, workloads
 from test_batch_baselines import views
 
 COEF = dict(t_c=0.01, a_p=2e-8, b_p=1e-9, c_p=1e-4, a_d=1e-6, b_d=2e-3)
@@ -174,3 +174,13 @@ def test_predictions_within_the_margin_go_to_the_fewest_outstanding():
     assert p0.finish < p1.finish <= p0.finish * 1.2
     assert route(_core.make_global_policy("slo_predict"), r, [v0, v1]) == 1
     assert route(_core.make_global_policy("slo_predict", {"margin": 0.0}), r, [v0, v1]) == 0
+
+
+@pytest.mark.parametrize("mode", ["colocated", "pd"])
+def test_slocore_presets_finish_runs(mode):
+    wl = workloads.hfx_4task(rate=30.0, n_per_task=25, seed=1)
+    cluster = dict(instances=2) if mode == "colocated" else dict(prefill_instances=1, decode_instances=1)
+    for name in ("slocore", "slocore+scale"):
+        kw = stacks.scaling_kwargs(preset(name, mode=mode), 2)
+        res = simulate(wl, seed=1, profile="ascend910b-qwen7b", **cluster, **kw)
+        assert res.summary["finished"] == len(wl), name

@@ -41,6 +41,7 @@ DEFAULT_PRESETS = (
     "least_outstanding+sarathi_priority",
     "p2c+edf",
     "vllm_priority",
+    "least_outstanding+vllm_priority",
     "llmd_scorer+sarathi_fcfs",
     "kv_router+sarathi_fcfs",
     "hfx",

@@ -1,0 +1,71 @@
+"""The slocore stack against its own variants on the benchmark matrix (simulated): which
+engine behind `slo_predict`, the prediction margin, and the router alone (least-outstanding
+over the same engines). Same capacity, loads, seeds and predictor errors as
+`slocore bench matrix`; every variant is compared with the strongest baseline of its cell.
+
+    PYTHONPATH=python python bench/slocore_variants_compare.py --workloads rag,sharegpt_prio \\
+        --loads 1,1.2 --errors exact,pm20
+
+Prints one line per (workload, error, load, variant): attainment mean ± 95% CI and per seed,
+TTFT/TPOT p99, and the difference to the strongest baseline."""
+
+import argparse
+
+from slocore.sim import matrix
+from slocore.sim.stacks import Preset, register
+
+DECODE = ("sibyl", {"reqlevel": True})
+ENGINES = {
+    "slide_batching": "slide_batching",
+    "slide_density": ("slide_batching", {"order": "density"}),
+    "edf": "edf",
+}
+VARIANTS = {f"slo_predict+{k}": ("slo_predict", e) for k, e in ENGINES.items()}
+VARIANTS["slo_predict(margin=0)+vllm_priority"] = (("slo_predict", {"margin": 0.0}), "vllm_priority")
+BASELINES = ("rr+sarathi_fcfs", "rr+edf", "least_outstanding+edf", "least_outstanding+sarathi_priority", "p2c+edf")
+BASELINES += ("vllm_priority", "llmd_scorer+sarathi_fcfs", "kv_router+sarathi_fcfs")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workloads", default="rag,sharegpt_prio")
+    ap.add_argument("--loads", default="1,1.2")
+    ap.add_argument("--errors", default="exact,pm20")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--processes", type=int, default=2)
+    a = ap.parse_args()
+    for name, (router, engine) in VARIANTS.items():
+        register(
+            Preset(
+                name,
+                "slocore",
+                name,
+                "variant",
+                colocated=dict(global_policy=router, batch_scheduler=engine),
+                pd=dict(prefill_policy=router, decode_policy=DECODE, batch_scheduler=engine),
+            )
+        )
+    names = BASELINES + ("least_outstanding+vllm_priority", "slocore") + tuple(VARIANTS)
+    cfg = matrix.MatrixConfig(
+        presets=names,
+        workloads=tuple(a.workloads.split(",")),
+        loads=tuple(float(x) for x in a.loads.split(",")),
+        seeds=tuple(int(x) for x in a.seeds.split(",")),
+        errors=tuple(a.errors.split(",")),
+        processes=a.processes,
+    )
+    out = matrix.run_matrix(cfg, progress=False)
+    show = ("least_outstanding+vllm_priority", "slocore") + tuple(VARIANTS)
+    for c in sorted(out["cells"], key=lambda c: (c["workload"], c["error"], c["load"], c["preset"])):
+        if c["preset"] not in show:
+            continue
+        print(
+            f"{c['workload']:14s} {c['error']:5s} {c['load']:.1f} {c['preset']:38s} "
+            f"{100 * c['attainment_mean']:5.1f} ± {100 * c['attainment_ci95']:4.1f} "
+            f"{[round(100 * x, 1) for x in c['attainment']]} TTFT p99 {c['ttft_p99']:.2f} s "
+            f"TPOT p99 {1000 * c['tpot_p99']:.0f} ms vs {c['strongest_baseline']} {100 * c['vs_strongest']:+.1f} pp"
+        )
+
+
+if __name__ == "__main__":
+    main()
