@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -112,6 +113,11 @@ def main(a) -> int:
     from slocore.live_bench import report, runner, traces
 
     cfg = config_of(a)
+
+    def _stop(signum, frame):  # SIGTERM (e.g. `timeout`): unwind, so engines and routers are stopped
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _stop)
     cmd = "slocore " + " ".join(sys.argv[1:])
     res = runner.run(cfg, progress=not a.quiet, log=lambda m: print(m, file=sys.stderr, flush=True))
     res["command"] = cmd
