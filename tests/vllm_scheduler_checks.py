@@ -122,6 +122,19 @@ def check_every_registered_batch_scheduler_finishes(model):
         assert all(r.num_output_tokens == 6 for r in reqs), name
 
 
+def check_full_batch_with_waiting_requests_finishes(model):
+    """max_num_seqs full and requests waiting: a plan that skips running requests to admit
+    waiting ones (which cannot start) must not stall the engine (EDF, SlideBatching did)."""
+    for name in slocore.batch_scheduler_names():
+        cfg = {"slocore": {"batch_scheduler": name}}
+        s = make_scheduler(model, SlocoreScheduler, max_num_seqs=4, additional_config=cfg)
+        reqs = [make_request(16, 40, extra_args={"slo_tpot_ms": 30, "slo_ttft_ms": 300}) for _ in range(8)]
+        for r in reqs:
+            s.add_request(r)
+        run_to_end(s, max_steps=2000)
+        assert all(r.num_output_tokens == 40 for r in reqs), name
+
+
 def check_default_name():
     n = default_scheduler_name()
     assert n in slocore.batch_scheduler_names()
@@ -134,6 +147,7 @@ CHECKS = [
     check_slo_fields_reach_the_view,
     check_skipped_decode_keeps_kv_and_counts_against_max_seqs,
     check_every_registered_batch_scheduler_finishes,
+    check_full_batch_with_waiting_requests_finishes,
 ]
 
 if __name__ == "__main__":

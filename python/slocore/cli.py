@@ -1,5 +1,5 @@
 """`slocore` command line: simulate | scenarios | policies | fit | profiles | profile | presets | serve |
-engine | bench serve|matrix|twin."""
+engine | bench serve|matrix|twin|live."""
 
 from __future__ import annotations
 
@@ -130,6 +130,12 @@ def cmd_bench_serve(a) -> int:
     return loadgen.main(a)
 
 
+def cmd_bench_live(a) -> int:
+    from slocore.live_bench import cli
+
+    return cli.main(a)
+
+
 def cmd_profile(a) -> int:
     from slocore.twin import profiler
 
@@ -178,6 +184,11 @@ def _add_serving(sub) -> None:
 
     add_twin_arguments(bt)
     bt.set_defaults(func=cmd_bench_twin)
+    bl = bsub.add_parser("live", help="serving stacks compared on real engines: paired, interleaved, with CIs")
+    from slocore.live_bench.cli import add_arguments as add_live_arguments
+
+    add_live_arguments(bl)
+    bl.set_defaults(func=cmd_bench_live)
     po = sub.add_parser("profile", help="measure a running engine's latency model into a profile JSON")
     from slocore.twin.profiler import add_arguments as add_profile_arguments
 

@@ -91,8 +91,10 @@ async def run(
     max_prompt=None,
     max_output=None,
     chat: bool = False,
+    prompts: list[list[int]] | None = None,
 ) -> dict:
-    """Replay `workload` against `url`; returns {"summary": slocore.summarize(...), "errors": [...], ...}."""
+    """Replay `workload` against `url`; returns {"summary": slocore.summarize(...), "errors": [...], ...}.
+    `prompts`: the token ids of each request's prompt (default: random ids of its length)."""
     import aiohttp
 
     import slocore as _s
@@ -153,7 +155,7 @@ async def run(
                 hdr["x-slo-deadline-ms"] = f"{r.slo.deadline * 1e3:.12g}"
             if r.task:
                 hdr["x-slo-class"] = r.task
-            prompt = [rng.randrange(1, vocab) for _ in range(int(plen))]
+            prompt = prompts[i][: int(plen)] if prompts else [rng.randrange(1, vocab) for _ in range(int(plen))]
             body = {
                 "model": model,
                 "max_tokens": int(olen),

@@ -149,6 +149,16 @@ class SlocoreScheduler(Scheduler):
         hidden = [r for r in running if sid[id(r)] not in order]
         held = [r for r in waiting if sid[id(r)] not in order]
         admit = sorted((r for r in waiting if sid[id(r)] in order), key=lambda r: order[sid[id(r)]])
+        # The plan may skip running requests to admit waiting ones (it would preempt them;
+        # the plugin leaves preemption to vLLM). With the batch at max_num_seqs those admits
+        # cannot start, and the step would run nothing, step after step: as many skipped
+        # running requests as admits that find no free slot run instead, in vLLM's order.
+        blocked = len(admit) - max(0, self.max_num_running_reqs - len(running))
+        if blocked > 0 and hidden:
+            back = {id(r) for r in hidden[:blocked]}
+            keep_run += [r for r in running if id(r) in back]
+            hidden = [r for r in hidden if id(r) not in back]
+            self.slocore_stats["unblocked_running"] = self.slocore_stats.get("unblocked_running", 0) + len(back)
         self.slocore_stats["skipped_running"] += len(hidden)
         self.slocore_stats["held_waiting"] += len(held)
         has_active = hasattr(self, "max_num_active_reqs")  # admission limit (newer vLLM only)

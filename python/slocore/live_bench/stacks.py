@@ -1,0 +1,92 @@
+"""Stacks of ``slocore bench live``: what runs in the router in front of the same engines.
+
+A name is a preset of ``slocore.sim.stacks`` (its colocated global policy and parameters;
+its engine scheduler is not used per stack, since every stack of a comparison runs on the
+same engines: the scheduler is the run's engine setting), a bare global policy name
+(``round_robin``, ``least_outstanding``: baselines), or ``vllm-router`` (vLLM's own router
+with its default policy, cache_aware; the command from $SLOCORE_VLLM_ROUTER or PATH).
+
+Baselines are presets of kind "baseline" and bare policy names; every other stack is a
+candidate, compared with the best baseline (highest mean overall attainment).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+from slocore import _core
+from slocore.sim import stacks as _presets
+
+DEFAULT_STACKS = ("round_robin", "least_outstanding", "llmd_scorer+sarathi_fcfs", "vllm-router", "slocore")
+
+
+@dataclass(frozen=True)
+class LiveStack:
+    name: str
+    baseline: bool
+    policy: dict | None = None  # {"name", "params"} for slocore serve
+    external: str | None = None  # "vllm-router"
+    batch_scheduler: str | None = None  # the preset's own engine scheduler (informative)
+
+
+def _policy(spec) -> dict:
+    if isinstance(spec, tuple):
+        return {"name": spec[0], "params": dict(spec[1])}
+    return {"name": spec, "params": {}}
+
+
+def resolve(name: str) -> LiveStack:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"stack: expected a name, got {name!r}")
+    if name == "vllm-router":
+        return LiveStack(name, True, external="vllm-router")
+    known = _presets.presets(mode="colocated")
+    if name in known:
+        kw = _presets.preset(name)
+        bs = kw.get("batch_scheduler")
+        return LiveStack(
+            name,
+            known[name].kind == "baseline",
+            policy=_policy(kw["global_policy"]),
+            batch_scheduler=bs[0] if isinstance(bs, tuple) else bs,
+        )
+    if name in _core.global_policy_names():
+        return LiveStack(name, True, policy={"name": name, "params": {}})
+    raise KeyError(
+        f"stack: unknown {name!r} (a colocated preset: {', '.join(sorted(known))}; a global policy: "
+        f"{', '.join(_core.global_policy_names())}; or vllm-router)"
+    )
+
+
+def vllm_router_bin() -> str | None:
+    """$SLOCORE_VLLM_ROUTER, else `vllm-router` on PATH."""
+    env = os.environ.get("SLOCORE_VLLM_ROUTER")
+    return env if env and os.path.exists(env) else shutil.which("vllm-router")
+
+
+def available(names) -> tuple[list[LiveStack], list[str]]:
+    """(stacks that can run here, notes on those left out and why)."""
+    out, notes = [], []
+    for n in names:
+        if n == "vllm-router" and vllm_router_bin() is None:
+            notes.append("vllm-router: not installed (pip install vllm-router, or $SLOCORE_VLLM_ROUTER), left out")
+            continue
+        if n == "slocore" and "slocore" not in _presets.presets(mode="colocated"):
+            notes.append("slocore: this build has no `slocore` preset, left out")
+            continue
+        out.append(resolve(n))
+    if len({s.name for s in out}) != len(out):
+        raise ValueError(f"stacks: a name is given twice in {list(names)}")
+    return out, notes
+
+
+def plugin_scheduler() -> str:
+    """The engine scheduler of the plugin setting: the `slocore` preset's when it exists,
+    else the plugin's own default."""
+    p = _presets.presets(mode="colocated").get("slocore")
+    if p is not None:
+        bs = p.colocated["batch_scheduler"]
+        return bs[0] if isinstance(bs, tuple) else bs
+    return "slide_batching" if "slide_batching" in _core.batch_scheduler_names() else "sarathi_fcfs"

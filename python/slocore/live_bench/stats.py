@@ -1,0 +1,77 @@
+"""Per-class summaries and paired differences of ``slocore bench live``.
+
+Repetition r of every stack replays the same trace (same arrivals, lengths, SLOs) back to
+back on the same engines, so stack A's and stack B's attainments of repetition r form a
+pair. The paired difference d_r = a_r - b_r has mean d and sample standard deviation s;
+its 95% confidence interval is d +- t(0.975, n-1) s / sqrt(n) (Student's t; none for n < 2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def describe(xs) -> dict:
+    """Mean, sample standard deviation, min, max, n of a list of numbers (NaN dropped)."""
+    v = np.asarray([x for x in xs if x is not None and math.isfinite(x)], dtype=float)
+    if len(v) == 0:
+        return {"mean": None, "std": None, "min": None, "max": None, "n": 0}
+    return {
+        "mean": float(v.mean()),
+        "std": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+        "min": float(v.min()),
+        "max": float(v.max()),
+        "n": int(len(v)),
+    }
+
+
+def paired_diff(a: list[float], b: list[float], confidence: float = 0.95) -> dict:
+    """Mean of a_r - b_r over the repetitions where both ran, with its t confidence interval."""
+    if len(a) != len(b):
+        raise ValueError(f"paired_diff: {len(a)} vs {len(b)} repetitions")
+    d = np.asarray(
+        [x - y for x, y in zip(a, b) if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)],
+        dtype=float,
+    )
+    n = len(d)
+    if n == 0:
+        return {"mean": None, "ci_low": None, "ci_high": None, "std": None, "n": 0}
+    mean = float(d.mean())
+    if n < 2:
+        return {"mean": mean, "ci_low": None, "ci_high": None, "std": None, "n": 1}
+    from scipy import stats
+
+    sd = float(d.std(ddof=1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    return {"mean": mean, "ci_low": mean - half, "ci_high": mean + half, "std": sd, "n": n}
+
+
+def attainments(run: dict) -> dict:
+    """{"overall": x, class: x, ...} of one run's loadgen summary (slocore.summarize)."""
+    s = run["summary"]
+    out = {"overall": s.get("attainment")}
+    out.update({str(k): v for k, v in (s.get("attainment_by_task") or {}).items()})
+    return out
+
+
+def compare(runs: list[dict], stacks: list, classes: list[str]) -> dict:
+    """Per stack and class: the attainments per repetition, their summary, and the paired
+    difference against the best baseline (highest mean overall attainment).
+    `runs`: dicts with "stack", "rep", "attainment" ({"overall", class: x})."""
+    reps = sorted({r["rep"] for r in runs})
+    keys = ["overall", *classes]
+    per = {}
+    for st in stacks:
+        by_rep = {r["rep"]: r["attainment"] for r in runs if r["stack"] == st.name}
+        per[st.name] = {k: [(by_rep.get(rep) or {}).get(k) for rep in reps] for k in keys}
+    summary = {n: {k: describe(v) for k, v in cols.items()} for n, cols in per.items()}
+    base = [s.name for s in stacks if s.baseline and summary[s.name]["overall"]["mean"] is not None]
+    best = max(base, key=lambda n: summary[n]["overall"]["mean"]) if base else None
+    diffs = {}
+    if best is not None:
+        for st in stacks:
+            if st.name != best:
+                diffs[st.name] = {k: paired_diff(per[st.name][k], per[best][k]) for k in keys}
+    return {"reps": reps, "per_rep": per, "summary": summary, "best_baseline": best, "vs_best_baseline": diffs}
