@@ -27,8 +27,9 @@ def describe(xs) -> dict:
     }
 
 
-def paired_diff(a: list[float], b: list[float], confidence: float = 0.95) -> dict:
-    """Mean of a_r - b_r over the repetitions where both ran, with its t confidence interval."""
+def paired_diff(a: list[float], b: list[float]) -> dict:
+    """Mean of a_r - b_r over the repetitions where both ran, with its 95% t confidence
+    interval (the matrix's one definition, slocore.sim.matrix.ci95)."""
     if len(a) != len(b):
         raise ValueError(f"paired_diff: {len(a)} vs {len(b)} repetitions")
     d = np.asarray(
@@ -41,10 +42,10 @@ def paired_diff(a: list[float], b: list[float], confidence: float = 0.95) -> dic
     mean = float(d.mean())
     if n < 2:
         return {"mean": mean, "ci_low": None, "ci_high": None, "std": None, "n": 1}
-    from scipy import stats
+    from slocore.sim.matrix import ci95
 
     sd = float(d.std(ddof=1))
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    half = ci95([float(x) for x in d])
     return {"mean": mean, "ci_low": mean - half, "ci_high": mean + half, "std": sd, "n": n}
 
 
