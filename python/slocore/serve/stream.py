@@ -95,6 +95,20 @@ class RequestContext:
 MAX_SSE_LINE = 16 << 20  # an engine line longer than this is a protocol error, not a buffer
 
 
+def _tokens(ctx: RequestContext, st, att, backend: Backend, policy, ntok: int, tnow: float, skip_first: bool) -> None:
+    """`ntok` tokens of attempt `att` arrived at `tnow`: the request state, the policy's
+    ``on_token`` (not for a P/D decode's first token, which the prefill policy reported),
+    the scaler's first-token event and the token times."""
+    for _ in range(ntok):
+        st.generated = st.generated + 1
+        st.computed = att.prompt_len + st.generated - 1
+        if not (skip_first and st.generated == 1):
+            policy.on_token(att.id, backend.id, int(st.generated), tnow)
+            if st.generated == 1 and ctx.on_first_token is not None:
+                ctx.on_first_token(tnow)
+        ctx.times.append((tnow, backend.id))
+
+
 async def relay(
     ctx: RequestContext,
     r: aiohttp.ClientResponse,
@@ -179,15 +193,7 @@ async def relay(
             if "error" in obj and not obj.get("choices"):
                 err = BackendError(backend, "engine_error", f"engine error: {obj['error']}")
                 break
-            ntok = ctx.absorb(obj)
-            for _ in range(ntok):
-                st.generated = st.generated + 1
-                st.computed = att.prompt_len + st.generated - 1
-                if not (skip_first and st.generated == 1):
-                    policy.on_token(att.id, backend.id, int(st.generated), tnow)
-                    if st.generated == 1 and ctx.on_first_token is not None:
-                        ctx.on_first_token(tnow)
-                ctx.times.append((tnow, backend.id))
+            _tokens(ctx, st, att, backend, policy, ctx.absorb(obj), tnow, skip_first)
             choices = obj.get("choices")
             if ctx.client_stream and (choices or ctx.want_usage or not obj.get("usage")):
                 ev = line + b"\n\n"  # the engine's own line, as one SSE event
@@ -252,13 +258,5 @@ async def read_whole(
     except (ValueError, AttributeError, TypeError):
         raise BackendError(backend, "protocol", f"bad JSON answer {raw[:100]!r}") from None
     ctx.usage = obj.get("usage")
-    tnow = now()
-    for _ in range(ntok):
-        st.generated = st.generated + 1
-        st.computed = att.prompt_len + st.generated - 1
-        if not (skip_first and st.generated == 1):
-            policy.on_token(att.id, backend.id, int(st.generated), tnow)
-            if st.generated == 1 and ctx.on_first_token is not None:
-                ctx.on_first_token(tnow)
-        ctx.times.append((tnow, backend.id))
+    _tokens(ctx, st, att, backend, policy, ntok, now(), skip_first)
     ctx.whole = web.Response(body=raw, status=r.status, content_type=r.content_type)
