@@ -47,8 +47,11 @@ from slocore.serve.dispatch import make_policy
 
 log = logging.getLogger("slocore.ray_serve")
 
-# The default policy: the `slocore` preset's router (slocore.sim.presets_slocore).
-DEFAULT_POLICY = "slo_predict"
+# The default policy: least_outstanding, the strongest baseline router. The `slocore`
+# preset's slo_predict (policy="slo_predict") is not the default: it sent requests to a
+# replica loaded from outside whenever their predicted latency there was within its margin
+# (tests/test_ray_serve.py forbids that), and it did not beat Ray's router (docs/ray_serve.md).
+DEFAULT_POLICY = "least_outstanding"
 DEFAULT_PROFILE = "h100-llama2-7b"
 
 
