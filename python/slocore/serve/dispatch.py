@@ -35,6 +35,12 @@ def make_policy(name: str, params: dict, field: str = "policy"):
     policies). ValueError naming the config field when it cannot be made."""
     if ":" not in name:
         return _s.make_global_policy(name, dict(params))
+    return make_python_object(name, params, _s.GlobalPolicy, field)
+
+
+def make_python_object(name: str, params: dict, base: type, field: str):
+    """``Class(**params)`` for the `base` subclass at import path ``module:Class``;
+    ValueError naming the config field (`field`.name / `field`.params) when it cannot be made."""
     mod, _, attr = name.partition(":")
     try:
         obj = importlib.import_module(mod)
@@ -42,8 +48,8 @@ def make_policy(name: str, params: dict, field: str = "policy"):
             obj = getattr(obj, part)
     except Exception as e:  # noqa: BLE001 - any import failure is a config error
         raise ValueError(f"{field}.name: cannot import {name!r} ({type(e).__name__}: {e})") from None
-    if not (isinstance(obj, type) and issubclass(obj, _s.GlobalPolicy)):
-        raise ValueError(f"{field}.name: {name!r} is not a slocore.GlobalPolicy subclass")
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        raise ValueError(f"{field}.name: {name!r} is not a slocore.{base.__name__} subclass")
     try:
         return obj(**dict(params))
     except (TypeError, ValueError) as e:

@@ -41,7 +41,6 @@ Prometheus names (on the router's ``/metrics``; ``pool`` is colocated, prefill o
 from __future__ import annotations
 
 import asyncio
-import importlib
 import importlib.util
 import logging
 import math
@@ -52,6 +51,7 @@ from prometheus_client import Counter, Gauge
 import slocore as _s
 from slocore.roles import COLOCATED, DECODE, PD_ROLES, PREFILL, role_name
 from slocore.serve.config import BackendConfig, LauncherConfig, ScalerConfig
+from slocore.serve.dispatch import make_python_object
 
 log = logging.getLogger("slocore.serve")
 
@@ -69,19 +69,7 @@ def make_scaler(name: str, params: dict):
             return _s.make_scaler(name, dict(params))
         except (ValueError, KeyError, TypeError) as e:
             raise ValueError(f"scaler: {e}") from None
-    mod, _, attr = name.partition(":")
-    try:
-        obj = importlib.import_module(mod)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except Exception as e:  # noqa: BLE001 - any import failure is a config error
-        raise ValueError(f"scaler.name: cannot import {name!r} ({type(e).__name__}: {e})") from None
-    if not (isinstance(obj, type) and issubclass(obj, _s.Scaler)):
-        raise ValueError(f"scaler.name: {name!r} is not a slocore.Scaler subclass")
-    try:
-        return obj(**dict(params))
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"scaler.params: {name}: {e}") from None
+    return make_python_object(name, params, _s.Scaler, "scaler")
 
 
 def make_launcher(lc: LauncherConfig, registry):
