@@ -2,12 +2,9 @@
 server configured, the HFX scaler starts a second one through the LocalLauncher under load
 (at most two servers at once) and drains and stops one when the load is gone; every request
 is answered exactly once.
-Not in CI yet, it has not passed here: on the loaded 2-core development machine, run 1: the
-launched second server did not get past vLLM's CPU worker start-up within 200 s while the
-first one served the load; run 2: the scale-out worked (the second server joined), but the
-pool was not back to one server within 120 s after the load stopped (not diagnosed; the
-router's health polls of the busy server were timing out). Diagnose, then add it to CI's
-vLLM step.
+In CI's vLLM step. Each server is pinned to its own core (`VLLM_CPU_OMP_THREADS_BIND`):
+unpinned, both bind core 0 and the launched one did not finish its CPU worker start-up
+within 200 s behind the loaded first one. Passed in 4 min 22 s at load average 17:
     SLOCORE_VLLM_PYTHON=/tmp/slocore-vllm-venv/bin/python python -m pytest -m vllm tests/test_serve_scaler_vllm.py
 """
 
@@ -33,7 +30,14 @@ HFX = {
 
 
 def test_scaler_adds_and_removes_a_vllm_server(tiny_model, vllm_env, tmp_path):  # noqa: F811
-    first = VllmServer(tiny_model, vllm_env, tmp_path / "vllm-0.log", extra=["--max-num-seqs", "2"])
+    # Each server on its own core: unpinned, vLLM's CPU workers all bind core 0 and the
+    # launched server starves behind the loaded one.
+    first = VllmServer(
+        tiny_model,
+        dict(vllm_env, VLLM_CPU_OMP_THREADS_BIND="0"),
+        tmp_path / "vllm-0.log",
+        extra=["--max-num-seqs", "2"],
+    )
     cmd = [
         VLLM_PY,
         "-m",
@@ -71,14 +75,17 @@ def test_scaler_adds_and_removes_a_vllm_server(tiny_model, vllm_env, tmp_path): 
                 "launcher": {
                     "command": cmd,
                     "env": {
-                        k: vllm_env[k]
-                        for k in (
-                            "PYTHONPATH",
-                            "HF_HUB_OFFLINE",
-                            "VLLM_NO_USAGE_STATS",
-                            "VLLM_CPU_KVCACHE_SPACE",
-                            "TOKENIZERS_PARALLELISM",
-                        )
+                        "VLLM_CPU_OMP_THREADS_BIND": "1",
+                        **{
+                            k: vllm_env[k]
+                            for k in (
+                                "PYTHONPATH",
+                                "HF_HUB_OFFLINE",
+                                "VLLM_NO_USAGE_STATS",
+                                "VLLM_CPU_KVCACHE_SPACE",
+                                "TOKENIZERS_PARALLELISM",
+                            )
+                        },
                     },
                     "startup_timeout_s": 240,
                     "drain_timeout_s": 60,
