@@ -66,9 +66,16 @@ def plan(
     contexts = sorted({16, max(16, min(longest, max_model_len // 2))})
     mixed_b = sorted({max(1, max_num_seqs // 8), max(1, max_num_seqs // 2)})
     mixed_l = sorted({min(128, longest), longest})
+    # All B prompts must fit one step's token budget: else their prefills spread over several
+    # steps and the "decode" window holds mixed steps (B=32 x 512 tokens took 8 steps of 2048
+    # in vLLM, +30 % on that point), so a long context is shortened for large batches.
+    decode_bc = sorted(
+        {(b, min(c, max(16, token_budget // b))) for c in contexts for b in batches},
+        key=lambda bc: (bc[1] != 16, bc),
+    )
     one = (
         [Experiment("prefill", prompt_len=L) for L in lens]
-        + [Experiment("decode", batch=b, prompt_len=c, output_len=decode_tokens) for c in contexts for b in batches]
+        + [Experiment("decode", batch=b, prompt_len=c, output_len=decode_tokens) for b, c in decode_bc]
         + [
             Experiment("mixed", batch=b, prompt_len=16, output_len=4 * decode_tokens, new_prompt_len=L)
             for b in mixed_b
