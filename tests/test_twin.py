@@ -332,13 +332,14 @@ def test_loadgen_counts_a_token_with_empty_text_when_it_arrives():
 
 
 def test_engine_view_and_delivery():
-    m0 = {"queue": (1.0, 10.0), "prefill": (0.5, 10.0), "tpot": (0.05, 10.0)}
-    m1 = {"queue": (1.1, 20.0), "prefill": (0.6, 20.0), "tpot": (0.10, 20.0)}  # 10 requests: 20 ms, 5 ms
+    m0 = {"queue": (1.0, 10.0), "prefill": (0.5, 10.0), "tpot": (0.05, 10.0), "api_ttft": (1.0, 10.0)}
+    m1 = {"queue": (1.1, 20.0), "prefill": (0.6, 20.0), "tpot": (0.10, 20.0), "api_ttft": (1.5, 20.0)}  # 20, 5, 50 ms
     real = {"ttft": {"mean": 0.1}}
     sim = {"ttft": {"mean": 0.026}, "tpot": {"mean": 0.004}}
     ev = compare.engine_view(m0, m1, real, sim, frontend=0.006)
     assert ev["real_ttft_mean"] == pytest.approx(0.02) and ev["ttft_mean_err"] == pytest.approx(0.0)
     assert ev["tpot_mean_err"] == pytest.approx(-0.2) and ev["delivery_lag_s"] == pytest.approx(0.074)
+    assert ev["api_ttft_mean"] == pytest.approx(0.05)
     assert compare.engine_view(None, m1, real, sim, 0.0) is None
     eng = {"timing": "engine"}
     pts = [Point("decode", 0.01, [], [1], detail=dict(eng, client_s=c)) for c in (0.0101, 0.0, 0.001, 0.0099)]
