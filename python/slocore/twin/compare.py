@@ -166,7 +166,11 @@ async def run_loads(
     rows = []
     for load in loads:
         wl = at_rate(w, load * sat)
-        real = await loadgen.run(url, wl, model=model, timeout=timeout, seed=seed, progress=progress)
+        m0 = await _engine_counters(url)
+        real = await loadgen.run(
+            url, wl, model=model, timeout=timeout, seed=seed, progress=progress, extra_body=count_by_token_ids(profile)
+        )
+        m1 = await _engine_counters(url)
         sim = simulate(wl, profile, instances=instances, policy=policy, seed=seed)
         rows.append(
             {
@@ -175,11 +179,79 @@ async def run_loads(
                 "real": _slim(real["summary"]),
                 "sim": _slim(sim),
                 "errors": errors(real["summary"], sim),
+                "engine_view": engine_view(m0, m1, real["summary"], sim, frontend_s(profile)),
                 "failed": len(real["errors"]),
                 "first_errors": real["errors"][:3],
             }
         )
     return {"saturation_rate": sat, "instances": instances, "policy": policy, "rows": rows}
+
+
+# vLLM's per-request histograms (engine-core timestamps): sum and count of each.
+_ENGINE_HIST = {
+    "queue": "vllm:request_queue_time_seconds",
+    "prefill": "vllm:request_prefill_time_seconds",
+    "tpot": "vllm:request_time_per_output_token_seconds",
+    "api_ttft": "vllm:time_to_first_token_seconds",  # arrival to first token, in the API server
+}
+
+
+async def _engine_counters(url: str) -> dict | None:
+    """Sums and counts of vLLM's per-request histograms at `url`; None when it has none
+    (another engine, or `slocore serve` in front of several)."""
+    from slocore.twin.client import EngineClient, EngineError, total
+
+    try:
+        async with EngineClient(url, timeout=10.0) as c:
+            m = await c.metrics()
+    except EngineError:
+        return None
+    if not m or total(m, _ENGINE_HIST["prefill"] + "_count") is None:
+        return None
+    return {k: (total(m, n + "_sum") or 0.0, total(m, n + "_count") or 0.0) for k, n in _ENGINE_HIST.items()}
+
+
+def engine_view(m0: dict | None, m1: dict | None, real: dict, sim: dict, frontend: float) -> dict | None:
+    """The comparison split at the engine's boundary (vLLM only): mean TTFT inside the engine
+    (queue + prefill, engine-core timestamps) and mean TPOT as the engine produced tokens, real
+    against simulated (simulated TTFT without the front-end term); and the delivery lag, the
+    client's mean TTFT minus the engine's and the front end. A large lag with small engine
+    errors says the miss is in the API server's delivery, not in the step model."""
+    if not m0 or not m1:
+        return None
+    d = {k: (m1[k][0] - m0[k][0], m1[k][1] - m0[k][1]) for k in m0}
+    if d["prefill"][1] <= 0:
+        return None
+    eng_ttft = (d["queue"][0] + d["prefill"][0]) / d["prefill"][1]
+    eng_tpot = d["tpot"][0] / d["tpot"][1] if d["tpot"][1] > 0 else None
+    sim_ttft = (sim.get("ttft") or {}).get("mean")
+    sim_tpot = (sim.get("tpot") or {}).get("mean")
+    real_ttft = (real.get("ttft") or {}).get("mean")
+
+    def rel(s, r):
+        return (s - r) / r if isinstance(s, float) and r else None
+
+    return {
+        "real_ttft_mean": eng_ttft,
+        "sim_ttft_mean": sim_ttft - frontend if isinstance(sim_ttft, float) else None,
+        "ttft_mean_err": rel(sim_ttft - frontend, eng_ttft) if isinstance(sim_ttft, float) else None,
+        "real_tpot_mean": eng_tpot,
+        "sim_tpot_mean": sim_tpot,
+        "tpot_mean_err": rel(sim_tpot, eng_tpot),
+        "delivery_lag_s": real_ttft - eng_ttft - frontend if isinstance(real_ttft, float) else None,
+        # where the lag is: the API server's own TTFT (its arrival stamp to its handling of the
+        # first token) against the engine core's queue + prefill
+        "api_ttft_mean": d["api_ttft"][0] / d["api_ttft"][1] if d["api_ttft"][1] > 0 else None,
+        "requests": d["prefill"][1],
+    }
+
+
+def count_by_token_ids(profile: dict) -> dict | None:
+    """vLLM streams a token whose text is still empty (an incomplete UTF-8 sequence: the tiny
+    byte-level model does this often) as a chunk with text ""; a client counting tokens by text
+    sees it only at the end, which moved the real TTFT by hundreds of ms. Asking vLLM for the
+    token ids counts every token when it arrives, as ``slocore profile`` does."""
+    return {"return_token_ids": True} if (profile.get("engine") or {}).get("kind") == "vllm" else None
 
 
 def _slim(s: dict) -> dict:
@@ -215,6 +287,16 @@ def table(out: dict, title: str) -> str:
             + (f"  ({r['failed']} failed)" if r["failed"] else "")
         )
     lines.append("errors: (sim - real) / real; attainment diff in points (sim - real)")
+    for r in out["rows"]:
+        ev = r.get("engine_view")
+        if ev:
+            lines.append(
+                f"  load {r['load']:.2f} inside the engine (vLLM histograms, means): TTFT real "
+                f"{ev['real_ttft_mean'] * 1e3:.1f} ms sim {pct(ev['ttft_mean_err'])}, TPOT real "
+                f"{(ev['real_tpot_mean'] or 0) * 1e3:.2f} ms sim {pct(ev['tpot_mean_err'])}; "
+                f"delivery lag (client TTFT - engine - front end) {(ev['delivery_lag_s'] or 0) * 1e3:.1f} ms"
+                + (f" (API server's TTFT {ev['api_ttft_mean'] * 1e3:.1f} ms)" if ev.get("api_ttft_mean") else "")
+            )
     lines.append(
         f"{'':13s}| real p50 ms: "
         + " ".join(f"{m} " + "/".join(f"{(r['real'][m]['p50'] or 0) * 1e3:.1f}" for r in out["rows"]) for m in METRICS)
