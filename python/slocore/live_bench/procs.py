@@ -5,6 +5,7 @@ to its process group, then SIGKILL."""
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
@@ -33,8 +34,11 @@ def free_port() -> int:
 
 @functools.cache
 def kv_socket_dir() -> str:
-    """A short folder for the engines' KV-event ipc sockets (a socket path has ~100 bytes at most)."""
-    return tempfile.mkdtemp(prefix="slocore-kv-")
+    """A short folder for the engines' KV-event ipc sockets (a socket path has ~100 bytes at
+    most), removed when this process exits."""
+    d = tempfile.mkdtemp(prefix="slocore-kv-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 def healthy(url: str, timeout: float = 2.0) -> bool:
