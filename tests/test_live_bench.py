@@ -111,3 +111,83 @@ def test_two_stacks_on_emulated_engines(tmp_path):
     assert "round_robin" in md and "least_outstanding" in md and "### two_class" in md
     if not any("vllm-router" == s["name"] for s in res["stacks"]):
         assert any("vllm-router" in n for n in res["notes"])
+
+
+def test_prefix_chat_trace_has_a_few_shared_system_prompts():
+    w = traces.make("prefix_chat", 200, seed=3)
+    assert len(w) == 200 and np.all(w.prompt_len + w.output_len <= traces.MAX_CONTEXT)
+    systems: dict = {}
+    for i, segs in enumerate(w.prefixes()):
+        assert segs[0][1] == 384
+        systems.setdefault(segs[0][0], set()).add(int(w.task[i]))
+    assert len(systems) == 4 and sorted(len(c) for c in systems.values()) == [1, 1, 1, 1]  # two per class
+    assert sorted(next(iter(c)) for c in systems.values()) == [0, 0, 1, 1]
+    # multi_turn keeps its one system prompt per class
+    assert len({segs[0][0] for segs in traces.make("multi_turn", 200, seed=3).prefixes()}) == 2
+
+
+def test_stacks_subscribe_to_kv_events_only_when_their_policy_reads_the_engine_cache():
+    assert not resolve("round_robin").kv_events and not resolve("least_outstanding").kv_events
+    assert not resolve("llmd_scorer+sarathi_fcfs").kv_events  # llm-d's default: approximate
+    assert resolve("kv_router+sarathi_fcfs").kv_events  # Dynamo's default: precise
+    assert resolve("hfx").kv_events  # reads the cached prefix, the engine's when it has it
+    approx = resolve("kv_router@approximate")
+    assert not approx.kv_events and approx.policy["params"] == {"prefix_source": "approximate"}
+    assert resolve("llmd_scorer@precise").kv_events
+    with pytest.raises(ValueError, match="suffix"):
+        resolve("kv_router@exact")
+    with pytest.raises(ValueError, match="no prefix_source"):
+        resolve("round_robin@precise")
+
+
+def test_hit_rate_from_counter_readings():
+    from slocore.live_bench.procs import hit_rate
+
+    r = hit_rate({"queries": 100.0, "hits": 40.0}, {"queries": 300.0, "hits": 140.0})
+    assert r == {"queries": 200.0, "hits": 100.0, "rate": 0.5}
+    assert hit_rate(None, {"queries": 1.0, "hits": 0.0}) is None
+    assert hit_rate({"queries": 5.0, "hits": 1.0}, {"queries": 1.0, "hits": 0.0}) is None  # engine restarted
+    assert hit_rate({"queries": 5.0, "hits": 1.0}, {"queries": 5.0, "hits": 1.0})["rate"] is None
+
+
+def test_kv_event_report_line_is_what_the_bench_parses(caplog):
+    """The router's log line (serve.kv_events) and the bench's parser agree; vLLM 0.32's default
+    int hashes map onto the chains the router learned in the bytes form."""
+    pytest.importorskip("msgspec")
+    import logging
+
+    import msgspec
+
+    from slocore.live_bench.runner import kv_event_counts
+    from slocore.serve.kv_events import KvBlockSet, VllmBlockHasher
+
+    ids = list(range(1, 101))
+    raw, ints = VllmBlockHasher(32).chain(ids), VllmBlockHasher(32, int_hashes=True).chain(ids)
+    s = KvBlockSet("engine7")
+    s.learn(raw, [11, 12, 13])
+    ev = {"type": "BlockStored", "block_hashes": ints[:2], "parent_block_hash": None, "token_ids": ids[:64]}
+    with caplog.at_level(logging.INFO, logger="slocore.serve.kv_events"):
+        s.apply((5).to_bytes(8, "big"), msgspec.msgpack.encode([1.0, [ev]]))
+        s.report()
+    assert s.match_blocks(raw) == 2 and s.match_blocks(ints) == 2 and len(s.lookup) == 2
+    got = kv_event_counts(caplog.text)
+    assert got == {"engine7": {"batches": 1, "stored": 2, "removed": 0, "cleared": 0, "held": 2, "known": 2}}
+
+
+def test_cache_table_reports_hit_rate_ttft_and_events():
+    from slocore.live_bench.report import cache_table
+
+    def run(stack, rate, kv=None):
+        return {
+            "stack": stack,
+            "prefix_cache": {"queries": 10.0, "hits": 10.0 * rate, "rate": rate},
+            "ttft": {"p50": 0.05, "p99": 0.2},
+            "attainment": {"overall": 0.9},
+            "kv_events": kv or {},
+        }
+
+    t = {"runs": [run("rr", 0.5), run("kv", 0.7, {"e0": {"batches": 4}, "e1": {"batches": 6}})]}
+    lines = cache_table(t)
+    assert lines[2].startswith("| rr | 50.0 ± 0.0 | 50 ± 0 | 200 ± 0 | 90.0 ± 0.0 | - |")
+    assert lines[3].endswith("| 10 |")
+    assert cache_table({"runs": [{"stack": "rr", "prefix_cache": None}]}) == []

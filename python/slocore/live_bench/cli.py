@@ -40,6 +40,20 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--max-num-seqs", dest="max_num_seqs", type=int, default=32)
     p.add_argument(
+        "--block-size",
+        dest="block_size",
+        type=int,
+        help="vLLM --block-size (default vLLM's own, 128 on CPU); precise prefix mode needs it equal to the "
+        "profiles' block size",
+    )
+    p.add_argument(
+        "--kv-events",
+        dest="kv_events",
+        action="store_true",
+        help="vLLM engines: prefix caching on and KV events published (ZMQ); the routers of stacks whose "
+        "policy reads the engine's cache subscribe to them (precise prefix mode)",
+    )
+    p.add_argument(
         "--emulated-profile", dest="emulated_profile", default="h100-llama2-7b", help="emulated engines' profile"
     )
     p.add_argument("--time-scale", dest="time_scale", type=float, default=1.0, help="emulated engines' time scale")
@@ -90,6 +104,8 @@ def config_of(a):
         max_num_seqs=a.max_num_seqs,
         emulated_profile=a.emulated_profile,
         emulated_time_scale=a.time_scale,
+        block_size=a.block_size,
+        kv_events=a.kv_events,
     )
     return LiveConfig(
         spec,

@@ -5,6 +5,8 @@ to its process group, then SIGKILL."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
 import shutil
@@ -12,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -29,6 +32,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@functools.cache
+def kv_socket_dir() -> str:
+    """A short folder for the engines' KV-event ipc sockets (a socket path has ~100 bytes at
+    most), removed when this process exits."""
+    d = tempfile.mkdtemp(prefix="slocore-kv-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
 def healthy(url: str, timeout: float = 2.0) -> bool:
     try:
         with urllib.request.urlopen(url.rstrip("/") + "/health", timeout=timeout) as r:
@@ -43,6 +55,7 @@ class Child:
     url: str
     proc: subprocess.Popen | None
     log_path: Path | None = None
+    kv_events: str | None = None  # the engine's KV-event ZMQ endpoint (vLLM --kv-events-config)
 
     def wait_healthy(self, timeout: float) -> Child:
         t = time.monotonic()
@@ -95,6 +108,8 @@ class EngineSpec:
     max_num_seqs: int = 32
     emulated_profile: str = "h100-llama2-7b"
     emulated_time_scale: float = 1.0
+    block_size: int | None = None  # vLLM --block-size (None: vLLM's own, 128 on CPU)
+    kv_events: bool = False  # vLLM: prefix caching on and KV events published over ZMQ
 
     def __post_init__(self):
         if self.kind not in ("vllm", "emulated", "urls"):
@@ -103,6 +118,8 @@ class EngineSpec:
             raise ValueError("urls: at least one engine URL is needed")
         if self.kind != "urls" and self.count < 1:
             raise ValueError(f"engines count: must be >= 1, got {self.count}")
+        if self.block_size is not None and (not isinstance(self.block_size, int) or self.block_size < 1):
+            raise ValueError(f"block_size: must be an integer >= 1, got {self.block_size!r}")
 
 
 def tiny_model(vllm_python: str, out_dir: Path) -> str:
@@ -131,11 +148,19 @@ def start_engines(
             port = free_port()
             url = f"http://127.0.0.1:{port}"
             log = out_dir / "logs" / f"engine{i}-{tag}.log"
+            kv = None
             if spec.kind == "vllm":
                 core = spec.cores[i % len(spec.cores)] if spec.cores else None
                 cmd = [spec.vllm_python, "-m", "vllm.entrypoints.openai.api_server", "--model", spec.model_dir]
                 cmd += [*VLLM_ARGS, "--max-num-seqs", str(spec.max_num_seqs), "--served-model-name", "tiny"]
                 cmd += ["--host", "127.0.0.1", "--port", str(port)]
+                if spec.block_size:
+                    cmd += ["--block-size", str(spec.block_size)]
+                if spec.kv_events:  # precise prefix mode: the router subscribes to this publisher
+                    # an ipc endpoint: vLLM binds it (a tcp host:port would make its PUB socket connect)
+                    kv = f"ipc://{kv_socket_dir()}/engine{i}-{port}"
+                    ev = {"enable_kv_cache_events": True, "publisher": "zmq", "endpoint": kv, "topic": "kv"}
+                    cmd += ["--enable-prefix-caching", "--kv-events-config", json.dumps(ev)]
                 if scheduler:
                     cfg = {"slocore": {"batch_scheduler": scheduler}}
                     if profiles:
@@ -144,6 +169,7 @@ def start_engines(
                     cmd += ["--scheduler-cls", PLUGIN_CLS, "--additional-config", json.dumps(cfg)]
                 env = child_env(HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", TOKENIZERS_PARALLELISM="false")
                 env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+                env.pop("PYTHONHASHSEED", None)  # it would seed vLLM's block hashes (precise mode assumes none)
                 if core is not None:  # the worker's OpenMP threads and the whole server on one core
                     env["VLLM_CPU_OMP_THREADS_BIND"] = str(core)
                     if shutil.which("taskset"):
@@ -156,6 +182,7 @@ def start_engines(
                     cmd += ["--scheduler", scheduler]
                 env = child_env()
             kids.append(spawn(f"engine{i}", cmd, env, log, url))
+            kids[-1].kv_events = kv
         for k in kids:
             k.wait_healthy(timeout)
     except BaseException:
@@ -169,10 +196,18 @@ def stop_all(kids: list[Child]) -> None:
         k.stop()
 
 
-def router_config(engines: list[Child], profiles: list[str], policy: dict, port: int, block_size: int) -> dict:
+def router_config(
+    engines: list[Child], profiles: list[str], policy: dict, port: int, block_size: int, kv_events: bool = False
+) -> dict:
+    """`kv_events`: give each backend its engine's KV-event endpoint (precise prefix mode)."""
+    backends = []
+    for e, p in zip(engines, profiles):
+        backends.append({"name": e.name, "url": e.url, "profile": p})
+        if kv_events and e.kv_events:
+            backends[-1]["kv_events"] = e.kv_events
     return {
         "listen": {"host": "127.0.0.1", "port": port},
-        "backends": [{"name": e.name, "url": e.url, "profile": p} for e, p in zip(engines, profiles)],
+        "backends": backends,
         "policy": policy,
         "prefix": {"block_size": int(block_size)},
     }
@@ -193,7 +228,9 @@ def start_router(stack, engines: list[Child], profiles: list[str], out_dir: Path
         return spawn("vllm-router", cmd, dict(os.environ), log, url)
     cfg_path = out_dir / "configs" / f"router-{run_tag}.json"
     cfg_path.parent.mkdir(parents=True, exist_ok=True)
-    cfg_path.write_text(json.dumps(router_config(engines, profiles, stack.policy, port, block_size), indent=1))
+    cfg_path.write_text(
+        json.dumps(router_config(engines, profiles, stack.policy, port, block_size, stack.kv_events), indent=1)
+    )
     cmd = [sys.executable, "-m", "slocore.cli", "serve", "--config", str(cfg_path)]
     return spawn(f"router {stack.name}", cmd, child_env(), log, url)
 
@@ -215,3 +252,36 @@ def wait_idle(engines: list[Child], timeout: float = 60.0) -> None:
         if busy == 0:
             return
         time.sleep(0.5)
+
+
+PREFIX_COUNTERS = {"vllm:prefix_cache_queries_total": "queries", "vllm:prefix_cache_hits_total": "hits"}
+
+
+def prefix_cache_counters(engines: list[Child]) -> dict | None:
+    """vLLM's own prefix-cache counters (prompt tokens looked up / found cached) summed over
+    `engines`' /metrics; None when an engine does not report them (then no hit rate)."""
+    tot = {"queries": 0.0, "hits": 0.0}
+    for e in engines:
+        seen = set()
+        try:
+            with urllib.request.urlopen(e.url + "/metrics", timeout=10) as r:
+                for line in r.read().decode(errors="replace").splitlines():
+                    name = line.split("{", 1)[0].split(" ", 1)[0]
+                    if name in PREFIX_COUNTERS:
+                        tot[PREFIX_COUNTERS[name]] += float(line.rsplit(" ", 1)[-1])
+                        seen.add(name)
+        except (OSError, ValueError):
+            return None
+        if len(seen) < len(PREFIX_COUNTERS):
+            return None
+    return tot
+
+
+def hit_rate(before: dict | None, after: dict | None) -> dict | None:
+    """The run's prefix-cache hit rate from two counter readings: hits / queries (tokens)."""
+    if before is None or after is None:
+        return None
+    q, h = after["queries"] - before["queries"], after["hits"] - before["hits"]
+    if q < 0 or h < 0:  # counters went back: the engine restarted
+        return None
+    return {"queries": q, "hits": h, "rate": h / q if q > 0 else None}

@@ -43,6 +43,46 @@ def trace_table(t: dict, classes: list[str]) -> list[str]:
     return lines
 
 
+def _ms(d: dict) -> str:
+    if d.get("mean") is None:
+        return "-"
+    return f"{1000 * d['mean']:.0f} ± {1000 * (d['std'] or 0):.0f}"
+
+
+def cache_table(t: dict) -> list[str]:
+    """Per stack, mean ± std over repetitions: the prefix-cache hit rate from the engines' own
+    counters (vLLM's prefix_cache_hits / prefix_cache_queries, the run's difference), TTFT
+    p50/p99 and overall attainment; the KV-event batches its router received (precise mode)."""
+    from slocore.live_bench.stats import describe
+
+    by: dict[str, list[dict]] = {}
+    for r in t["runs"]:
+        if not r.get("error"):
+            by.setdefault(r["stack"], []).append(r)
+    if not any(r.get("prefix_cache") for rs in by.values() for r in rs):
+        return []
+    lines = [
+        "| stack | prefix-cache hit % (vLLM) | TTFT p50 ms | TTFT p99 ms | attainment % | KV-event batches |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, rs in by.items():
+        hit = describe(
+            [
+                100 * (r.get("prefix_cache") or {}).get("rate")
+                for r in rs
+                if (r.get("prefix_cache") or {}).get("rate") is not None
+            ]
+        )
+        p50 = describe([r["ttft"]["p50"] for r in rs if r.get("ttft")])
+        p99 = describe([r["ttft"]["p99"] for r in rs if r.get("ttft")])
+        att = describe([(r.get("attainment") or {}).get("overall") for r in rs])
+        ev = [sum(b["batches"] for b in (r.get("kv_events") or {}).values()) for r in rs]
+        evs = f"{sum(ev) / len(ev):.0f}" if any(r.get("kv_events") for r in rs) else "-"
+        hs = "-" if hit["mean"] is None else f"{hit['mean']:.1f} ± {hit['std']:.1f}"
+        lines.append(f"| {name} | {hs} | {_ms(p50)} | {_ms(p99)} | {_pct(att)} | {evs} |")
+    return lines
+
+
 def markdown(res: dict, classes: list[str], title: str = "") -> str:
     out = [f"## {title}" if title else "## slocore bench live", ""]
     for note in res.get("notes", []):
@@ -62,4 +102,7 @@ def markdown(res: dict, classes: list[str], title: str = "") -> str:
                 "",
                 *trace_table(t, classes),
             ]
+            extra = cache_table(t)
+            if extra:
+                out += ["", *extra]
     return "\n".join(out) + "\n"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,9 +73,10 @@ def _slim(summary: dict) -> dict:
 
 
 def profile_engines(engines, cfg: LiveConfig, out: Path, progress: bool) -> list[str]:
-    """One profile per engine (`slocore profile`), or cfg.profile for all."""
+    """One profile per engine (`slocore profile`), or cfg.profile for all (with each engine's
+    own KV geometry when it reports one: see `with_engine_kv`)."""
     if cfg.profile:
-        return [cfg.profile] * len(engines)
+        return [with_engine_kv(cfg.profile, e, out) for e in engines]
     from slocore.twin import profiler
 
     paths = []
@@ -88,6 +90,31 @@ def profile_engines(engines, cfg: LiveConfig, out: Path, progress: bool) -> list
         path.write_text(json.dumps(prof, indent=1) + "\n")
         paths.append(str(path.resolve()))
     return paths
+
+
+def with_engine_kv(profile: str, engine, out: Path) -> str:
+    """`profile` (path or bundled name), or a copy of it whose ``kv`` (block size, blocks) is
+    the one `engine` reports (vLLM's ``cache_config_info``) when that differs: the router's
+    prefix blocks must be the engine's blocks for precise mode to match its KV events."""
+    import urllib.request
+
+    from slocore.profiles import load_profile
+    from slocore.twin.client import labels_of, parse_metrics
+
+    try:
+        with urllib.request.urlopen(engine.url + "/metrics", timeout=10) as r:
+            info = labels_of(parse_metrics(r.read().decode(errors="replace")), "vllm:cache_config_info")
+        bs, blocks = int(info["block_size"]), int(info["num_gpu_blocks"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return profile  # no KV geometry reported: the profile's own
+    prof = load_profile(profile)
+    kv = prof.get("kv") or {}
+    if kv.get("block_size") == bs and kv.get("num_blocks") == blocks:
+        return profile
+    prof["kv"] = {**kv, "block_size": bs, "num_blocks": blocks}
+    path = out / f"profile-{engine.name}-engine-kv.json"
+    path.write_text(json.dumps(prof, indent=1) + "\n")
+    return str(path.resolve())
 
 
 def capacity(profiles: list[str], w) -> float:
@@ -105,10 +132,27 @@ def block_size(profiles: list[str]) -> int:
     return int((load_profile(profiles[0]).get("kv") or {}).get("block_size", 16))
 
 
+KV_LINE = re.compile(
+    r"backend (\S+): KV events: (\d+) batches, (\d+) blocks stored, (\d+) removed, (\d+) cleared; "
+    r"(\d+) blocks held, (\d+) of them known to the router"
+)
+
+
+def kv_event_counts(router_log: str) -> dict:
+    """Per backend, the router's last KV-event report (serve.kv_events): what precise mode saw."""
+    out = {}
+    for m in KV_LINE.finditer(router_log):
+        keys = ("batches", "stored", "removed", "cleared", "held", "known")
+        out[m.group(1)] = dict(zip(keys, (int(x) for x in m.groups()[1:])))
+    return out
+
+
 def one_run(stack, engines, profiles, w, prompts, out: Path, tag: str, bs: int, timeout: float) -> dict:
     from slocore.serve import loadgen
 
     la0 = os.getloadavg()[0]
+    procs.wait_idle(engines)
+    before = procs.prefix_cache_counters(engines)
     router = procs.start_router(stack, engines, profiles, out, tag, bs)
     t0 = time.time()
     try:
@@ -119,8 +163,11 @@ def one_run(stack, engines, profiles, w, prompts, out: Path, tag: str, bs: int, 
     finally:
         router.stop()
     procs.wait_idle(engines)
+    kv = kv_event_counts(router.log_tail(1 << 22)) if stack.kv_events else {}
     return {
         "stack": stack.name,
+        "prefix_cache": procs.hit_rate(before, procs.prefix_cache_counters(engines)),
+        "kv_events": kv,
         "attainment": stats.attainments(res),
         "failed": len(res["errors"]),
         "first_errors": res["errors"][:3],

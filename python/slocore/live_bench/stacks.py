@@ -8,13 +8,20 @@ with its default policy, cache_aware; the command from $SLOCORE_VLLM_ROUTER or P
 
 Baselines are presets of kind "baseline" and bare policy names; every other stack is a
 candidate, compared with the best baseline (highest mean overall attainment).
+
+With engines publishing KV events (``--kv-events``), a stack's router subscribes to them only
+when its policy reads the engine's cache: a ``prefix_source`` of ``precise`` (kv_router's
+default), or a policy without that parameter that reads the cached prefix (slo_predict, hfx,
+goroute...: the engine's blocks when given, else the router's approximate index). Cache-blind
+policies and ``prefix_source=approximate`` get no subscription (no event decoding in their
+router). A ``name@approximate`` / ``name@precise`` suffix sets ``prefix_source``.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from slocore import _core
 from slocore.sim import stacks as _presets
@@ -29,6 +36,12 @@ class LiveStack:
     policy: dict | None = None  # {"name", "params"} for slocore serve
     external: str | None = None  # "vllm-router"
     batch_scheduler: str | None = None  # the preset's own engine scheduler (informative)
+    kv_events: bool = False  # its router follows the engines' KV events (when they publish)
+
+
+# policies that never read a cached prefix
+CACHE_BLIND = frozenset({"round_robin", "random", "least_outstanding", "least_tokens", "power_of_two"})
+PREFIX_SOURCES = ("approximate", "precise")
 
 
 def _policy(spec) -> dict:
@@ -37,23 +50,46 @@ def _policy(spec) -> dict:
     return {"name": spec, "params": {}}
 
 
+def reads_engine_cache(policy: dict) -> bool:
+    """Whether `policy` ({"name", "params"}) uses the engine's own blocks (KV events) when given."""
+    if policy["name"] in CACHE_BLIND:
+        return False
+    info = _core.policy_info("global_policy", policy["name"])
+    default = {p["name"]: p["default"] for p in info["params"]}
+    if "prefix_source" in default:
+        return policy["params"].get("prefix_source", default["prefix_source"]) == "precise"
+    return True
+
+
 def resolve(name: str) -> LiveStack:
     if not isinstance(name, str) or not name:
         raise ValueError(f"stack: expected a name, got {name!r}")
     if name == "vllm-router":
         return LiveStack(name, True, external="vllm-router")
+    base, _, source = name.partition("@")
+    if source and source not in PREFIX_SOURCES:
+        raise ValueError(f"stack {name!r}: the suffix after @ must be one of {', '.join(PREFIX_SOURCES)}")
     known = _presets.presets(mode="colocated")
-    if name in known:
-        kw = _presets.preset(name)
+    if base in known:
+        kw = _presets.preset(base)
         bs = kw.get("batch_scheduler")
-        return LiveStack(
+        st = LiveStack(
             name,
-            known[name].kind == "baseline",
+            known[base].kind == "baseline",
             policy=_policy(kw["global_policy"]),
             batch_scheduler=bs[0] if isinstance(bs, tuple) else bs,
         )
-    if name in _core.global_policy_names():
-        return LiveStack(name, True, policy={"name": name, "params": {}})
+    elif base in _core.global_policy_names():
+        st = LiveStack(name, True, policy={"name": base, "params": {}})
+    else:
+        st = None
+    if st is not None:
+        if source:
+            info = _core.policy_info("global_policy", st.policy["name"])
+            if "prefix_source" not in {p["name"] for p in info["params"]}:
+                raise ValueError(f"stack {name!r}: policy {st.policy['name']} has no prefix_source")
+            st.policy["params"]["prefix_source"] = source
+        return replace(st, kv_events=reads_engine_cache(st.policy))
     raise KeyError(
         f"stack: unknown {name!r} (a colocated preset: {', '.join(sorted(known))}; a global policy: "
         f"{', '.join(_core.global_policy_names())}; or vllm-router)"

@@ -9,6 +9,9 @@
   shares the previous turn's prompt as a prefix. Every prompt fits 1,024 tokens (the tiny
   test model's context). The next turn arrives after the reply (open loop: output x 10 ms)
   plus an exponential think time (mean 2 s): our assumption, no public trace gives it.
+- ``prefix_chat``: ``multi_turn`` with a few long shared system prompts: two per class (four
+  in all, 384 tokens each), each session drawing one of its class's two. The cache test's
+  trace: histories grow within a session, system prompts are shared across sessions.
 
 Rates are set afterwards (``at_rate``): a trace is built at 1 req/s and its arrivals rescaled.
 """
@@ -24,7 +27,7 @@ CLASSES = {
     "interactive": (64, 192, 32, 96, 0.3, 0.03),
     "batch": (512, 896, 128, 256, 5.0, 0.2),
 }
-TRACES = ("two_class", "multi_turn")
+TRACES = ("two_class", "multi_turn", "prefix_chat")
 SYSTEM_PROMPT_TOKENS = 256
 MAX_CONTEXT = 1000  # prompt + output, under the tiny model's 1,024
 REPLY_S_PER_TOKEN = 0.01
@@ -63,8 +66,11 @@ def two_class(n: int, seed: int = 0) -> W.Workload:
     )
 
 
-def multi_turn(n: int, seed: int = 0) -> W.Workload:
-    """About `n` requests (whole sessions: the first session that reaches n ends the trace)."""
+def multi_turn(
+    n: int, seed: int = 0, system_prompts: int = 1, system_tokens: int = SYSTEM_PROMPT_TOKENS, name: str = "multi_turn"
+) -> W.Workload:
+    """About `n` requests (whole sessions: the first session that reaches n ends the trace);
+    `system_prompts` shared system prompts of `system_tokens` tokens per class."""
     rng = np.random.default_rng(seed)
     rows: list[tuple] = []
     t, s_i = 0.0, 0
@@ -72,15 +78,16 @@ def multi_turn(n: int, seed: int = 0) -> W.Workload:
         t += rng.exponential(4.5)  # ~4.5 turns per session: ~1 req/s before rescaling
         k = int(rng.random() >= 0.5)
         plo, phi, olo, ohi, ttft, tpot = CLASSES[tuple(CLASSES)[k]]
-        sys_g, sess_g = W.group_id("agent_system", seed, k), W.group_id("chat", seed, s_i)
-        history, at = SYSTEM_PROMPT_TOKENS, t
+        sys_i = k if system_prompts == 1 else 1000 + k * system_prompts + int(rng.integers(system_prompts))
+        sys_g, sess_g = W.group_id("agent_system", seed, sys_i), W.group_id("chat", seed, s_i)
+        history, at = system_tokens, t
         for _ in range(int(rng.integers(3, 7))):
             user = int(rng.integers(16, 65))
             out = int(_uniform(rng, olo, ohi, 1)[0]) if k == 0 else int(rng.integers(64, 129))
             p = history + user
             if p + out > MAX_CONTEXT:
                 break
-            segs = ((sys_g, SYSTEM_PROMPT_TOKENS), (sess_g, p - SYSTEM_PROMPT_TOKENS))
+            segs = ((sys_g, system_tokens), (sess_g, p - system_tokens))
             rows.append((at, p, out, ttft, tpot, k, segs))
             history = p + out
             at += out * REPLY_S_PER_TOKEN + rng.exponential(THINK_S)
@@ -101,7 +108,7 @@ def multi_turn(n: int, seed: int = 0) -> W.Workload:
         utility=np.ones(m),
         task=a[:, 5].astype(np.int64),
         task_names=tuple(CLASSES),
-        name="multi_turn",
+        name=name,
         seed=seed,
         params={"n": n},
         prefix=[r[6] for r in rows],
@@ -113,7 +120,11 @@ def make(name: str, n: int, seed: int = 0) -> W.Workload:
         raise ValueError(f"trace: unknown {name!r} (known: {', '.join(TRACES)})")
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"requests: must be an integer >= 1, got {n!r}")
-    return two_class(n, seed) if name == "two_class" else multi_turn(n, seed)
+    if name == "two_class":
+        return two_class(n, seed)
+    if name == "prefix_chat":
+        return multi_turn(n, seed, system_prompts=2, system_tokens=384, name="prefix_chat")
+    return multi_turn(n, seed)
 
 
 def at_rate(w: W.Workload, rate: float) -> W.Workload:

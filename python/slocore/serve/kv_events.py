@@ -1,4 +1,4 @@
-"""vLLM's KV-cache events, router side (precise prefix mode, in progress): vLLM's block-hash
+"""vLLM's KV-cache events, router side (precise prefix mode): vLLM's block-hash
 scheme reproduced exactly, the event batches decoded defensively, and one backend's real
 block set kept from them.
 
@@ -11,8 +11,9 @@ CBOR). ``extra_keys`` is None for plain text prompts (no LoRA, multimodal, cache
 Events (``--kv-events-config '{"enable_kv_cache_events": true, "publisher": "zmq", ...}'``)
 arrive as ZMQ multipart ``(topic, seq: 8 bytes big-endian, payload)``, payload a msgpack
 ``KVEventBatch`` ``[ts, [event, ...], dp_rank?]``, each event tagged ``BlockStored`` /
-``BlockRemoved`` / ``AllBlocksCleared`` with block hashes as bytes (or 64-bit ints when
-``VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1``: the low 8 bytes, big-endian).
+``BlockRemoved`` / ``AllBlocksCleared`` with block hashes as 64-bit ints (the low 8 bytes,
+big-endian: vLLM 0.32's default, ``VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1``) or as bytes
+(``=0``); the router keys both forms alike (``block_key``).
 
 A stream that stops, lags (a sequence gap) or sends garbage marks the set stale; a stale set
 answers nothing, so the router falls back to its approximate index (never an error).
@@ -96,8 +97,17 @@ def decode_batch(payload: bytes):
     return ts, events
 
 
+def block_key(h) -> int:
+    """One key for both forms of a vLLM block hash: a 32-byte hash as its low 8 bytes, big-endian
+    (vLLM's ``maybe_convert_block_hash``), an int (that form already) as itself. vLLM 0.32
+    publishes the int form unless ``VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0``; keying both the
+    same way makes the router indifferent to that setting (a 2^-64 collision chance)."""
+    return int.from_bytes(h[-8:], "big") if isinstance(h, bytes) else int(h)
+
+
 class KvBlockSet:
-    """One backend's cached blocks as its KV events say; stale -> answers 0 (fall back)."""
+    """One backend's cached blocks as its KV events say; stale -> answers 0 (fall back).
+    Blocks and translations are keyed by ``block_key`` (either hash form)."""
 
     def __init__(self, name: str, max_silence_s: float | None = None, max_blocks: int = 1 << 22):
         self.name, self.max_silence_s, self.max_blocks = name, max_silence_s, max_blocks
@@ -106,6 +116,9 @@ class KvBlockSet:
         self.last_event = 0.0
         self.stale = True  # until the first good batch
         self.errors = 0
+        # what arrived (the router logs it: proof that precise mode sees the engine's blocks)
+        self.counts = {"batches": 0, "stored": 0, "removed": 0, "cleared": 0}
+        self._last_report = 0.0
         # vLLM hash -> slocore chain hash, learned from what the router sent (LRU-bounded), and
         # the held blocks in slocore hashes: the C++ BlockSet behind InstanceView.prefix_cache.
         self.translate: OrderedDict = OrderedDict()
@@ -118,6 +131,7 @@ class KvBlockSet:
         chain is `slocore_chain` (same token ids, same block size)."""
         held = []
         for v, c in zip(vllm_chain, slocore_chain):
+            v = block_key(v)
             self.translate[v] = c
             self.translate.move_to_end(v)
             if v in self.blocks:
@@ -127,8 +141,8 @@ class KvBlockSet:
         if held:
             self.lookup.add(held)
 
-    def _mapped(self, hashes) -> list:
-        return [self.translate[h] for h in hashes if h in self.translate]
+    def _mapped(self, keys) -> list:
+        return [self.translate[k] for k in keys if k in self.translate]
 
     def _clear(self) -> None:
         self.blocks.clear()
@@ -152,21 +166,46 @@ class KvBlockSet:
             self._clear()
             self._bad(f"sequence gap ({self.last_seq} -> {seq})")
         self.last_seq, self.last_event = seq, now
+        self.counts["batches"] += 1
         for kind, hashes in events:
+            hashes = [block_key(h) for h in hashes]
             if kind == "BlockStored":
                 self.blocks.update(hashes)
                 self.lookup.add(self._mapped(hashes))
+                self.counts["stored"] += len(hashes)
             elif kind == "BlockRemoved":
                 self.blocks.difference_update(hashes)
                 self.lookup.remove(self._mapped(hashes))
+                self.counts["removed"] += len(hashes)
             else:
                 self._clear()
+                self.counts["cleared"] += 1
         if len(self.blocks) > self.max_blocks:  # a runaway stream: bounded memory
             self._clear()
             return self._bad(f"more than {self.max_blocks} blocks")
         if self.stale and self.last_seq is not None:
             log.info("backend %s: KV events live (seq %d)", self.name, seq)
         self.stale = False
+        if now - self._last_report >= self.REPORT_EVERY_S:
+            self.report()
+            self._last_report = now
+
+    REPORT_EVERY_S = 5.0
+
+    def report(self) -> None:
+        """One log line: the events so far and the blocks the policies can see."""
+        c = self.counts
+        log.info(
+            "backend %s: KV events: %d batches, %d blocks stored, %d removed, %d cleared; "
+            "%d blocks held, %d of them known to the router (seen by precise policies)",
+            self.name,
+            c["batches"],
+            c["stored"],
+            c["removed"],
+            c["cleared"],
+            len(self.blocks),
+            len(self.lookup),
+        )
 
     def fresh(self, now: float | None = None) -> bool:
         now = time.monotonic() if now is None else now
@@ -179,7 +218,7 @@ class KvBlockSet:
         if not self.fresh(now):
             return None
         n = 0
-        while n < len(chain) and chain[n] in self.blocks:
+        while n < len(chain) and block_key(chain[n]) in self.blocks:
             n += 1
         return n
 
@@ -217,4 +256,5 @@ async def subscribe(block_set: KvBlockSet, endpoint: str, topic: str = "", stop=
     except Exception as e:  # noqa: BLE001 - a dead stream degrades, never fails a request
         block_set._bad(f"stream ended ({type(e).__name__}: {e})")
     finally:
+        block_set.report()
         sock.close(0)
