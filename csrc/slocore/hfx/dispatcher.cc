@@ -93,7 +93,11 @@ size_t Dispatcher::next_present(size_t i) const {
 void Dispatcher::remove(size_t i) {
   queue_[i].gone = true;
   ++gone_;
-  if (index_fresh_) alive_.set(i, MinTree::kNone), dead_.set(i, MinTree::kNone);
+  if (!index_fresh_) return;
+  if (stage_ == Role::Decode)
+    fit_.set(i, MinTree::kNone);
+  else
+    alive_.set(i, MinTree::kNone), dead_.set(i, MinTree::kNone);
 }
 
 void Dispatcher::compact() {
@@ -104,6 +108,14 @@ void Dispatcher::compact() {
 }
 
 void Dispatcher::refresh_index(Time now) {
+  if (!index_fresh_ && stage_ == Role::Decode) {
+    fit_.reset(queue_.size());
+    for (size_t i = 0; i < queue_.size(); ++i)
+      if (!queue_[i].gone) fit_.put(i, double(queue_[i].len + 1));
+    fit_.build();
+    index_fresh_ = true;
+  }
+  if (stage_ == Role::Decode) return;
   if (!index_fresh_) {
     const size_t n = queue_.size();
     alive_.reset(n);
@@ -335,7 +347,13 @@ std::vector<size_t> Dispatcher::dispatch_decode(Time now, const InstanceView& v,
   double kv_free = L.kv_free_tokens;
   std::vector<size_t> taken;
   double slots = 0.0;
-  for (size_t i = head; i < queue_.size(); i = next_present(i + 1)) {
+  // A request needing more KV than is free is skipped: with a known kv_free the min-tree of
+  // c = prompt_len + 1 jumps to the next one that fits it (the break test below reads only
+  // what changes when a request is taken, so it gives the same answer one request later).
+  const bool skip_big = !std::isnan(kv_free);
+  if (skip_big) refresh_index(now);
+  auto next = [&](size_t i) { return skip_big ? fit_.first_at_most(i, kv_free) : next_present(i); };
+  for (size_t i = next(head); i < queue_.size(); i = next(i + 1)) {
     if (m.stage_decode(ctx + 1.0, batch + 1.0) > tpot) break;  // not even the shortest fits
     const Request& r = *queue_[i].req;
     const double c = double(r.prompt_len + 1);

@@ -139,6 +139,7 @@ class Dispatcher : public GlobalPolicy {
   bool index_fresh_ = false;
   MinTree alive_;                                // 0 at entries neither gone nor dead
   MinTree dead_;                                 // shortest(k) at dead entries not gone
+  MinTree fit_;                                  // D stage: prompt_len + 1 (the KV tokens it needs) at entries not gone
   std::vector<std::pair<Time, size_t>> deaths_;  // (arrival + TTFT, position) of live entries, sorted
   size_t next_death_ = 0;
 
