@@ -11,6 +11,8 @@ Cases (sizes are the full mode; the quick mode divides them by 50):
     python bench/bench_sim.py                 # quick (2k burst, 20k steady), a markdown table
     python bench/bench_sim.py --full          # the sizes above (minutes; see docs/simulator.md)
     python bench/bench_sim.py --full -k sibyl # cases whose name contains "sibyl"
+    python bench/bench_sim.py --list          # case names, for one process per case:
+    python bench/bench_sim.py --full --case burst/hfx+sarathi_fcfs
     python -m pytest bench/bench_sim.py --benchmark-disable   # quick mode as a smoke test
     SLOCORE_BENCH_SIM=full python -m pytest bench/bench_sim.py   # full mode under pytest-benchmark
 """
@@ -42,8 +44,21 @@ COLOCATED = {  # global policy -> its simulate() spec
     "hfx_pm": "hfx_pm",
     "scorpio": "scorpio",
     "goroute": ("goroute", {"mode": "colocated"}),
+    "power_of_two": "power_of_two",
+    "llmd_scorer": "llmd_scorer",
+    "kv_router": "kv_router",
+    "slo_predict": "slo_predict",
 }
-SCHEDULERS = ["vllm_fcfs", "orca", "sarathi_priority", "weighted_vtc", "mlfq", "slide_batching", "slice"]
+SCHEDULERS = [
+    "vllm_fcfs",
+    "orca",
+    "sarathi_priority",
+    "vllm_priority",
+    "weighted_vtc",
+    "mlfq",
+    "slide_batching",
+    "slice",
+]
 PD_PAIRS = {  # prefill policy / decode policy
     "round_robin/round_robin": ("round_robin", "round_robin"),
     "random/random": ("random", "random"),
@@ -55,6 +70,10 @@ PD_PAIRS = {  # prefill policy / decode policy
     "hfx_prefill/hfx_migrator": ("hfx_prefill", "hfx_migrator"),
     "goroute/goroute": (("goroute", {"mode": "pd"}), ("goroute", {"mode": "decode"})),
     "goroute/sibyl": (("goroute", {"mode": "pd"}), "sibyl"),
+    "power_of_two/power_of_two": ("power_of_two", "power_of_two"),
+    "llmd_scorer/llmd_scorer": ("llmd_scorer", "llmd_scorer"),
+    "kv_router/kv_router": ("kv_router", "kv_router"),
+    "slo_predict/slo_predict": ("slo_predict", "slo_predict"),
 }
 
 
@@ -157,11 +176,19 @@ def main(argv=None) -> int:
     ap.add_argument("--scale", type=float, default=None, help="size factor (overrides --full)")
     ap.add_argument("-k", default="", help="only cases whose name contains this")
     ap.add_argument("--skip", default="", help="leave out cases whose name contains this")
+    ap.add_argument("--case", action="append", default=[], help="exactly this case (repeatable)")
+    ap.add_argument("--list", action="store_true", help="print the case names and exit")
     a = ap.parse_args(argv)
+    if a.list:
+        print("\n".join(cases()))
+        return 0
+    unknown = sorted(set(a.case) - set(cases()))
+    if unknown:
+        ap.error(f"--case: unknown {', '.join(unknown)}")
     scale = a.scale if a.scale is not None else (1.0 if a.full else 0.02)
     rows = []
     for name in cases():
-        if (a.k and a.k not in name) or (a.skip and a.skip in name):
+        if (a.k and a.k not in name) or (a.skip and a.skip in name) or (a.case and name not in a.case):
             continue
         r = run_case(name, scale)
         rows.append(r)

@@ -62,6 +62,30 @@ double KvRouterPolicy::cost(const Request& r, const InstanceView& v, Tokens cach
   return p_.overlap_weight * prefill_tokens / bs + active_blocks;
 }
 
+double KvRouterPolicy::cost_fast(const Request& r, const InstanceView& v, Tokens cached, int64_t placed_tokens) {
+  const int64_t bs = v.block_size;
+  if (v.epoch == 0 || bs <= 0 || bs > 4096 || (bs & (bs - 1)) != 0) return cost(r, v, cached, placed_tokens);
+  Memo& m = memo_[v.id];
+  auto add = [&](const RequestState& s) {
+    if (s.in_prefill()) m.prefill += s.to_compute();
+    m.blocks += v.blocks_for(s.num_tokens());
+  };
+  if (m.epoch != v.epoch || m.waiting > v.waiting.size()) {
+    m = Memo{v.epoch, 0, 0, 0};
+    for (const RequestState& s : v.running) add(s);
+  }
+  for (; m.waiting < v.waiting.size(); ++m.waiting) add(v.waiting[m.waiting]);
+  constexpr int64_t kExact = int64_t(1) << 40;
+  const int64_t lead = std::abs(int64_t(r.prompt_len - cached)) + std::abs(placed_tokens);
+  if (m.prefill < 0 || m.blocks < 0 || lead + m.prefill >= kExact ||
+      v.blocks_for(r.prompt_len) + std::abs(placed_tokens) + m.blocks >= kExact)
+    return cost(r, v, cached, placed_tokens);
+  const double b = double(bs);
+  const double prefill_tokens = double(r.prompt_len - cached) + double(placed_tokens) + double(m.prefill);
+  const double active_blocks = double(v.blocks_for(r.prompt_len)) + double(placed_tokens) / b + double(m.blocks);
+  return p_.overlap_weight * prefill_tokens / b + active_blocks;
+}
+
 int KvRouterPolicy::choose(const Request& r, Time, const std::vector<InstanceView>& views) {
   int best = -1;
   double best_cost = 0.0;
@@ -70,7 +94,7 @@ int KvRouterPolicy::choose(const Request& r, Time, const std::vector<InstanceVie
     const InstanceView& v = views[i];
     if (!v.accepting) continue;
     const Tokens cached = r.prefix.empty() ? 0 : cached_prompt_tokens(chains, v, p_.prefix_source);
-    const double c = cost(r, v, cached, placed_tokens(v.id));
+    const double c = cost_fast(r, v, cached, placed_tokens(v.id));
     if (best < 0 || c < best_cost) best = int(i), best_cost = c;
   }
   return best;

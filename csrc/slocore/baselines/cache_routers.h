@@ -14,6 +14,7 @@
 // Both count the requests placed earlier in the same poll. Ties go to the lowest index.
 #pragma once
 #include <string>
+#include <unordered_map>
 
 #include "slocore/core/params.h"
 #include "slocore/policy/push_policy.h"
@@ -76,7 +77,19 @@ class KvRouterPolicy : public PushPolicy {
   int choose(const Request& r, Time now, const std::vector<InstanceView>& views) override;
 
  private:
+  // Sums cost() adds over v's requests (tokens left to prefill, blocks of every request),
+  // kept per instance while v.epoch holds: only requests appended to waiting are added.
+  struct Memo {
+    uint64_t epoch = 0;
+    size_t waiting = 0;  // waiting requests summed (a prefix of v.waiting)
+    int64_t prefill = 0, blocks = 0;
+  };
+  // cost() from the memo when every partial sum is exact in a double (whole tokens, blocks in
+  // 1/block_size steps with a power-of-two block size, magnitudes < 2^40), so adding the
+  // totals equals cost()'s request-by-request sum bit for bit; else cost() itself.
+  double cost_fast(const Request& r, const InstanceView& v, Tokens cached, int64_t placed_tokens);
   KvRouterParams p_;
+  std::unordered_map<Id, Memo> memo_;
 };
 
 // Leading prompt tokens of a request (its chains) that v holds, from `source` (approximate |

@@ -7,6 +7,7 @@
 //               expected output tokens left to decode (vLLM router's "least-load" flavour).
 #pragma once
 #include <random>
+#include <unordered_map>
 
 #include "slocore/policy/push_policy.h"
 
@@ -73,7 +74,17 @@ class LeastTokensPolicy : public PushPolicy {
   int choose(const Request& r, Time now, const std::vector<InstanceView>& views) override;
 
  private:
+  // outstanding_tokens(v) kept per instance while v.epoch holds (running and the waiting
+  // prefix unchanged): only requests appended to waiting since are added. Integer sums, so
+  // the result equals a full rescan; a burst costs O(arrivals), not O(arrivals x queue).
+  struct Memo {
+    uint64_t epoch = 0;
+    size_t waiting = 0;  // waiting requests summed in `total` (a prefix of v.waiting)
+    int64_t total = 0;
+  };
+  int64_t outstanding(const InstanceView& v);
   double default_output_;
+  std::unordered_map<Id, Memo> memo_;
 };
 
 }  // namespace slocore

@@ -1,5 +1,7 @@
 #include "slocore/core/instance_view.h"
 
+#include <atomic>
+
 #include "slocore/core/errors.h"
 
 namespace slocore {
@@ -19,6 +21,11 @@ void InstanceView::validate() const {
     require(s.computed >= 0 && s.computed <= s.num_tokens(), "computed",
             "must be in [0, prompt_len + generated] (request " + std::to_string(s.request.id) + ")");
   });
+}
+
+uint64_t next_view_epoch() {
+  static std::atomic<uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 }  // namespace slocore

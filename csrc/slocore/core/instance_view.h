@@ -47,6 +47,11 @@ struct InstanceView {
   int max_num_seqs = 256;
   LatencyModel model;
   Time busy_until = 0.0;  // end of the iteration in flight (== now when idle)
+  // A stamp the owner changes whenever `running` or `waiting` change other than by appending
+  // to `waiting`; stamps are unique in the process (next_view_epoch()), so (id, epoch) names
+  // one state and a reader may keep a per-instance sum and add only the appended requests.
+  // 0: not tracked (the live router's views), readers rescan.
+  uint64_t epoch = 0;
   // Prefix caching (core/prefix.h): the engine's real block cache (precise; the simulator's
   // engine, live from KV events) and the router's index of what it sent here (approximate).
   // Either may be null: no information, 0 tokens cached.
@@ -82,5 +87,8 @@ struct InstanceView {
   }
   void validate() const;  // InvalidArgument naming the field
 };
+
+// A fresh InstanceView::epoch, never 0, unique in the process (thread-safe).
+uint64_t next_view_epoch();
 
 }  // namespace slocore

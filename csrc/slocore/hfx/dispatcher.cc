@@ -79,9 +79,73 @@ void Dispatcher::submit(const Request& r, Time now, Time) {
 
 void Dispatcher::on_cancelled(Id request, Time) {
   if (!reqs_.count(request)) return;
+  compact();
   for (auto* q : {&incoming_, &queue_})
     q->erase(std::remove_if(q->begin(), q->end(), [&](const Key& k) { return k.id == request; }), q->end());
   reqs_.erase(request);
+}
+
+size_t Dispatcher::next_present(size_t i) const {
+  while (i < queue_.size() && queue_[i].gone) ++i;
+  return i;
+}
+
+void Dispatcher::remove(size_t i) {
+  queue_[i].gone = true;
+  ++gone_;
+  if (!index_fresh_) return;
+  if (stage_ == Role::Decode)
+    fit_.set(i, MinTree::kNone);
+  else
+    alive_.set(i, MinTree::kNone), dead_.set(i, MinTree::kNone);
+}
+
+void Dispatcher::compact() {
+  if (gone_ > 0)
+    queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [](const Key& k) { return k.gone; }), queue_.end());
+  gone_ = head_ = 0;
+  index_fresh_ = false;
+}
+
+void Dispatcher::refresh_index(Time now) {
+  if (!index_fresh_ && stage_ == Role::Decode) {
+    fit_.reset(queue_.size());
+    for (size_t i = 0; i < queue_.size(); ++i)
+      if (!queue_[i].gone) fit_.put(i, double(queue_[i].len + 1));
+    fit_.build();
+    index_fresh_ = true;
+  }
+  if (stage_ == Role::Decode) return;
+  if (!index_fresh_) {
+    const size_t n = queue_.size();
+    alive_.reset(n);
+    dead_.reset(n);
+    deaths_.clear();
+    next_death_ = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const Key& k = queue_[i];
+      if (k.gone) continue;
+      if (k.dead) {
+        dead_.put(i, shortest(k));
+        continue;
+      }
+      alive_.put(i, 0.0);
+      if (std::isfinite(k.req->slo.ttft)) deaths_.emplace_back(k.req->arrival + k.req->slo.ttft, i);
+    }
+    alive_.build();
+    dead_.build();
+    std::sort(deaths_.begin(), deaths_.end());
+    index_fresh_ = true;
+  }
+  // The same sum admission_p forms: slack = (arrival + TTFT) - (now + E_prefill) <= 0.
+  for (; next_death_ < deaths_.size() && deaths_[next_death_].first <= now; ++next_death_) {
+    const size_t i = deaths_[next_death_].second;
+    Key& k = queue_[i];
+    if (k.gone || k.dead) continue;
+    k.dead = true;
+    alive_.set(i, MinTree::kNone);
+    dead_.set(i, shortest(k));
+  }
 }
 
 double Dispatcher::recent_min(std::deque<std::pair<Time, double>>& q, Time now) const {
@@ -124,13 +188,15 @@ void Dispatcher::merge_incoming() {
   queue_.insert(queue_.end(), incoming_.begin(), incoming_.end());
   std::inplace_merge(queue_.begin(), queue_.begin() + std::ptrdiff_t(mid), queue_.end());
   incoming_.clear();
+  head_ = 0;
+  index_fresh_ = false;
 }
 
 std::vector<Assignment> Dispatcher::poll(Time now, const std::vector<InstanceView>& views) {
   std::vector<Assignment> out;
   sync(now, views);
   merge_incoming();
-  if (queue_.empty()) return out;
+  if (queued() == 0) return out;
   std::unordered_map<Id, const InstanceView*> by_id;
   for (const InstanceView& v : views) by_id[v.id] = &v;
   std::vector<Id> matured;  // Alg. 1: Q_W.pop() while the earliest worker has matured
@@ -139,7 +205,7 @@ std::vector<Assignment> Dispatcher::poll(Time now, const std::vector<InstanceVie
     workers_.erase(matured.back());
   }
   for (Id w : matured) {
-    if (queue_.empty()) {  // nothing to give: stays available
+    if (queued() == 0) {  // nothing to give: stays available
       workers_.set(w, now);
       continue;
     }
@@ -155,12 +221,11 @@ std::vector<Id> Dispatcher::dispatch_one(Time now, const InstanceView& v) {
   std::vector<Id> taken;
   for (size_t i : idx) {
     taken.push_back(queue_[i].id);
-    queue_[i].gone = true;
     reqs_.erase(queue_[i].id);
     chains_.erase(queue_[i].id);
+    remove(i);
   }
-  if (!idx.empty())
-    queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [](const Key& k) { return k.gone; }), queue_.end());
+  if (2 * gone_ > queue_.size()) compact();  // amortised O(1) per dispatched request
   return taken;
 }
 
@@ -174,18 +239,19 @@ double Dispatcher::uncached_len(const Key& k, const InstanceView& v) {
 std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceView& v, const InstanceLoad& L) {
   const LatencyModel& m = v.model;
   const double a = m.overhead(), b = m.correction() * m.coeffs().c_p;
-  const Request& head = *queue_.front().req;
+  const size_t head = head_ = next_present(head_);
+  const Request& head_req = *queue_[head].req;
   double budget;
   if (stage_ == Role::Colocated) {
     // Eq. 5 with the tightest TTFT/TPOT of the instance's requests and the queue head; E_d is
     // the ongoing decode batch (Eq. 2). Prefill work already on the instance uses it first.
     const double e_d = L.decode_batch > 0 ? m.stage_decode(L.decode_ctx, L.decode_batch) : 0.0;
-    const double ttft = std::min({L.min_ttft, head.slo.ttft, recent_min(recent_ttft_, now)});
-    const double tpot = std::min({L.min_tpot, head.slo.tpot, recent_min(recent_tpot_, now)});
+    const double ttft = std::min({L.min_ttft, head_req.slo.ttft, recent_min(recent_ttft_, now)});
+    const double tpot = std::min({L.min_tpot, head_req.slo.tpot, recent_min(recent_tpot_, now)});
     budget = token_budget(ttft, tpot, e_d, a, b);
   } else {
     // P stage: one static prefill batch, a + b*n <= strictest TTFT in the queue (Sec. 3.3.1).
-    const double ttft = head.slo.ttft;  // the queue is ordered by TTFT
+    const double ttft = head_req.slo.ttft;  // the queue is ordered by TTFT
     budget = std::isfinite(ttft) && b > 0 ? (ttft - a) / b : kNever;
   }
   budget -= L.prefill_tokens;
@@ -203,7 +269,14 @@ std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceVi
     const double p = admission_p(r.arrival, r.slo.ttft, m.stage_prefill(l, l * l), now, util, p_.util_exp);
     return p > 0.0 && p >= p_.theta;
   };
-  for (size_t i = 0; i < queue_.size(); ++i) {  // Alg. 1 lines 10-13: stricter SLO first
+  // Dead requests (see the header) are infeasible here when E_prefill >= 0 (coefficients >= 0):
+  // the first pass skips them, the best-effort pass finds those that fit. Otherwise (or with
+  // a NaN limit) every queued request is scanned.
+  const LatencyCoeffs& c = m.coeffs();
+  const bool skip_dead = m.correction() >= 0 && c.t_c >= 0 && c.c_p >= 0 && c.a_p >= 0 && !std::isnan(limit);
+  if (skip_dead) refresh_index(now);
+  auto next = [&](size_t i) { return skip_dead ? alive_.first_at_most(i, 0.0) : next_present(i); };
+  for (size_t i = next(head); i < queue_.size(); i = next(i + 1)) {  // Alg. 1 lines 10-13: stricter SLO first
     const Key& k = queue_[i];
     const double l = uncached_len(k, v);
     const bool fits = limit - used >= 1.0 && used + l <= limit;
@@ -221,15 +294,28 @@ std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceVi
     taken.push_back(i);
     used += l, sum += l, sq += l * l;
   }
-  if (p_.best_effort)  // TTFT already lost: best effort with the leftover budget, never dropped
-    for (size_t i : late) {
-      const double l = uncached_len(queue_[i], v);
-      if (used + l > limit) continue;
-      taken.push_back(i);
-      used += l, sum += l, sq += l * l;
+  // TTFT already lost: best effort with the leftover budget, never dropped. With skip_dead the
+  // dead requests join `late` in queue order; one is visited only if its shortest possible
+  // length fits (used and every l are whole token counts, so l <= limit - used exactly).
+  size_t dead_from = 0;
+  for (size_t li = 0; p_.best_effort;) {
+    const size_t next_late = li < late.size() ? late[li] : queue_.size();
+    const size_t d = skip_dead ? dead_.first_at_most(dead_from, std::nextafter(limit - used, kNever)) : queue_.size();
+    size_t i;
+    if (d < next_late) {
+      i = d, dead_from = d + 1;
+    } else if (li < late.size()) {
+      i = next_late, ++li;
+    } else {
+      break;
     }
+    const double l = uncached_len(queue_[i], v);
+    if (used + l > limit) continue;
+    taken.push_back(i);
+    used += l, sum += l, sq += l * l;
+  }
   if (taken.empty() && L.idle) {  // no livelock: an idle instance takes one request
-    const size_t i = first_ok != kNone ? first_ok : 0;
+    const size_t i = first_ok != kNone ? first_ok : head;
     taken.push_back(i);
     const double l = uncached_len(queue_[i], v);
     sum += l, sq += l * l;
@@ -256,11 +342,18 @@ std::vector<size_t> Dispatcher::dispatch_decode(Time now, const InstanceView& v,
   // the strictest TPOT of the running batch, or of the queue when the instance is idle.
   const LatencyModel& m = v.model;
   double ctx = L.all_ctx, batch = L.all_batch;
-  double tpot = L.idle ? queue_.front().req->slo.tpot : L.min_tpot;
+  const size_t head = head_ = next_present(head_);
+  double tpot = L.idle ? queue_[head].req->slo.tpot : L.min_tpot;
   double kv_free = L.kv_free_tokens;
   std::vector<size_t> taken;
   double slots = 0.0;
-  for (size_t i = 0; i < queue_.size(); ++i) {
+  // A request needing more KV than is free is skipped: with a known kv_free the min-tree of
+  // c = prompt_len + 1 jumps to the next one that fits it (the break test below reads only
+  // what changes when a request is taken, so it gives the same answer one request later).
+  const bool skip_big = !std::isnan(kv_free);
+  if (skip_big) refresh_index(now);
+  auto next = [&](size_t i) { return skip_big ? fit_.first_at_most(i, kv_free) : next_present(i); };
+  for (size_t i = next(head); i < queue_.size(); i = next(i + 1)) {
     if (m.stage_decode(ctx + 1.0, batch + 1.0) > tpot) break;  // not even the shortest fits
     const Request& r = *queue_[i].req;
     const double c = double(r.prompt_len + 1);
@@ -270,8 +363,8 @@ std::vector<size_t> Dispatcher::dispatch_decode(Time now, const InstanceView& v,
     ctx += c, batch += 1, tpot = lim, kv_free -= c, slots += 1;
   }
   if (taken.empty() && L.idle) {
-    taken.push_back(0);
-    ctx += double(queue_.front().len + 1), batch += 1;
+    taken.push_back(head);
+    ctx += double(queue_[head].len + 1), batch += 1;
   }
   budget_[v.id] = slots;
   // Maturity: the end of the next decode iteration.

@@ -2,8 +2,13 @@
 // appendix B; P/D stages from HFX-v2 Sec. 3.3.1.
 //  * Q_R: queued requests ordered by (SLO, arrival): TPOT for the colocated dispatcher and
 //    the D-stage migrator, TTFT for the P-stage dispatcher (its "priority-ordered queue").
-//    A sorted vector: every dispatch scans it, so it is contiguous; arrivals are buffered
-//    and merged in at the next poll, dispatched entries compacted out after each dispatch.
+//    A sorted vector; arrivals are buffered and merged in at the next poll, dispatched
+//    entries are marked gone and compacted out once they are half the vector.
+//  * A request whose TTFT has passed (arrival + TTFT <= now) is "dead": calculate_p is 0 on
+//    every instance whose prefill estimate is >= 0, so the P-side scan (MinTree indexes over
+//    the queue) skips it and the best-effort pass visits only dead requests short enough for
+//    the budget left: the same requests in the same order as a full scan, in
+//    O(taken x log n) instead of O(queue) per dispatch once a burst is late.
 //  * Q_W: instances in an indexed heap ordered by maturity time (IndexedHeap).
 //  * Each poll pops every matured instance, computes its token budget, scans Q_R, admits
 //    requests whose admission probability p >= theta and that fit, then re-arms the
@@ -18,6 +23,7 @@
 #include <vector>
 
 #include "slocore/hfx/indexed_heap.h"
+#include "slocore/hfx/min_tree.h"
 #include "slocore/policy/global_policy.h"
 
 namespace slocore::hfx {
@@ -86,7 +92,7 @@ class Dispatcher : public GlobalPolicy {
   void submit(const Request& r, Time now, Time expected_handoff) override;
   std::vector<Assignment> poll(Time now, const std::vector<InstanceView>& views) override;
   Time next_wakeup() const override;
-  size_t pending() const override { return queue_.size() + incoming_.size(); }
+  size_t pending() const override { return queued() + incoming_.size(); }
   void on_cancelled(Id request, Time now) override;
   void on_instance_added(Id instance, Role role, Time now) override { workers_.set(instance, now); }
   void on_instance_removed(Id instance, Time now) override { workers_.erase(instance); }
@@ -104,7 +110,8 @@ class Dispatcher : public GlobalPolicy {
     Id id;
     Tokens len = 0;                // prompt length (the scan's fit test without a pointer chase)
     const Request* req = nullptr;  // into reqs_ (node-based: stable); not part of the order
-    bool gone = false;             // dispatched, compacted out
+    bool gone = false;             // dispatched, compacted out later
+    bool dead = false;             // arrival + TTFT <= now at some poll (stays so)
     bool operator<(const Key& o) const {
       if (slo != o.slo) return slo < o.slo;
       if (arrival != o.arrival) return arrival < o.arrival;
@@ -119,6 +126,22 @@ class Dispatcher : public GlobalPolicy {
   std::vector<size_t> dispatch_prefill_like(Time now, const InstanceView& v, const InstanceLoad& L);
   std::vector<size_t> dispatch_decode(Time now, const InstanceView& v, const InstanceLoad& L);
   void merge_incoming();
+  // queue_ with lazy removal: gone_ entries are marked, not yet erased.
+  size_t queued() const { return queue_.size() - gone_; }
+  size_t next_present(size_t i) const;  // first entry at or after i not gone; queue_.size() if none
+  void remove(size_t i);                // marks queue_[i] gone (and updates the indexes)
+  void compact();                       // erases gone entries
+  // The P-side scan's indexes over queue_ positions, rebuilt lazily after the queue moved.
+  void refresh_index(Time now);  // rebuilds if stale, then marks requests dead up to now
+  static double shortest(const Key& k) { return k.req->prefix.empty() ? double(k.len) : 1.0; }  // <= uncached_len
+  size_t gone_ = 0;
+  size_t head_ = 0;  // no entry before it is present (a hint, reset when the queue moves)
+  bool index_fresh_ = false;
+  MinTree alive_;                                // 0 at entries neither gone nor dead
+  MinTree dead_;                                 // shortest(k) at dead entries not gone
+  MinTree fit_;                                  // D stage: prompt_len + 1 (the KV tokens it needs) at entries not gone
+  std::vector<std::pair<Time, size_t>> deaths_;  // (arrival + TTFT, position) of live entries, sorted
+  size_t next_death_ = 0;
 
   DispatcherParams p_;
   Role stage_;  // DispatcherParams::role

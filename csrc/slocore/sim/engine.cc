@@ -18,6 +18,7 @@ Engine::Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr
       rng_(seed),
       correction_window_(correction_window) {
   require(sched_ != nullptr, "batch_scheduler", "must not be None");
+  v_->epoch = next_view_epoch();
   if (processor_sharing_) {
     require(truth.tps.has_value(), "profile.tps", "processor_sharing needs a TPS(N) curve in the profile");
     tps_ = std::make_unique<ThroughputCurve>(truth.tps->a, truth.tps->b, truth.tps->c);
@@ -204,6 +205,7 @@ double Engine::queued_prefill_cost() {
 
 double Engine::start(Time now) {
   if (busy_ || !has_work() || state == EngineState::Starting || state == EngineState::Stopped) return -1.0;
+  v_->epoch = next_view_epoch();  // refresh_hits and the plan change requests in place
   if (prefixed_) refresh_hits();
   queued_valid_ = false;  // the plan may preempt or admit
   BatchPlan plan = sched_->schedule(*v_, now);
@@ -280,6 +282,7 @@ double Engine::start(Time now) {
 IterationOutcome Engine::finish(Time now) {
   IterationOutcome out;
   queued_valid_ = false;  // the model may be corrected
+  v_->epoch = next_view_epoch();
   auto& running = v_->running;
   size_t keep = 0;
   for (size_t j = 0; j < running.size(); ++j) {
@@ -325,6 +328,7 @@ IterationOutcome Engine::finish(Time now) {
 }
 
 bool Engine::cancel(Id request, Time now) {
+  v_->epoch = next_view_epoch();
   auto same = [&](const RequestState& s) { return s.request.id == request; };
   auto w = std::find_if(v_->waiting.begin(), v_->waiting.end(), same);
   if (w != v_->waiting.end()) {
