@@ -64,46 +64,64 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   std::vector<const RequestState*> waiting;
   for (const RequestState& s : v.waiting) waiting.push_back(&s);
   std::stable_sort(waiting.begin(), waiting.end(), [&](auto* a, auto* c) { return key(*a) < key(*c); });
-  std::vector<Candidate> order;
-  for (size_t i = 0; i < run.size(); ++i)
-    if (!run_late[i]) order.push_back({&run[i], true, i});
-  std::vector<Candidate> late_waiting;
+  std::vector<const RequestState*> feasible_waiting, late_waiting;
   for (const RequestState* s : waiting) {
     bool is_late = already_late(*s, now);
     if (!is_late && std::isfinite(s->request.slo.ttft)) {
       const double wait = predicted_prefill_s(v, ahead + s->to_compute(), budget, decode_s);
       is_late = now + (1.0 - p_.margin) * wait >= ttft_deadline(s->request);
     }
-    if (is_late) {
-      late_waiting.push_back({s, false, 0});
-    } else {
-      order.push_back({s, false, 0});
-      ahead += s->to_compute();
-    }
+    (is_late ? late_waiting : feasible_waiting).push_back(s);
+    if (!is_late) ahead += s->to_compute();
   }
-  for (size_t i = 0; i < run.size(); ++i)
-    if (run_late[i]) order.push_back({&run[i], true, i});
-  order.insert(order.end(), late_waiting.begin(), late_waiting.end());
-  // Preemption victims from the back: late first, then the lowest (priority, arrival).
+  // vLLM's priority scheduler (baselines/vllm_priority.cc) keyed (late, priority, arrival):
+  // the running pass (feasible first, then late) with preemption from the back of `victims`
+  // (late first, then the lowest priority, newest), then, only when nothing was preempted,
+  // waiting requests (feasible first, then late) until the first that does not fit.
+  std::vector<size_t> run_order;
+  for (int late = 0; late < 2; ++late)
+    for (size_t i = 0; i < run.size(); ++i)
+      if (bool(run_late[i]) == bool(late)) run_order.push_back(i);
   std::vector<size_t> victims(run.size());
   std::iota(victims.begin(), victims.end(), 0);
   std::stable_sort(victims.begin(), victims.end(), [&](size_t x, size_t y) {
     return std::make_pair(run_late[x], key(run[x])) < std::make_pair(run_late[y], key(run[y]));
   });
-  // plan_in_order (batch/plan_builder.h) with the TPOT guard on prefill tokens.
-  const Tokens prefill_cap = p_.tpot_guard && std::isfinite(tpot_min)
-                                 ? max_prefill_tokens(v, tpot_min - v.model.overhead() - decode_s, budget)
-                                 : budget;
+  bool preempted = false, stop = false;
   Tokens prefill = 0;
-  for (const Candidate& x : order) {
-    if (b.seq_full() || b.budget_left() <= 0) break;
-    if (b.planned(x.s->request.id)) continue;
-    if (x.running) {
-      const Tokens before = b.budget_left();
-      run_with_preemption(b, {x.index}, victims);
-      if (x.s->in_prefill()) prefill += before - b.budget_left();
-    } else if (prefill < prefill_cap) {
-      prefill += b.add(*x.s, false, std::min(x.s->to_compute(), prefill_cap - prefill), true);
+  for (size_t i : run_order) {
+    if (stop) break;
+    if (b.planned(run[i].request.id)) continue;  // preempted earlier in this pass
+    if (b.budget_left() <= 0 || b.seq_full()) break;
+    const Tokens before = b.budget_left();
+    while (b.add_next(run[i], true, true) == 0) {
+      while (!victims.empty() && b.planned(run[victims.back()].request.id)) victims.pop_back();
+      if (victims.empty()) {
+        stop = true;
+        break;
+      }
+      const size_t victim = victims.back();
+      victims.pop_back();
+      b.preempt(run[victim]);
+      preempted = true;
+      if (victim == i) {  // it was the last victim itself: no more to preempt
+        stop = true;
+        break;
+      }
+    }
+    if (run[i].in_prefill()) prefill += before - b.budget_left();
+  }
+  if (!preempted) {
+    // TPOT guard: new prefill tokens fit the tightest TPOT SLO of the on-time decodes.
+    const Tokens prefill_cap = p_.tpot_guard && std::isfinite(tpot_min)
+                                   ? max_prefill_tokens(v, tpot_min - v.model.overhead() - decode_s, budget)
+                                   : budget;
+    feasible_waiting.insert(feasible_waiting.end(), late_waiting.begin(), late_waiting.end());
+    for (const RequestState* s : feasible_waiting) {
+      if (b.budget_left() <= 0 || b.seq_full() || prefill >= prefill_cap) break;
+      const Tokens k = b.add(*s, false, std::min(s->to_compute(), prefill_cap - prefill), true);
+      if (k == 0) break;
+      prefill += k;
     }
   }
   ensure_progress(b);

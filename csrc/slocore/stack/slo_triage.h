@@ -11,10 +11,12 @@
 // (running prefills, then feasible waiting requests in (priority, arrival) order): T tokens
 // take ceil(T / budget) iterations, each with the fixed cost and one decode step of the
 // running decodes (ProServe Eq. 5-7 with the instance's model), plus the prefill cost of T
-// tokens in full chunks. Planned order: feasible running (running order), feasible waiting
-// ((priority, arrival)), late running, late waiting; preemption takes late requests first,
-// then the lowest (priority, arrival). Late requests are never dropped: they run from the
-// budget left and count as misses. TPOT guard (`tpot_guard`): the prefill tokens of an
+// tokens in full chunks. The plan is vLLM's priority scheduler keyed (late, priority,
+// arrival): the running pass (feasible, then late, each in running order) with preemption of
+// late requests first, then the lowest (priority, arrival), newest; then, only when nothing
+// was preempted, waiting requests (feasible, then late, each by (priority, arrival)) until the
+// first that does not fit. Late requests are never dropped: they run from the budget left
+// and count as misses. TPOT guard (`tpot_guard`): the prefill tokens of an
 // iteration are capped so that its predicted time (fixed cost, one step of the running
 // decodes, the prefill tokens as one chunk; ProServe Eq. 5-7) stays within the tightest TPOT
 // SLO of the on-time running decodes; running prefills are planned first, waiting requests

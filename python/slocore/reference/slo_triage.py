@@ -1,12 +1,13 @@
-"""Reference for csrc/slocore/stack/slo_triage.h: vLLM priority order for requests that can
-still meet their first-token deadline (ProServe Eq. 3), late ones (past it, or predicted past
-it with `margin` taken off the predicted wait) after them; preemption takes late ones first."""
+"""Reference for csrc/slocore/stack/slo_triage.h: vLLM's priority scheduler keyed (late,
+priority, arrival). Late: past the first-token deadline (ProServe Eq. 3), or predicted past it
+with `margin` taken off the predicted wait; preemption takes late ones first; new prefill
+tokens are capped to the on-time decodes' TPOT (`tpot_guard`)."""
 
 from __future__ import annotations
 
 import math
 
-from slocore.reference.batch_baselines import PlanBuilder, ensure_progress, in_prefill, run_with_preemption
+from slocore.reference.batch_baselines import PlanBuilder, ensure_progress, in_prefill
 
 
 def predicted_prefill_s(v, tokens: int, budget: int, decode_s: float) -> float:
@@ -65,36 +66,53 @@ def slo_triage(v, now: float, token_budget: int = 0, margin: float = 0.2, tpot_g
                 tpot_min = min(tpot_min, s.request.slo.tpot)
         elif not late:
             ahead += s.to_compute
-    order = [(s, True, i) for i, s in enumerate(run) if not run_late[i]]
-    late_waiting = []
+    feasible_waiting, late_waiting = [], []
     for s in sorted(v.waiting, key=key):
         late = already_late(s, now)
         if not late and math.isfinite(s.request.slo.ttft):
             wait = predicted_prefill_s(v, ahead + s.to_compute, budget, decode_s)
             late = now + (1.0 - margin) * wait >= _deadline(s.request)
-        if late:
-            late_waiting.append((s, False, 0))
-        else:
-            order.append((s, False, 0))
+        (late_waiting if late else feasible_waiting).append(s)
+        if not late:
             ahead += s.to_compute
-    order += [(s, True, i) for i, s in enumerate(run) if run_late[i]]
-    order += late_waiting
+    # vLLM priority keyed (late, priority, arrival): running pass, then waiting if nothing was preempted.
+    run_order = [i for i in range(len(run)) if not run_late[i]] + [i for i in range(len(run)) if run_late[i]]
     victims = sorted(range(len(run)), key=lambda i: (run_late[i], key(run[i])))
-    cap = budget
-    if tpot_guard and math.isfinite(tpot_min):
-        cap = max_prefill_tokens(v, tpot_min - v.model.overhead() - decode_s, budget)
+    preempted = stop = False
     prefill = 0
-    for s, running, i in order:
-        if b.seq_full() or b.budget <= 0:
+    for i in run_order:
+        if stop:
             break
+        s = run[i]
         if s.request.id in b.ids:
             continue
-        if running:
-            before = b.budget
-            run_with_preemption(b, [i], victims)
-            if in_prefill(s):
-                prefill += before - b.budget
-        elif prefill < cap:
-            prefill += b.add(s, False, min(s.to_compute, cap - prefill), True)
+        if b.budget <= 0 or b.seq_full():
+            break
+        before = b.budget
+        while b.add_next(s, True, True) == 0:
+            while victims and run[victims[-1]].request.id in b.ids:
+                victims.pop()
+            if not victims:
+                stop = True
+                break
+            victim = victims.pop()
+            b.preempt(run[victim])
+            preempted = True
+            if victim == i:
+                stop = True
+                break
+        if in_prefill(s):
+            prefill += before - b.budget
+    if not preempted:
+        cap = budget
+        if tpot_guard and math.isfinite(tpot_min):
+            cap = max_prefill_tokens(v, tpot_min - v.model.overhead() - decode_s, budget)
+        for s in feasible_waiting + late_waiting:
+            if b.budget <= 0 or b.seq_full() or prefill >= cap:
+                break
+            k = b.add(s, False, min(s.to_compute, cap - prefill), True)
+            if k == 0:
+                break
+            prefill += k
     ensure_progress(b)
     return b.items, b.preempted
