@@ -9,10 +9,11 @@ Definitions (docs/benchmark.md):
   requests arrive at once, between the 10th and 70th percentile of finish times) doubled
   until attainment drops below 90%, then `CAPACITY_STEPS` geometric bisection steps (about
   4% resolution). So 1.0x is the edge of that stack in the window the cells are measured in,
-  and 1.2x is past it. The burst rate alone (the definition before) underestimated what the
-  cluster sustains within SLO by 1.3-4x (bench/capacity_diagnosis.py): in a burst every
-  request queues behind thousands, chat turns and agent calls lose the prefix cache hits
-  that their history gives them in arrival order, and rag's long prompts thrash KV. Loads
+  and 1.2x is past it. The old definition (the burst rate of least_outstanding+sarathi_fcfs
+  alone) was 1.2-24.7x below this on the default workloads (docs/benchmark.md "Capacity"):
+  its stack chunked prefills at 512 tokens; in a burst every chat turn and agent call arrives
+  at once and finds no predecessor in the prefix cache; a burst measures throughput with an
+  unbounded queue, not the rate the SLOs tolerate in the window. Loads
   are fractions of it (arrival rate = load x capacity); a run spans about `duration_s`
   seconds of arrivals.
 - predictor error: "exact" (the policies' latency model is the truth), "pm20" (one factor
