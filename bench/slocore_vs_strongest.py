@@ -8,7 +8,11 @@ attainment, ties to the lower cost, as in sim/matrix.py), and the preset is comp
 Prints a Markdown table per cell: the preset's attainment, the strongest baseline's, their
 difference paired by seed with its 95% CI (Student t), whether the difference is >= -1 point
 (mean, and within the CI), whether an overloaded cell (load >= 1) gains >= 10 points; then
-goodput (the highest load with mean attainment >= 90%) against the best baseline's."""
+goodput (the highest load with mean attainment >= 90%) against the best baseline's.
+
+`--copy-exact-baselines`: baseline cells run with the exact predictor only stand for the
+other predictor errors too (a baseline that uses no latency model gives the same result under
+every error; docs/benchmark.md "Definitions"), so the baselines need not run three times."""
 
 import argparse
 import json
@@ -21,6 +25,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="+")
     ap.add_argument("--preset", default="slocore")
+    ap.add_argument("--copy-exact-baselines", action="store_true")
     a = ap.parse_args()
     cells, caps = {}, {}
     for f in a.files:
@@ -29,6 +34,12 @@ def main():
             caps[w] = c["req_s"]
         for c in d["cells"]:
             cells[(c["workload"], c["error"], c["load"], c["preset"])] = c
+    if a.copy_exact_baselines:
+        errors = {k[1] for k in cells}
+        for (w, e, l, p), c in list(cells.items()):
+            if e == "exact" and c["kind"] == "baseline":
+                for e2 in errors - {"exact"}:
+                    cells.setdefault((w, e2, l, p), {**c, "error": e2})
     by_cell = {}
     for (w, e, l, p), c in cells.items():
         by_cell.setdefault((w, e, l), {})[p] = c

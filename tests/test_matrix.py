@@ -48,6 +48,19 @@ def test_every_cell_is_filled(tiny):
     assert tiny["runs"] == 3 * len(want)
 
 
+def test_capacity_is_the_reference_stacks_edge(tiny):
+    """Capacity: the reference stack kept >= 90% there (seed 0, the runs' window) and fell
+    below at a probed rate at most one bisection step (2^(1/16)) above it."""
+    step = 2 ** (1 / 2**matrix.CAPACITY_STEPS)
+    for w, c in tiny["capacity"].items():
+        assert c["stack"] == matrix.CAPACITY_PRESET[matrix.WORKLOADS[w].mode]
+        att = {p["req_s"]: p["attainment"] for p in c["probes"]}
+        assert att[c["req_s"]] >= matrix.CAPACITY_ATTAINMENT
+        above = [r for r, a in att.items() if a < matrix.CAPACITY_ATTAINMENT and r > c["req_s"]]
+        assert above and min(above) <= c["req_s"] * step * (1 + 1e-9), c["probes"]
+        assert c["burst_req_s"] > 0 and len(c["probes"]) >= 2 + matrix.CAPACITY_STEPS
+
+
 def test_summary_against_the_strongest_baseline(tiny):
     by_cell = {}
     for c in tiny["cells"]:

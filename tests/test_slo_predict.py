@@ -161,6 +161,7 @@ def test_slocore_presets_register_both_modes():
     assert ps["slocore"].modes() == ("colocated", "pd") and "scaling" in ps["slocore+scale"].tags
     assert preset("slocore")["global_policy"] == "slo_predict"
     assert preset("slocore", mode="pd")["prefill_policy"] == "slo_predict"
+    assert preset("slocore")["batch_scheduler"] == preset("slocore", mode="pd")["batch_scheduler"] == "slo_triage"
 
 
 def test_predictions_within_the_margin_go_to_the_fewest_outstanding():

@@ -9,8 +9,8 @@ namespace slocore {
 namespace {
 
 const std::vector<RegistryEntry<BatchScheduler>>& table() {
-  static const auto t =
-      joined<BatchScheduler>({baseline_batch_schedulers(), proserve_batch_schedulers(), slice_batch_schedulers()});
+  static const auto t = joined<BatchScheduler>(
+      {baseline_batch_schedulers(), proserve_batch_schedulers(), slice_batch_schedulers(), stack_batch_schedulers()});
   return t;
 }
 

@@ -19,6 +19,7 @@ std::vector<RegistryEntry<GlobalPolicy>> stack_global_policies();     // stack/r
 std::vector<RegistryEntry<BatchScheduler>> baseline_batch_schedulers();  // baselines/registry.cc
 std::vector<RegistryEntry<BatchScheduler>> proserve_batch_schedulers();  // proserve/registry.cc
 std::vector<RegistryEntry<BatchScheduler>> slice_batch_schedulers();     // slice/registry.cc
+std::vector<RegistryEntry<BatchScheduler>> stack_batch_schedulers();     // stack/registry.cc
 
 std::vector<RegistryEntry<Scaler>> hfx_scalers();  // hfx/registry.cc
 

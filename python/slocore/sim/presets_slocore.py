@@ -1,12 +1,15 @@
 """The `slocore` stack: `slo_predict` dispatch (a per-request TTFT/TPOT prediction on every
-candidate instance, csrc/slocore/stack/slo_predict.h) over vLLM priority engines (the
-workloads number priorities from the tightest SLO class); in P/D the same prediction places
+candidate instance, csrc/slocore/stack/slo_predict.h) over `slo_triage` engines
+(csrc/slocore/stack/slo_triage.h: vLLM's priority order, the workloads numbering priorities
+from the tightest SLO class, for the requests that can still meet their first-token
+deadline; those past it or predicted past it run after them from the budget left, so in
+overload a late request does not push feasible ones past theirs); in P/D the same prediction places
 prefills and SIBYL's projected load at the handoff, counted in requests (SIBYL Alg. 1, the
 REQLEVEL unit, with the prefill queue in tau; docs/sibyl.md), places decodes. One set of
-defaults for every workload. The engine is the one the benchmark matrix measured best
-behind this dispatch (docs/benchmark.md "The slocore stack": SlideBatching collapses on the
-4k-16k-token rag prompts, its density ablation loses a seed there, EDF collapses past
-capacity).
+defaults for every workload. The engine's order below overload is vLLM priority, the one
+the benchmark matrix measured best behind this dispatch (docs/benchmark.md "The slocore
+stack": SlideBatching collapses on the 4k-16k-token rag prompts, its density ablation loses a
+seed there, EDF collapses past capacity).
 `slocore+scale` adds the HFX scaler (HFX Alg. 3, role switching in P/D); it is tagged
 "scaling" because it adds instances (compare its cost)."""
 
@@ -15,7 +18,7 @@ from __future__ import annotations
 from slocore.sim.stacks import Preset, register
 
 DISPATCH = "slo_predict"
-ENGINE = "vllm_priority"
+ENGINE = "slo_triage"
 COLOCATED = dict(global_policy=DISPATCH, batch_scheduler=ENGINE)
 PD = dict(
     prefill_policy=DISPATCH,
@@ -28,7 +31,8 @@ register(
         "slocore",
         "slocore",
         "slo_predict dispatch (predicted TTFT/TPOT per instance: queue, decodes, hardware, cached prefix) over "
-        "vLLM priority engines; P/D decodes by SIBYL's request-count projection at the handoff",
+        "slo_triage engines (vLLM priority order for requests that can still meet their first-token deadline, "
+        "late ones after them); P/D decodes by SIBYL's request-count projection at the handoff",
         "ProServe Eq. 3-7; HFX Alg. 2; SIBYL Alg. 1 (REQLEVEL); vLLM V1 priority scheduler",
         colocated=dict(COLOCATED),
         pd=dict(PD),

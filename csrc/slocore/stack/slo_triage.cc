@@ -1,0 +1,131 @@
+#include "slocore/stack/slo_triage.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <utility>
+
+namespace slocore::stack {
+
+double predicted_prefill_s(const InstanceView& v, Tokens tokens, Tokens budget, double decode_s) {
+  if (tokens <= 0) return 0.0;
+  if (budget <= 0) return kNever;  // nothing can run
+  const Tokens full = tokens / budget, rest = tokens % budget;
+  const Tokens iterations = full + (rest > 0 ? 1 : 0);
+  double t = double(iterations) * (v.model.overhead() + decode_s);
+  if (full > 0) t += double(full) * v.model.prefill_cost(budget, 0);
+  if (rest > 0) t += v.model.prefill_cost(rest, 0);
+  return t;
+}
+
+Tokens max_prefill_tokens(const InstanceView& v, double limit_s, Tokens budget) {
+  if (!(limit_s >= v.model.prefill_cost(1, 0))) return 0;
+  Tokens lo = 1, hi = budget;  // prefill_cost(lo) fits
+  if (v.model.prefill_cost(hi, 0) <= limit_s) return hi;
+  while (hi - lo > 1) {
+    const Tokens mid = lo + (hi - lo) / 2;
+    (v.model.prefill_cost(mid, 0) <= limit_s ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+namespace {
+
+Time ttft_deadline(const Request& r) { return r.arrival + r.slo.ttft; }
+
+// The first token came late, or has not come and its deadline has passed (TTFT < SLO is met).
+bool already_late(const RequestState& s, Time now) {
+  const Time d = ttft_deadline(s.request);
+  if (s.generated > 0) return !(s.first_token < d);
+  return now >= d;
+}
+
+}  // namespace
+
+BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
+  PlanBuilder b(v, p_.token_budget > 0 ? p_.token_budget : v.max_batch_tokens);
+  const Tokens budget = b.budget_left();  // PlanBuilder caps it at the engine's max_batch_tokens
+  const auto& run = v.running;
+  auto key = [](const RequestState& s) { return std::make_pair(s.request.priority, s.request.arrival); };
+  // One decode step of the running decodes, and the prefill work of the feasible running prefills.
+  double decode_s = 0.0, tpot_min = kNever;
+  Tokens ahead = 0;
+  std::vector<char> run_late(run.size());
+  for (size_t i = 0; i < run.size(); ++i) {
+    const RequestState& s = run[i];
+    run_late[i] = already_late(s, now);
+    if (!s.in_prefill()) {
+      decode_s += v.model.decode_cost(s.context_len());
+      if (!run_late[i]) tpot_min = std::min(tpot_min, s.request.slo.tpot);
+    } else if (!run_late[i]) {
+      ahead += s.to_compute();
+    }
+  }
+  std::vector<const RequestState*> waiting;
+  for (const RequestState& s : v.waiting) waiting.push_back(&s);
+  std::stable_sort(waiting.begin(), waiting.end(), [&](auto* a, auto* c) { return key(*a) < key(*c); });
+  std::vector<const RequestState*> feasible_waiting, late_waiting;
+  for (const RequestState* s : waiting) {
+    bool is_late = already_late(*s, now);
+    if (!is_late && std::isfinite(s->request.slo.ttft)) {
+      const double wait = predicted_prefill_s(v, ahead + s->to_compute(), budget, decode_s);
+      is_late = now + (1.0 - p_.margin) * wait >= ttft_deadline(s->request);
+    }
+    (is_late ? late_waiting : feasible_waiting).push_back(s);
+    if (!is_late) ahead += s->to_compute();
+  }
+  // vLLM's priority scheduler (baselines/vllm_priority.cc) keyed (late, priority, arrival):
+  // the running pass (feasible first, then late) with preemption from the back of `victims`
+  // (late first, then the lowest priority, newest), then, only when nothing was preempted,
+  // waiting requests (feasible first, then late) until the first that does not fit.
+  std::vector<size_t> run_order;
+  for (int late = 0; late < 2; ++late)
+    for (size_t i = 0; i < run.size(); ++i)
+      if (bool(run_late[i]) == bool(late)) run_order.push_back(i);
+  std::vector<size_t> victims(run.size());
+  std::iota(victims.begin(), victims.end(), 0);
+  std::stable_sort(victims.begin(), victims.end(), [&](size_t x, size_t y) {
+    return std::make_pair(run_late[x], key(run[x])) < std::make_pair(run_late[y], key(run[y]));
+  });
+  bool preempted = false, stop = false;
+  Tokens prefill = 0;
+  for (size_t i : run_order) {
+    if (stop) break;
+    if (b.planned(run[i].request.id)) continue;  // preempted earlier in this pass
+    if (b.budget_left() <= 0 || b.seq_full()) break;
+    const Tokens before = b.budget_left();
+    while (b.add_next(run[i], true, true) == 0) {
+      while (!victims.empty() && b.planned(run[victims.back()].request.id)) victims.pop_back();
+      if (victims.empty()) {
+        stop = true;
+        break;
+      }
+      const size_t victim = victims.back();
+      victims.pop_back();
+      b.preempt(run[victim]);
+      preempted = true;
+      if (victim == i) {  // it was the last victim itself: no more to preempt
+        stop = true;
+        break;
+      }
+    }
+    if (run[i].in_prefill()) prefill += before - b.budget_left();
+  }
+  if (!preempted) {
+    // TPOT guard: new prefill tokens fit the tightest TPOT SLO of the on-time decodes.
+    const Tokens prefill_cap = p_.tpot_guard && std::isfinite(tpot_min)
+                                   ? max_prefill_tokens(v, tpot_min - v.model.overhead() - decode_s, budget)
+                                   : budget;
+    feasible_waiting.insert(feasible_waiting.end(), late_waiting.begin(), late_waiting.end());
+    for (const RequestState* s : feasible_waiting) {
+      if (b.budget_left() <= 0 || b.seq_full() || prefill >= prefill_cap) break;
+      const Tokens k = b.add(*s, false, std::min(s->to_compute(), prefill_cap - prefill), true);
+      if (k == 0) break;
+      prefill += k;
+    }
+  }
+  ensure_progress(b);
+  return b.take();
+}
+
+}  // namespace slocore::stack

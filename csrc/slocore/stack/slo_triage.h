@@ -1,0 +1,64 @@
+// slo_triage: the slocore stack's engine scheduler. vLLM's priority scheduler
+// (baselines/vllm_priority.h: running first, waiting by (priority, arrival)) with overload
+// triage against EDF's and FCFS's domino effect: a request that can no longer meet its
+// first-token deadline (ProServe Eq. 3: arrival + TTFT) must not push feasible requests past
+// theirs. Each iteration the requests split into
+//  * feasible: running requests whose first token came in time (or whose prefill can still
+//    make it), and waiting requests predicted to make it;
+//  * late: the first token came late or not before the deadline, which has passed, or the
+//    latency model predicts it past the deadline even with `margin` taken off the prediction.
+// A waiting request's first token is predicted behind the feasible prefill work ahead of it
+// (running prefills, then feasible waiting requests in (priority, arrival) order): T tokens
+// take ceil(T / budget) iterations, each with the fixed cost and one decode step of the
+// running decodes (ProServe Eq. 5-7 with the instance's model), plus the prefill cost of T
+// tokens in full chunks. The plan is vLLM's priority scheduler keyed (late, priority,
+// arrival): the running pass (feasible, then late, each in running order) with preemption of
+// late requests first, then the lowest (priority, arrival), newest; then, only when nothing
+// was preempted, waiting requests (feasible, then late, each by (priority, arrival)) until the
+// first that does not fit. Late requests are never dropped: they run from the budget left
+// and count as misses. TPOT guard (`tpot_guard`): the prefill tokens of an
+// iteration are capped so that its predicted time (fixed cost, one step of the running
+// decodes, the prefill tokens as one chunk; ProServe Eq. 5-7) stays within the tightest TPOT
+// SLO of the on-time running decodes; running prefills are planned first, waiting requests
+// get what is left (at least one iteration's progress is always made).
+#pragma once
+#include "slocore/batch/plan_builder.h"
+
+namespace slocore::stack {
+
+struct SloTriageParams {
+  Tokens token_budget = 0;  // 0: the engine's max_batch_tokens
+  double margin = 0.2;      // a waiting request is late when now + (1 - margin) x predicted wait >= deadline
+  bool tpot_guard = true;   // cap prefill tokens so the iteration fits the on-time decodes' TPOT SLO
+  template <class V>
+  void visit(V& v) {
+    v.field("token_budget", token_budget, "tokens per iteration; 0 = the engine's max_batch_tokens",
+            Range::at_least(0));
+    v.field("margin", margin,
+            "relative error allowed to the predicted wait: late only if late with the wait scaled by (1 - margin)",
+            Range::closed(0.0, 1.0));
+    v.field("tpot_guard", tpot_guard,
+            "cap an iteration's prefill tokens so its predicted time fits the tightest TPOT SLO of the on-time "
+            "running decodes");
+  }
+};
+
+class SloTriageScheduler : public BatchScheduler {
+ public:
+  explicit SloTriageScheduler(SloTriageParams p = {}) : p_(p) {}
+  std::string name() const override { return "slo_triage"; }
+  ParamMap params() const override { return write_params(SloTriageParams{p_}); }
+  BatchPlan schedule(const InstanceView& v, Time now) override;
+
+ private:
+  SloTriageParams p_;
+};
+
+// Predicted time of `tokens` prefill tokens on v in chunks of `budget`, each iteration also
+// carrying `decode_s` (one step of the running decodes) and the fixed cost.
+double predicted_prefill_s(const InstanceView& v, Tokens tokens, Tokens budget, double decode_s);
+// The most prefill tokens (0..budget) whose one-chunk cost fits `limit_s` (bisection; the cost
+// grows with the tokens).
+Tokens max_prefill_tokens(const InstanceView& v, double limit_s, Tokens budget);
+
+}  // namespace slocore::stack
