@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 namespace slocore {
 
@@ -12,26 +13,9 @@ BatchPlan VllmPriorityScheduler::schedule(const InstanceView& v, Time) {
   std::vector<size_t> victims(run.size());  // the back is the lowest priority, then the newest
   std::iota(victims.begin(), victims.end(), 0);
   std::stable_sort(victims.begin(), victims.end(), [&](size_t x, size_t y) { return key(run[x]) < key(run[y]); });
-  bool preempted = false, stop = false;
-  for (size_t i = 0; i < run.size() && !stop; ++i) {
-    if (b.planned(run[i].request.id)) continue;  // preempted earlier in this pass
-    if (b.budget_left() <= 0 || b.seq_full()) break;
-    while (b.add_next(run[i], true, true) == 0) {
-      while (!victims.empty() && b.planned(run[victims.back()].request.id)) victims.pop_back();
-      if (victims.empty()) {
-        stop = true;
-        break;
-      }
-      const size_t victim = victims.back();
-      victims.pop_back();
-      b.preempt(run[victim]);
-      preempted = true;
-      if (victim == i) {  // it was the lowest priority itself: no more to preempt
-        stop = true;
-        break;
-      }
-    }
-  }
+  std::vector<size_t> order(run.size());
+  std::iota(order.begin(), order.end(), 0);
+  const bool preempted = vllm_running_pass(b, run, order, std::move(victims), [](size_t, Tokens) {});
   if (!preempted) {
     std::vector<const RequestState*> waiting;
     for (const RequestState& s : v.waiting) waiting.push_back(&s);

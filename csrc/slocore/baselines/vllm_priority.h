@@ -11,6 +11,8 @@
 // victim is the lowest-priority running request not yet planned (PlanBuilder plans are
 // append-only).
 #pragma once
+#include <vector>
+
 #include "slocore/batch/plan_builder.h"
 
 namespace slocore {
@@ -23,6 +25,39 @@ struct VllmPriorityParams {
             Range::at_least(0));
   }
 };
+
+// Steps 1-2: the running pass over `run` in `order`, preempting from the back of `victims`
+// (not yet planned). `on_turn(i, tokens)` after request i's turn with the budget tokens it
+// took. Returns whether anything was preempted. Shared with stack/slo_triage.
+template <class OnTurn>
+bool vllm_running_pass(PlanBuilder& b, const std::vector<RequestState>& run, const std::vector<size_t>& order,
+                       std::vector<size_t> victims, OnTurn on_turn) {
+  bool preempted = false;
+  for (size_t i : order) {
+    if (b.planned(run[i].request.id)) continue;  // preempted earlier in this pass
+    if (b.budget_left() <= 0 || b.seq_full()) break;
+    const Tokens before = b.budget_left();
+    bool stop = false;
+    while (b.add_next(run[i], true, true) == 0) {
+      while (!victims.empty() && b.planned(run[victims.back()].request.id)) victims.pop_back();
+      if (victims.empty()) {
+        stop = true;
+        break;
+      }
+      const size_t victim = victims.back();
+      victims.pop_back();
+      b.preempt(run[victim]);
+      preempted = true;
+      if (victim == i) {  // it was the last victim itself: no more to preempt
+        stop = true;
+        break;
+      }
+    }
+    on_turn(i, before - b.budget_left());
+    if (stop) break;
+  }
+  return preempted;
+}
 
 class VllmPriorityScheduler : public BatchScheduler {
  public:

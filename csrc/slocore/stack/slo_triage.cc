@@ -1,5 +1,7 @@
 #include "slocore/stack/slo_triage.h"
 
+#include "slocore/baselines/vllm_priority.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -87,30 +89,10 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   std::stable_sort(victims.begin(), victims.end(), [&](size_t x, size_t y) {
     return std::make_pair(run_late[x], key(run[x])) < std::make_pair(run_late[y], key(run[y]));
   });
-  bool preempted = false, stop = false;
   Tokens prefill = 0;
-  for (size_t i : run_order) {
-    if (stop) break;
-    if (b.planned(run[i].request.id)) continue;  // preempted earlier in this pass
-    if (b.budget_left() <= 0 || b.seq_full()) break;
-    const Tokens before = b.budget_left();
-    while (b.add_next(run[i], true, true) == 0) {
-      while (!victims.empty() && b.planned(run[victims.back()].request.id)) victims.pop_back();
-      if (victims.empty()) {
-        stop = true;
-        break;
-      }
-      const size_t victim = victims.back();
-      victims.pop_back();
-      b.preempt(run[victim]);
-      preempted = true;
-      if (victim == i) {  // it was the last victim itself: no more to preempt
-        stop = true;
-        break;
-      }
-    }
-    if (run[i].in_prefill()) prefill += before - b.budget_left();
-  }
+  const bool preempted = vllm_running_pass(b, run, run_order, std::move(victims), [&](size_t i, Tokens took) {
+    if (run[i].in_prefill()) prefill += took;
+  });
   if (!preempted) {
     // TPOT guard: new prefill tokens fit the tightest TPOT SLO of the on-time decodes.
     const Tokens prefill_cap = p_.tpot_guard && std::isfinite(tpot_min)

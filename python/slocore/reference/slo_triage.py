@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from slocore.reference.batch_baselines import PlanBuilder, ensure_progress, in_prefill
+from slocore.reference.vllm_priority import running_pass
 
 
 def predicted_prefill_s(v, tokens: int, budget: int, decode_s: float) -> float:
@@ -78,31 +79,14 @@ def slo_triage(v, now: float, token_budget: int = 0, margin: float = 0.2, tpot_g
     # vLLM priority keyed (late, priority, arrival): running pass, then waiting if nothing was preempted.
     run_order = [i for i in range(len(run)) if not run_late[i]] + [i for i in range(len(run)) if run_late[i]]
     victims = sorted(range(len(run)), key=lambda i: (run_late[i], key(run[i])))
-    preempted = stop = False
     prefill = 0
-    for i in run_order:
-        if stop:
-            break
-        s = run[i]
-        if s.request.id in b.ids:
-            continue
-        if b.budget <= 0 or b.seq_full():
-            break
-        before = b.budget
-        while b.add_next(s, True, True) == 0:
-            while victims and run[victims[-1]].request.id in b.ids:
-                victims.pop()
-            if not victims:
-                stop = True
-                break
-            victim = victims.pop()
-            b.preempt(run[victim])
-            preempted = True
-            if victim == i:
-                stop = True
-                break
-        if in_prefill(s):
-            prefill += before - b.budget
+
+    def on_turn(i, took):
+        nonlocal prefill
+        if in_prefill(run[i]):
+            prefill += took
+
+    preempted = running_pass(b, run, run_order, victims, on_turn)
     if not preempted:
         cap = budget
         if tpot_guard and math.isfinite(tpot_min):

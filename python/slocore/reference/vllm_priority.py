@@ -7,20 +7,17 @@ from __future__ import annotations
 from slocore.reference.batch_baselines import PlanBuilder, ensure_progress
 
 
-def vllm_priority(v, token_budget: int = 0):
-    b = PlanBuilder(v, token_budget if token_budget > 0 else v.max_batch_tokens)
-    run = v.running
-
-    def key(s):
-        return (s.request.priority, s.request.arrival)
-
-    victims = sorted(range(len(run)), key=lambda i: key(run[i]))
+def running_pass(b, run, order, victims, on_turn=None) -> bool:
+    """The running pass over `run` in `order`, preempting from the end of `victims` (not yet
+    planned); `on_turn(i, tokens)` after request i's turn. Whether anything was preempted."""
     preempted = False
-    for i, s in enumerate(run):
+    for i in order:
+        s = run[i]
         if s.request.id in b.ids:
             continue
         if b.budget <= 0 or b.seq_full():
             break
+        before = b.budget
         stop = False
         while b.add_next(s, True, True) == 0:
             while victims and run[victims[-1]].request.id in b.ids:
@@ -34,8 +31,22 @@ def vllm_priority(v, token_budget: int = 0):
             if victim == i:
                 stop = True
                 break
+        if on_turn is not None:
+            on_turn(i, before - b.budget)
         if stop:
             break
+    return preempted
+
+
+def vllm_priority(v, token_budget: int = 0):
+    b = PlanBuilder(v, token_budget if token_budget > 0 else v.max_batch_tokens)
+    run = v.running
+
+    def key(s):
+        return (s.request.priority, s.request.arrival)
+
+    victims = sorted(range(len(run)), key=lambda i: key(run[i]))
+    preempted = running_pass(b, run, range(len(run)), victims)
     if not preempted:
         for s in sorted(v.waiting, key=key):
             if b.budget <= 0 or b.seq_full() or b.add_next(s, False, True) == 0:
