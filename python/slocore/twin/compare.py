@@ -49,6 +49,12 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--engine-pid",
+        type=int,
+        default=None,
+        help="pid of the engine server on this host: report how long it waited for a CPU per load (Linux)",
+    )
 
 
 def engine_kwargs(profile: dict) -> dict:
@@ -159,18 +165,23 @@ async def run_loads(
     timeout: float = 600.0,
     seed: int = 0,
     progress: bool = True,
+    engine_pid: int | None = None,
 ) -> dict:
+    """Each load in turn on the real engine(s) at url, then in the simulator. With engine_pid
+    (the server's process; its children are included) each row also says how much of its
+    runnable time the engine spent waiting for a CPU (cpu_wait), which no step model predicts."""
     from slocore.serve import loadgen
+    from slocore.twin import cpu_wait
 
     sat = rate or saturation_rate(profile, w, instances)
     rows = []
     for load in loads:
         wl = at_rate(w, load * sat)
-        m0 = await _engine_counters(url)
+        m0, c0 = await _engine_counters(url), cpu_wait.snapshot(engine_pid)
         real = await loadgen.run(
             url, wl, model=model, timeout=timeout, seed=seed, progress=progress, extra_body=count_by_token_ids(profile)
         )
-        m1 = await _engine_counters(url)
+        m1, c1 = await _engine_counters(url), cpu_wait.snapshot(engine_pid)
         sim = simulate(wl, profile, instances=instances, policy=policy, seed=seed)
         rows.append(
             {
@@ -182,6 +193,7 @@ async def run_loads(
                 "engine_view": engine_view(m0, m1, real["summary"], sim, frontend_s(profile)),
                 "failed": len(real["errors"]),
                 "first_errors": real["errors"][:3],
+                "cpu_wait": cpu_wait.waited_share(c0, c1),
             }
         )
     return {"saturation_rate": sat, "instances": instances, "policy": policy, "rows": rows}
@@ -297,6 +309,11 @@ def table(out: dict, title: str) -> str:
                 f"delivery lag (client TTFT - engine - front end) {(ev['delivery_lag_s'] or 0) * 1e3:.1f} ms"
                 + (f" (API server's TTFT {ev['api_ttft_mean'] * 1e3:.1f} ms)" if ev.get("api_ttft_mean") else "")
             )
+        if r.get("cpu_wait") is not None:
+            lines.append(
+                f"  load {r['load']:.2f}: the engine's busiest process waited for a CPU {r['cpu_wait']:.0%} of its "
+                "runnable time (the machine's share, not the engine's; the simulator has none)"
+            )
     lines.append(
         f"{'':13s}| real p50 ms: "
         + " ".join(f"{m} " + "/".join(f"{(r['real'][m]['p50'] or 0) * 1e3:.1f}" for r in out["rows"]) for m in METRICS)
@@ -330,6 +347,7 @@ def main(a) -> int:
             timeout=a.timeout,
             seed=a.seed,
             progress=not a.quiet,
+            engine_pid=a.engine_pid,
         )
     )
     out.update(profile=profile["name"], url=a.url, requests=len(w), ttft_slo_s=ttft, tpot_slo_s=tpot)
