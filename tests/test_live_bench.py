@@ -96,10 +96,15 @@ def test_two_stacks_on_emulated_engines(tmp_path):
     out = tmp_path / "out"
     argv = ["bench", "live", "--engines", "emulated", "--stacks", "round_robin,least_outstanding,vllm-router"]
     argv += ["--traces", "two_class", "--settings", "default", "-r", "1", "-n", "24", "--load", "0.5"]
-    argv += ["--profile", "h100-llama2-7b", "-o", str(out), "--quiet"]
+    argv += ["--profile", "h100-llama2-7b", "--capacity-steps", "0", "-o", str(out), "--quiet"]
     assert cli.main(argv) == 0
     res = json.loads((out / "live.json").read_text())
     t = res["settings"]["default"]["traces"]["two_class"]
+    # the rate is half the capacity measured with least_outstanding on these engines
+    probes = t["capacity_probes"]
+    assert t["capacity_from"] == "measured" and len(probes) >= 2
+    passed = [p["rate_req_s"] for p in probes if p["attainment"] >= 0.9]
+    assert t["capacity_req_s"] == max(passed) and t["rate_req_s"] == pytest.approx(0.5 * t["capacity_req_s"])
     assert [r["stack"] for r in t["runs"]] == ["round_robin", "least_outstanding"]
     for r in t["runs"]:
         assert r["failed"] == 0 and r["finished"] == 24, r
@@ -191,3 +196,21 @@ def test_cache_table_reports_hit_rate_ttft_and_events():
     assert lines[2].startswith("| rr | 50.0 ± 0.0 | 50 ± 0 | 200 ± 0 | 90.0 ± 0.0 | - |")
     assert lines[3].endswith("| 10 |")
     assert cache_table({"runs": [{"stack": "rr", "prefix_cache": None}]}) == []
+
+
+def test_measured_capacity_brackets_then_bisects_the_edge():
+    from slocore.live_bench.runner import measure_capacity
+
+    def edge_at(c):
+        return lambda rate: 1.0 if rate <= c else max(0.0, 1.0 - (rate - c) / c)  # >= 0.9 up to 1.1 c
+
+    seen = []
+    cap, probes = measure_capacity(lambda r: seen.append(r) or edge_at(10.0)(r), 4.0, 6, log=lambda m: None)
+    assert [p["rate_req_s"] for p in probes] == seen and seen[:4] == [4.0, 6.0, 9.0, 13.5]  # up by 1.5 to a miss
+    assert len(seen) == 4 + 6 and 10.0 < cap <= 11.0 and edge_at(10.0)(cap) >= 0.9
+    cap, probes = measure_capacity(edge_at(1.0), 4.0, 0, log=lambda m: None)  # down by 1.5 to a pass, no bisection
+    assert [round(p["rate_req_s"], 3) for p in probes] == [4.0, 2.667, 1.778, 1.185, 0.79] and cap == probes[-1][
+        "rate_req_s"
+    ]
+    with pytest.raises(RuntimeError, match="out of these engines' reach"):
+        measure_capacity(lambda r: None, 4.0, 2, log=lambda m: None)  # every probe failed

@@ -78,7 +78,22 @@ def add_arguments(p) -> None:
     p.add_argument("--repetitions", "-r", type=int, default=5, help="paired repetitions per stack (default 5)")
     p.add_argument("--load", type=float, default=0.9, help="fraction of measured capacity (default 0.9)")
     p.add_argument("-n", "--requests", type=int, default=200, help="requests per run (default 200)")
-    p.add_argument("--capacity", type=float, help="capacity in req/s of all engines (default: from the profiles)")
+    p.add_argument("--capacity", type=float, help="capacity in req/s of all engines (default: --capacity-from)")
+    p.add_argument(
+        "--capacity-from",
+        dest="capacity_from",
+        choices=("measured", "profile"),
+        default="measured",
+        help="measured: per trace, the highest rate at which least_outstanding on vLLM's own scheduler meets 90%% "
+        "of the SLOs, probed on the engines (a few runs); profile: the profiles' saturation estimate",
+    )
+    p.add_argument(
+        "--capacity-steps",
+        dest="capacity_steps",
+        type=int,
+        default=3,
+        help="bisection steps of the measured capacity after bracketing it (default 3)",
+    )
     p.add_argument("--profile", help="use this profile for every engine instead of measuring (path or bundled name)")
     p.add_argument("--profile-repeats", dest="profile_repeats", type=int, default=1)
     p.add_argument("--timeout", type=float, default=300.0, help="per-request timeout (s)")
@@ -116,6 +131,8 @@ def config_of(a):
         load=a.load,
         requests=a.requests,
         capacity=a.capacity,
+        capacity_from=a.capacity_from,
+        capacity_steps=a.capacity_steps,
         profile=a.profile,
         profile_repeats=a.profile_repeats,
         plugin_scheduler=a.plugin_scheduler,

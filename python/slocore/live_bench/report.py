@@ -83,6 +83,23 @@ def cache_table(t: dict) -> list[str]:
     return lines
 
 
+def capacity_source(t: dict) -> str:
+    """Where a trace's capacity came from, with the measured probes (rate: attainment)."""
+    src = t.get("capacity_from", "profile")
+    if src != "measured":
+        return {"given": "given", "profile": "the profiles' saturation estimate"}.get(src, src)
+
+    def pct(att):
+        return "-" if att is None else f"{att:.0%}"
+
+    probes = ", ".join(f"{q['rate_req_s']:.1f}: {pct(q['attainment'])}" for q in t.get("capacity_probes", []))
+    from slocore.sim.matrix import CAPACITY_ATTAINMENT as EDGE
+
+    probed = t.get("capacity_probes", [])
+    edge = "edge" if any((q["attainment"] or 0) < EDGE for q in probed) else "edge not reached: at least"
+    return f"measured: least_outstanding's {edge} {EDGE:.0%} attainment; probes, req/s: attainment: {probes}"
+
+
 def markdown(res: dict, classes: list[str], title: str = "") -> str:
     out = [f"## {title}" if title else "## slocore bench live", ""]
     for note in res.get("notes", []):
@@ -95,7 +112,8 @@ def markdown(res: dict, classes: list[str], title: str = "") -> str:
                 "",
                 f"### {trace}, engine scheduler: {s['engine_scheduler']}",
                 "",
-                f"{t['requests']} requests at {t['rate_req_s']:.2f} req/s (capacity {t['capacity_req_s']:.2f} req/s), "
+                f"{t['requests']} requests at {t['rate_req_s']:.2f} req/s (capacity {t['capacity_req_s']:.2f} req/s, "
+                f"{capacity_source(t)}), "
                 f"{n} paired repetitions; load average {min(la, default=0):.1f}-{max(la, default=0):.1f}. "
                 "Attainment: mean ± std over repetitions; vs best: paired difference in points "
                 "[95% CI].",

@@ -5,7 +5,12 @@ rate to a fraction of the measured capacity, then per trace replay it through ev
 in an interleaved, paired order: repetition r runs every stack once, back to back,
 starting at stack r mod S (ABC, BCA, CAB, ...: every stack takes every position equally
 often). Each run gets a fresh router process, the same arrivals and lengths, and prompt
-texts no earlier run used (no prefix cache carried across runs)."""
+texts no earlier run used (no prefix cache carried across runs).
+
+The rate is `load` times the trace's capacity on these engines: by default the measured
+one (`measure_capacity`: the edge where the reference stack, least-outstanding on vLLM's
+own scheduler, still meets CAPACITY_ATTAINMENT of the SLOs: the matrix's definition, on the
+real engines); `capacity_from="profile"` takes the profiles' saturation estimate instead."""
 
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ from slocore.live_bench import stacks as _stacks
 from slocore.live_bench import traces as _traces
 
 SETTINGS = ("default", "plugin")
+CAPACITY_FROM = ("measured", "profile")
+REFERENCE_STACK = "least_outstanding"  # the capacity's reference: what a serving team runs
 
 
 @dataclass
@@ -33,7 +40,9 @@ class LiveConfig:
     repetitions: int = 5
     load: float = 0.9
     requests: int = 200
-    capacity: float | None = None  # req/s of all engines; None: from the measured profile
+    capacity: float | None = None  # req/s of all engines; None: capacity_from
+    capacity_from: str = "measured"  # the reference stack's measured edge, or the profiles' estimate
+    capacity_steps: int = 3  # bisection steps of the measured edge after bracketing it
     profile: str | None = None  # a profile (path or bundled name) instead of measuring
     profile_repeats: int = 1
     plugin_scheduler: str | None = None  # None: stacks.plugin_scheduler()
@@ -48,6 +57,10 @@ class LiveConfig:
             raise ValueError(f"load: must be > 0 (a fraction of measured capacity), got {self.load!r}")
         if self.capacity is not None and not self.capacity > 0:
             raise ValueError(f"capacity: must be > 0 req/s, got {self.capacity!r}")
+        if self.capacity_from not in CAPACITY_FROM:
+            raise ValueError(f"capacity_from: must be one of {', '.join(CAPACITY_FROM)}, got {self.capacity_from!r}")
+        if not (isinstance(self.capacity_steps, int) and 0 <= self.capacity_steps <= 8):
+            raise ValueError(f"capacity_steps: must be an integer in [0, 8], got {self.capacity_steps!r}")
         bad = [s for s in self.settings if s not in SETTINGS]
         if bad or not self.settings:
             raise ValueError(f"settings: must be among {', '.join(SETTINGS)}, got {self.settings!r}")
@@ -189,6 +202,72 @@ def one_run(
     }
 
 
+def measure_capacity(probe, start: float, steps: int, log=print) -> tuple[float, list[dict]]:
+    """The highest rate (req/s) at which probe(rate) -> overall attainment stays at or above
+    CAPACITY_ATTAINMENT: from `start` (the profiles' estimate) up or down by factors of 1.5
+    until the edge is bracketed (at most 6 probes), then `steps` geometric bisections. Each
+    probe is one run: the edge is as noisy as one run's attainment (a few points)."""
+    from slocore.sim.matrix import CAPACITY_ATTAINMENT
+
+    probes = []
+
+    def ok(rate: float) -> bool:
+        att = probe(rate)
+        probes.append({"rate_req_s": rate, "attainment": att})
+        log(f"bench live: capacity probe at {rate:.2f} req/s: attainment {att if att is None else round(att, 3)}")
+        return att is not None and att >= CAPACITY_ATTAINMENT
+
+    lo = hi = None
+    rate = start
+    for _ in range(6):
+        if ok(rate):
+            lo = rate
+            if hi is not None:
+                break
+            rate *= 1.5
+        else:
+            hi = rate
+            if lo is not None:
+                break
+            rate /= 1.5
+    if lo is None:
+        raise RuntimeError(
+            f"capacity: {REFERENCE_STACK} met {CAPACITY_ATTAINMENT:.0%} of the SLOs at no probed rate down to "
+            f"{hi:.3g} req/s: the SLOs are out of these engines' reach (probes: {probes})"
+        )
+    if hi is None:
+        log(
+            f"bench live: capacity not bracketed: {REFERENCE_STACK} met the SLOs up to {lo:.3g} req/s, the highest "
+            "rate probed (too few requests to load the engines?): that rate is taken as the capacity"
+        )
+    else:
+        for _ in range(steps):
+            mid = (lo * hi) ** 0.5
+            if ok(mid):
+                lo = mid
+            else:
+                hi = mid
+    return lo, probes
+
+
+def engines_capacity(engines, profiles, trace, base, start, bs, cfg, out, extra_body, log) -> tuple[float, list[dict]]:
+    """measure_capacity of `trace` (workload `base`) on `engines` with the reference stack, one run per
+    probe, from the profiles' estimate `start`; probe prompts share nothing with the runs'."""
+    ref = _stacks.resolve(REFERENCE_STACK)
+    n = 0
+
+    def probe(rate: float) -> float | None:
+        nonlocal n
+        n += 1
+        w = _traces.at_rate(base, rate)
+        salt = 10**6 * (1 + cfg.seed) + n  # the runs use salts below 10**6 per seed
+        tag = f"capacity-{trace}-{n}"
+        r = one_run(ref, engines, profiles, w, _traces.prompts(w, salt=salt), out, tag, bs, cfg.timeout_s, extra_body)
+        return (r["attainment"] or {}).get("overall")
+
+    return measure_capacity(probe, start, cfg.capacity_steps, log)
+
+
 def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -207,7 +286,7 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
         bar = tqdm(total=total, unit="run", desc="bench live")
     results = {"settings": {}, "notes": notes, "plugin_scheduler": plugin, "stacks": [s.__dict__ for s in live]}
     classes = list(_traces.CLASSES)
-    k, profiles = 0, None
+    k, profiles, measured = 0, None, {}  # measured: per trace, (capacity, probes), first setting's engines
     for setting in cfg.settings:
         sched = plugin if setting == "plugin" else None
         log(f"bench live: starting {spec.kind} engines ({'slocore ' + plugin if sched else 'default scheduler'})")
@@ -220,7 +299,14 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
             res_s["profiles"], res_s["traces"] = profiles, {}
             for trace in cfg.traces:
                 base = _traces.make(trace, cfg.requests, cfg.seed)
-                cap = cfg.capacity or capacity(profiles, base)
+                cap, probes = cfg.capacity or capacity(profiles, base), []
+                if cfg.capacity is None and cfg.capacity_from == "measured":
+                    if trace not in measured:
+                        extra = VLLM_BODY if spec.kind == "vllm" else None
+                        measured[trace] = engines_capacity(
+                            engines, profiles, trace, base, cap, bs, cfg, out, extra, log
+                        )
+                    cap, probes = measured[trace]
                 w = _traces.at_rate(base, cfg.load * cap)
                 runs = []
                 for rep in range(cfg.repetitions):
@@ -247,6 +333,8 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
                             bar.update(1)
                 res_s["traces"][trace] = {
                     "capacity_req_s": cap,
+                    "capacity_from": "given" if cfg.capacity else cfg.capacity_from,
+                    "capacity_probes": probes,
                     "rate_req_s": cfg.load * cap,
                     "requests": len(w),
                     "runs": runs,
