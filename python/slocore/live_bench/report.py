@@ -96,8 +96,8 @@ def capacity_source(t: dict) -> str:
     from slocore.sim.matrix import CAPACITY_ATTAINMENT as EDGE
 
     probed = t.get("capacity_probes", [])
-    edge = "edge" if any((q["attainment"] or 0) < EDGE for q in probed) else "edge not reached: at least"
-    return f"measured: least_outstanding's {edge} {EDGE:.0%} attainment; probes, req/s: attainment: {probes}"
+    edge = "edge" if any((q["attainment"] or 0) < EDGE for q in probed) else "edge not reached (at least)"
+    return f"measured: least_outstanding's {edge} at {EDGE:.0%} attainment; probes, req/s: attainment: {probes}"
 
 
 def markdown(res: dict, classes: list[str], title: str = "") -> str:
