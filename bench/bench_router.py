@@ -6,6 +6,7 @@ through `slocore serve`, and through `vllm-router` (Rust, PyPI) when it is insta
     SLOCORE_VLLM_ROUTER=/path/to/vllm-router python -m pytest bench/bench_router.py -s
     SLOCORE_BENCH_BASE=/other/checkout/python ...   # also that checkout's router ("slocore-base")
     SLOCORE_BENCH_FLOOR=0 ...   # without "aiohttp-floor"
+    SLOCORE_BENCH_PROMPT=2000 ...   # a longer prompt (token ids; default 16)
 
 "aiohttp-floor" is the least an aiohttp proxy on uvloop can do (this file run as a script:
 read the body, POST it on a pooled connection, copy the engine's bytes back as they come, no
@@ -41,10 +42,11 @@ N_SEQ = int(os.environ.get("SLOCORE_BENCH_SEQ_N", "300"))
 THR_S = float(os.environ.get("SLOCORE_BENCH_THR_S", "4"))
 CONC = int(os.environ.get("SLOCORE_BENCH_CONC", "32"))
 ROUNDS = int(os.environ.get("SLOCORE_BENCH_ROUNDS", "3"))
+PROMPT = int(os.environ.get("SLOCORE_BENCH_PROMPT", "16"))  # prompt length in token ids
 PIDS: dict = {}  # target -> the process whose CPU time is its cost (the engine for "direct")
 BODY = {
     "model": "slocore-emulated",
-    "prompt": list(range(1, 17)),
+    "prompt": list(range(1, PROMPT + 1)),
     "max_tokens": 8,
     "ignore_eos": True,
     "stream": True,
@@ -226,7 +228,7 @@ def test_router_side_by_side(targets):
 
 def report(rounds, names):
     print(
-        f"\nrouter overhead: emulated engine --time-scale 0.01, streaming, 16-token prompt, 8 tokens; "
+        f"\nrouter overhead: emulated engine --time-scale 0.01, streaming, {PROMPT}-token prompt, 8 tokens; "
         f"{N_SEQ} sequential requests, then {CONC} clients x {THR_S:g} s; {len(rounds)} rounds"
     )
     print(
