@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import uuid
 from typing import Annotated, Optional
@@ -26,6 +25,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
 import slocore as _s
+from slocore.serve import fastjson
 from slocore.serve.openai import BadRequest, all_token_ids, error_body
 
 OTHER_CLASS = "other"
@@ -128,7 +128,7 @@ async def read_body(request: web.Request, lim: LimitsConfig) -> dict:
     if not _depth_ok(raw, lim.max_json_depth):
         raise BadRequest(f"body: JSON nested deeper than {lim.max_json_depth} levels")
     try:
-        body = json.loads(raw or b"", parse_constant=_reject_constant)
+        body = fastjson.loads_exact(raw or b"", parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         if isinstance(e, BadRequest):
             raise
