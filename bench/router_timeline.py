@@ -4,6 +4,7 @@ requests (the bench_router request: 16-token prompt, 8 tokens, emulated engine
 ``--time-scale 0.01``).
 
     python bench/router_timeline.py [-n 500]
+    python bench/router_timeline.py --calls   # instead: Python calls per request (cProfile)
 
 Steps (from the handler's start): ``body`` read and parsed; ``assigned`` (validation, SLO,
 policy submit + poll); ``send`` (the POST to the engine starts); ``engine_headers`` (the
@@ -33,8 +34,9 @@ sys.path.insert(0, str(HERE.parent / "python"))
 from bench_router import BODY, free_port, wait_http  # noqa: E402
 
 
-def patched_router(cfg_path: str, port: int) -> None:
-    """Run the router with timestamps around its steps; print the medians at exit."""
+def patched_router(cfg_path: str, port: int, calls: bool = False) -> None:
+    """Run the router with timestamps around its steps; print the medians at exit. `calls`:
+    count the Python calls per request under cProfile instead (timings then mean nothing)."""
     from aiohttp import web
 
     from slocore.serve import config as _config
@@ -106,6 +108,19 @@ def patched_router(cfg_path: str, port: int) -> None:
             c = sorted(x[1] for x in v)[len(v) // 2]
             print(f"{k:16s}{w:9.3f}{c:9.3f}", flush=True)
 
+    if calls:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+
+        def report():  # noqa: F811 - the call count replaces the timeline
+            prof.disable()
+            n = len(steps["end"])
+            total = sum(v[1] for v in pstats.Stats(prof).stats.values())
+            print(f"{total / max(n, 1):.0f} Python calls per request (cProfile, n={n})", flush=True)
+
+        prof.enable()
     atexit.register(report)
     cfg = _config.load(cfg_path)
     web.run_app(Router(cfg).app(), host="127.0.0.1", port=port, access_log=None, print=None, loop=new_event_loop())
@@ -124,10 +139,11 @@ async def sequential(url: str, n: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=500)
+    ap.add_argument("--calls", action="store_true", help="count Python calls per request instead")
     ap.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)  # internal: CONFIG PORT
     a = ap.parse_args()
     if a.serve:
-        patched_router(a.serve[0], int(a.serve[1]))
+        patched_router(a.serve[0], int(a.serve[1]), a.calls)
         return
     env = dict(
         os.environ,
@@ -143,9 +159,8 @@ def main() -> None:
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
             cfg = f.name
             f.write(f"backends:\n  - {{name: e0, url: '{eng}', profile: h100-llama2-7b}}\npolicy: least_outstanding\n")
-        router = subprocess.Popen(
-            [sys.executable, __file__, "--serve", f.name, str(rp)], env=env, stderr=subprocess.DEVNULL
-        )
+        cmd = [sys.executable, __file__, "--serve", cfg, str(rp), *(["--calls"] if a.calls else [])]
+        router = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL)
         procs.append(router)
         wait_http(f"http://127.0.0.1:{rp}/health", router)
         asyncio.run(sequential(f"http://127.0.0.1:{rp}", a.n))
