@@ -5,6 +5,12 @@ through `slocore serve`, and through `vllm-router` (Rust, PyPI) when it is insta
     python -m pytest bench/bench_router.py -s --benchmark-disable
     SLOCORE_VLLM_ROUTER=/path/to/vllm-router python -m pytest bench/bench_router.py -s
     SLOCORE_BENCH_BASE=/other/checkout/python ...   # also that checkout's router ("slocore-base")
+    SLOCORE_BENCH_FLOOR=0 ...   # without "aiohttp-floor"
+    SLOCORE_BENCH_PROMPT=2000 ...   # a longer prompt (token ids; default 16)
+
+"aiohttp-floor" is the least an aiohttp proxy on uvloop can do (this file run as a script:
+read the body, POST it on a pooled connection, copy the engine's bytes back as they come, no
+checks, no policy): the part of slocore's cost that is aiohttp's and the event loop's.
 
 Each target runs in its own subprocess on localhost; the engine is `slocore engine
 --time-scale 0.01` (an 8-token answer in ~1 ms). Per round and target: concurrency 1
@@ -36,10 +42,11 @@ N_SEQ = int(os.environ.get("SLOCORE_BENCH_SEQ_N", "300"))
 THR_S = float(os.environ.get("SLOCORE_BENCH_THR_S", "4"))
 CONC = int(os.environ.get("SLOCORE_BENCH_CONC", "32"))
 ROUNDS = int(os.environ.get("SLOCORE_BENCH_ROUNDS", "3"))
+PROMPT = int(os.environ.get("SLOCORE_BENCH_PROMPT", "16"))  # prompt length in token ids
 PIDS: dict = {}  # target -> the process whose CPU time is its cost (the engine for "direct")
 BODY = {
     "model": "slocore-emulated",
-    "prompt": list(range(1, 17)),
+    "prompt": list(range(1, PROMPT + 1)),
     "max_tokens": 8,
     "ignore_eos": True,
     "stream": True,
@@ -113,6 +120,12 @@ def targets(tmp_path_factory):
             procs.append(start(cmd, f"http://127.0.0.1:{bp}/health", dict(env, PYTHONPATH=base)))
             out["slocore-base"] = f"http://127.0.0.1:{bp}"
             PIDS["slocore-base"] = procs[-1].pid
+        if os.environ.get("SLOCORE_BENCH_FLOOR", "1") != "0":
+            fp = free_port()
+            cmd = [sys.executable, __file__, "--floor-proxy", str(fp), eng]
+            procs.append(start(cmd, f"http://127.0.0.1:{fp}/health", env))
+            out["aiohttp-floor"] = f"http://127.0.0.1:{fp}"
+            PIDS["aiohttp-floor"] = procs[-1].pid
         vb = vllm_router_bin()
         if vb:
             vp = free_port()
@@ -215,7 +228,7 @@ def test_router_side_by_side(targets):
 
 def report(rounds, names):
     print(
-        f"\nrouter overhead: emulated engine --time-scale 0.01, streaming, 16-token prompt, 8 tokens; "
+        f"\nrouter overhead: emulated engine --time-scale 0.01, streaming, {PROMPT}-token prompt, 8 tokens; "
         f"{N_SEQ} sequential requests, then {CONC} clients x {THR_S:g} s; {len(rounds)} rounds"
     )
     print(
@@ -251,3 +264,41 @@ def report(rounds, names):
         print("target p50 overhead vs vllm-router: not measured (vllm-router not installed)")
     print(f"target throughput >= 95% of direct: {s['rps'] / d['rps'] * 100:.0f}%: {s['rps'] >= 0.95 * d['rps']}")
     print(f"target p99 <= 1.2 x direct: {s['p99_c32'] / d['p99_c32']:.2f}x: {s['p99_c32'] <= 1.2 * d['p99_c32']}")
+
+
+def floor_proxy(port: int, engine: str) -> None:
+    """The bare aiohttp proxy ("aiohttp-floor"): no validation, SLO, policy or metrics."""
+    from aiohttp import web
+
+    from slocore.serve.eventloop import new_event_loop
+
+    async def proxy(request):
+        body = await request.read()
+        s = request.app["session"]
+        hdrs = {"Content-Type": "application/json"}
+        async with s.post(engine + request.path, data=body, headers=hdrs) as r:
+            resp = web.StreamResponse(status=r.status, headers={"Content-Type": r.content_type})
+            await resp.prepare(request)
+            while chunk := await r.content.readany():
+                await resp.write(chunk)
+            await resp.write_eof()
+            return resp
+
+    async def health(request):
+        return web.Response(text="ok")
+
+    async def session(app):
+        app["session"] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=3))
+        yield
+        await app["session"].close()
+
+    app = web.Application()
+    app.cleanup_ctx.append(session)
+    app.router.add_post("/v1/completions", proxy)
+    app.router.add_post("/v1/chat/completions", proxy)
+    app.router.add_get("/health", health)
+    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None, loop=new_event_loop())
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--floor-proxy"]:
+    floor_proxy(int(sys.argv[2]), sys.argv[3])

@@ -310,6 +310,65 @@ def test_hung_engine_times_out_with_clear_error():
     run(go())
 
 
+def test_silent_engine_times_out_on_the_first_token():
+    """An engine that answers 200 and then sends nothing: the first-token timeout ends it."""
+
+    async def health(request):
+        return web.Response(text="ok")
+
+    async def metrics(request):
+        return web.Response(text="")
+
+    async def completions(request):
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await asyncio.sleep(30)
+        return resp
+
+    async def go():
+        app = web.Application()
+        app.router.add_get("/health", health)
+        app.router.add_get("/metrics", metrics)
+        app.router.add_post("/v1/completions", completions)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        eng = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        d = {
+            "backends": [{"name": "e0", "url": eng}],
+            "retries": 0,
+            "timeouts": {"idle_s": 0.5, "first_token_s": 0.5},
+        }
+        try:
+            async with serving(d) as (router, url, s):
+                async with s.post(url + "/v1/completions", json={"prompt": "z", "max_tokens": 8, "stream": True}) as r:
+                    body = await r.json()
+                assert r.status == 504 and "no output for 0.5 s (first token)" in body["error"]["message"], body
+                assert not router.backends["e0"].inflight
+        finally:
+            await runner.cleanup()
+
+    run(go())
+
+
+def test_a_stream_longer_than_the_timeouts_is_not_cut():
+    """The watchdog (one timer per stream) re-arms while tokens keep coming: 40 tokens
+    ~0.1 s apart outlast first_token_s and idle_s twice over."""
+
+    async def go():
+        slow = dict(EMU, time_scale=10)
+        d = {"backends": [{"name": "e0", "emulated": slow}], "timeouts": {"idle_s": 2.0, "first_token_s": 2.0}}
+        async with serving(d) as (router, url, s):
+            req = {"prompt": "z", "max_tokens": 40, "ignore_eos": True, "stream": True}
+            async with s.post(url + "/v1/completions", json=req) as r:
+                ev = await sse_events(r)
+            assert ev[-1] == "[DONE]" and not any("error" in e for e in ev[:-1] if isinstance(e, dict)), ev[-3:]
+            assert sum(len(e["choices"]) for e in ev[:-1] if isinstance(e, dict)) == 40
+
+    run(go())
+
+
 def test_admin_endpoints_need_token():
     async def go():
         async with serving(two_engines()) as (router, url, s):

@@ -1,13 +1,16 @@
 """JSON on the router's data path: orjson when installed (the serve extra lists it), else the
 standard library. ``loads`` reads the engine's chunks (only to count tokens: the client gets
-the engine's own bytes) and falls back to ``json`` for whatever orjson refuses; a client's
-body is parsed by the standard library (``limits.read_body``: exact big integers, its error
-texts). ``dumps`` (the body sent to the engine) falls back for what orjson cannot encode
-(integers beyond 64 bits); both write the same values."""
+the engine's own bytes) and falls back to ``json`` for whatever orjson refuses. ``loads_exact``
+reads a client's body (``limits.read_body``): the standard library's values and errors, through
+orjson where that gives the same (no run of 19 or more digits, which could be an integer
+beyond 64 bits that orjson would turn into a float). ``dumps`` (the body sent to the engine)
+falls back for what orjson cannot encode (integers beyond 64 bits); both write the same
+values."""
 
 from __future__ import annotations
 
 import json
+import re
 
 try:
     import orjson as _orjson
@@ -22,6 +25,21 @@ def loads(data: bytes | str, **json_kwargs):
             return _orjson.loads(data)
         except _orjson.JSONDecodeError:
             pass  # json decides: same result or the same error as without orjson
+    return json.loads(data, **json_kwargs)
+
+
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
+def loads_exact(data: bytes, **json_kwargs):
+    """``json.loads(data, **json_kwargs)``, faster: orjson for a body without a run of 19+
+    digits (a prompt of 2,000 token ids: ~60 us against ~190 us), else, and for whatever
+    orjson refuses (NaN, lone surrogates, other encodings), the standard library."""
+    if _orjson is not None and not _LONG_DIGITS.search(data):
+        try:
+            return _orjson.loads(data)
+        except _orjson.JSONDecodeError:
+            pass
     return json.loads(data, **json_kwargs)
 
 

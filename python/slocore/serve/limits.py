@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import uuid
 from typing import Annotated, Optional
@@ -26,7 +25,8 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
 import slocore as _s
-from slocore.serve.openai import BadRequest, error_body
+from slocore.serve import fastjson
+from slocore.serve.openai import BadRequest, all_token_ids, error_body
 
 OTHER_CLASS = "other"
 ROUTER_OWNED = ("kv_transfer_params",)  # set by the router (P/D) only: a client's is dropped
@@ -128,7 +128,7 @@ async def read_body(request: web.Request, lim: LimitsConfig) -> dict:
     if not _depth_ok(raw, lim.max_json_depth):
         raise BadRequest(f"body: JSON nested deeper than {lim.max_json_depth} levels")
     try:
-        body = json.loads(raw or b"", parse_constant=_reject_constant)
+        body = fastjson.loads_exact(raw or b"", parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         if isinstance(e, BadRequest):
             raise
@@ -160,12 +160,12 @@ def check_fields(body: dict, chat: bool, lim: LimitsConfig) -> None:
     p = body.get("prompt")
     if isinstance(p, list) and len(p) == 1 and isinstance(p[0], list):
         p = p[0]
-    if isinstance(p, list) and p and all(isinstance(x, int) and not isinstance(x, bool) for x in p):
+    if isinstance(p, list) and p and all_token_ids(p):
         hi = lim.vocab_size
-        for x in p:
-            if x < 0 or (hi is not None and x >= hi):
-                bound = f"[0, {hi})" if hi is not None else ">= 0"
-                raise BadRequest(f"prompt: token id {x} out of range {bound}")
+        if min(p) < 0 or (hi is not None and max(p) >= hi):  # C loops; the first offender named
+            x = next(x for x in p if x < 0 or (hi is not None and x >= hi))
+            bound = f"[0, {hi})" if hi is not None else ">= 0"
+            raise BadRequest(f"prompt: token id {x} out of range {bound}")
 
 
 def strip_router_owned(body: dict) -> dict:

@@ -42,6 +42,13 @@ def _int_field(body: dict, key: str, default=None, lo: int = 0):
     return v
 
 
+def all_token_ids(p: list) -> bool:
+    """Every item of list `p` is an int (not a bool, not a float): one pass in C. A prompt can
+    hold thousands of ids; a generator of isinstance checks cost about 0.1 ms per thousand, and
+    the router checks a prompt in three places."""
+    return not p or set(map(type, p)) == {int}
+
+
 def prompt_tokens(body: dict, chat: bool) -> int:
     """Approximate prompt length in tokens (exact for token-id prompts)."""
     if chat:
@@ -66,7 +73,7 @@ def prompt_tokens(body: dict, chat: bool) -> int:
     p = body["prompt"]
     if isinstance(p, str):
         return max(1, _text_tokens(p))
-    if isinstance(p, list) and p and all(isinstance(x, int) and not isinstance(x, bool) for x in p):
+    if isinstance(p, list) and p and all_token_ids(p):
         return len(p)
     if isinstance(p, list) and len(p) == 1 and isinstance(p[0], (str, list)):
         return prompt_tokens({"prompt": p[0]}, False)

@@ -32,6 +32,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from slocore import _core as _s
+from slocore.serve.openai import all_token_ids
 
 log = logging.getLogger("slocore.serve.prefix")
 
@@ -106,7 +107,7 @@ def prompt_text(body: dict, chat: bool):
         p = p[0]
     if isinstance(p, str):
         return p
-    if isinstance(p, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in p):
+    if isinstance(p, list) and all_token_ids(p):
         return p
     return None
 

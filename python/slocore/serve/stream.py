@@ -129,10 +129,22 @@ async def relay(
     chunks, not per chunk."""
     loop = asyncio.get_running_loop()
     fired = []
+    last = loop.time()  # when the current read began (None: not reading, e.g. writing to the client)
 
-    def expire(wait=0.0, first=True):
+    def watch():
+        """One watchdog per request, not a timer per read: it ends the stream once the
+        current read has waited past the first-token or between-token timeout, else re-arms."""
+        nonlocal dog
+        first = st.generated == 0
+        wait = t.first_token_s if first else t.idle_s
+        left = wait if last is None else last + wait - loop.time()
+        if left > 0:
+            dog = loop.call_later(left, watch)
+            return
         fired.append((wait, first))
         r.close()  # the pending read fails; reported as a timeout below
+
+    dog = loop.call_later(t.first_token_s, watch)
 
     tail = b""  # an incomplete line carried to the next read
     done = False
@@ -142,83 +154,80 @@ async def relay(
     # usage chunk, [DONE] or a failure, and take its fingerprint (serve.stream.fingerprinted).
     fix_fp = ctx.client_stream and not ctx.want_usage
     held: list[list] = []  # [event bytes, is a finishing chunk]
-    while not done:
-        # A watchdog timer armed per read: cheaper than a wait_for task per token.
-        if st.generated == 0:
-            dog = loop.call_later(t.first_token_s, expire, t.first_token_s, True)
-        else:
-            dog = loop.call_later(t.idle_s, expire, t.idle_s, False)
-        try:
-            chunk = await r.content.readany()
-        except (aiohttp.ClientError, ConnectionError):
-            if not fired:
-                raise
-            chunk = b""
-        finally:
-            dog.cancel()
-        if fired:
-            wait, first = fired[0]
-            raise BackendError(
-                backend, "timeout", f"no output for {wait:g} s ({'first token' if first else 'between tokens'})", 504
-            )
-        if not chunk:
-            if held:  # what came before the failure still reaches the client
-                await ctx.write(b"".join(h[0] for h in held))
-            raise BackendError(backend, "connection", "stream ended without [DONE]")
-        buf = tail + chunk if tail else chunk
-        end = buf.rfind(b"\n")
-        if end < 0:
-            tail = buf
-            if len(tail) > MAX_SSE_LINE:
-                raise BackendError(backend, "protocol", f"SSE line longer than {MAX_SSE_LINE} bytes")
-            continue
-        tail = buf[end + 1 :]
-        out: list[bytes] = []
-        err = None
-        tnow = now()
-        for line in buf[:end].split(b"\n"):
-            if not line.startswith(b"data:"):
-                continue
-            data = line[5:].strip()
-            if data == b"[DONE]":
-                done = True
-                break
+    try:
+        while not done:
+            last = loop.time()
             try:
-                obj = fastjson.loads(data)
-            except ValueError:
-                obj = None
-            if not isinstance(obj, dict):
-                err = BackendError(backend, "protocol", f"bad SSE data {data[:100]!r}")
-                break
-            if "error" in obj and not obj.get("choices"):
-                err = BackendError(backend, "engine_error", f"engine error: {obj['error']}")
-                break
-            _tokens(ctx, st, att, backend, policy, ctx.absorb(obj), tnow, skip_first)
-            choices = obj.get("choices")
-            if ctx.client_stream and (choices or ctx.want_usage or not obj.get("usage")):
-                ev = line + b"\n\n"  # the engine's own line, as one SSE event
-                if fix_fp:
-                    fin = isinstance(choices, list) and any(
-                        isinstance(c, dict) and c.get("finish_reason") for c in choices
-                    )
-                    if held or fin:
-                        held.append([ev, fin])
-                        continue
-                out.append(ev)
-            elif held and obj.get("system_fingerprint") is not None:
-                for h in held:
-                    if h[1]:
-                        h[0] = fingerprinted(h[0], obj["system_fingerprint"])
-        if held and (done or err is not None):
-            out += [h[0] for h in held]
-            held.clear()
-        if done and ctx.client_stream:  # the last events, [DONE] and the end in one write
-            out.append(b"data: [DONE]\n\n")
-            await ctx.write(b"".join(out), last=True)
-        elif out:  # what came before a failure still reaches the client, as it would one by one
-            await ctx.write(b"".join(out))
-        if err is not None:
-            raise err
+                chunk = await r.content.readany()
+            except (aiohttp.ClientError, ConnectionError):
+                if not fired:
+                    raise
+                chunk = b""
+            last = None
+            if fired:
+                wait, first = fired[0]
+                which = "first token" if first else "between tokens"
+                raise BackendError(backend, "timeout", f"no output for {wait:g} s ({which})", 504)
+            if not chunk:
+                if held:  # what came before the failure still reaches the client
+                    await ctx.write(b"".join(h[0] for h in held))
+                raise BackendError(backend, "connection", "stream ended without [DONE]")
+            buf = tail + chunk if tail else chunk
+            end = buf.rfind(b"\n")
+            if end < 0:
+                tail = buf
+                if len(tail) > MAX_SSE_LINE:
+                    raise BackendError(backend, "protocol", f"SSE line longer than {MAX_SSE_LINE} bytes")
+                continue
+            tail = buf[end + 1 :]
+            out: list[bytes] = []
+            err = None
+            tnow = now()
+            for line in buf[:end].split(b"\n"):
+                if not line.startswith(b"data:"):
+                    continue
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    done = True
+                    break
+                try:
+                    obj = fastjson.loads(data)
+                except ValueError:
+                    obj = None
+                if not isinstance(obj, dict):
+                    err = BackendError(backend, "protocol", f"bad SSE data {data[:100]!r}")
+                    break
+                if "error" in obj and not obj.get("choices"):
+                    err = BackendError(backend, "engine_error", f"engine error: {obj['error']}")
+                    break
+                _tokens(ctx, st, att, backend, policy, ctx.absorb(obj), tnow, skip_first)
+                choices = obj.get("choices")
+                if ctx.client_stream and (choices or ctx.want_usage or not obj.get("usage")):
+                    ev = line + b"\n\n"  # the engine's own line, as one SSE event
+                    if fix_fp:
+                        fin = isinstance(choices, list) and any(
+                            isinstance(c, dict) and c.get("finish_reason") for c in choices
+                        )
+                        if held or fin:
+                            held.append([ev, fin])
+                            continue
+                    out.append(ev)
+                elif held and obj.get("system_fingerprint") is not None:
+                    for h in held:
+                        if h[1]:
+                            h[0] = fingerprinted(h[0], obj["system_fingerprint"])
+            if held and (done or err is not None):
+                out += [h[0] for h in held]
+                held.clear()
+            if done and ctx.client_stream:  # the last events, [DONE] and the end in one write
+                out.append(b"data: [DONE]\n\n")
+                await ctx.write(b"".join(out), last=True)
+            elif out:  # what came before a failure still reaches the client, as it would one by one
+                await ctx.write(b"".join(out))
+            if err is not None:
+                raise err
+    finally:
+        dog.cancel()
 
 
 def fingerprinted(ev: bytes, fp) -> bytes:
