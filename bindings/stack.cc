@@ -37,6 +37,7 @@ void init_stack(py::module_& m) {
       .def_readonly("slack", &SloPrediction::slack)
       .def_readonly("finish", &SloPrediction::finish)
       .def_readonly("cached", &SloPrediction::cached)
+      .def_readonly("saved", &SloPrediction::saved)
       .def_readonly("outstanding", &SloPrediction::outstanding);
   m.def(
       "slo_predict_rescan",

@@ -47,7 +47,7 @@ def _iterate(v, draw):
     v.epoch = next(EPOCHS)
 
 
-FIELDS = ("ttft", "tpot", "loss", "slack", "finish", "cached", "outstanding")
+FIELDS = ("ttft", "tpot", "loss", "slack", "finish", "cached", "saved", "outstanding")
 DEADLINES = [0.2, 0.5, 1.0, 3.0, math.inf]
 
 

@@ -1219,6 +1219,9 @@ class SloPrediction:
     def outstanding(self) -> int:
         ...
     @property
+    def saved(self) -> float:
+        ...
+    @property
     def slack(self) -> float:
         ...
     @property

@@ -68,6 +68,7 @@ SloPrediction predict_slo(const SloPredictParams& p, const InstanceView& v, cons
   };
   SloPrediction out;
   out.cached = cached;
+  out.saved = m.prefill_cost(r.prompt_len, 0) - mine.cost;
   out.outstanding = int64_t(v.num_requests() + extra.size());
   double cost = 0.0;
   Tokens tokens = 0;
@@ -230,6 +231,7 @@ SloPrediction PendingQueue::predict(const InstanceView& v, const Request& r, Tok
   };
   SloPrediction out;
   out.cached = cached;
+  out.saved = m.prefill_cost(r.prompt_len, 0) - mine.cost;
   out.outstanding = int64_t(v.num_requests() + extras_);
   double cost = pos ? cost_[pos - 1] : 0.0;
   Tokens tokens = pos ? tokens_[pos - 1] : 0;
@@ -272,7 +274,9 @@ int choose_placement(const std::vector<SloPrediction>& preds, Time now, double m
     const SloPrediction& c = preds[i];
     if (c.loss != b.loss || c.finish > bound || (b.slack >= 0 && !(c.slack >= 0))) continue;
     const SloPrediction& cur = preds[size_t(pick)];
-    if (c.outstanding < cur.outstanding || (c.outstanding == cur.outstanding && better_placement(c, cur)))
+    if (c.saved != cur.saved
+            ? c.saved > cur.saved
+            : c.outstanding < cur.outstanding || (c.outstanding == cur.outstanding && better_placement(c, cur)))
       pick = int(i);
   }
   return pick;

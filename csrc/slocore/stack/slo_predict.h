@@ -17,7 +17,11 @@
 // tokens r's placement would make late (r's own included): the predicted attainment loss.
 // It picks the instance with the least loss, then the most normalised slack
 // min((TTFT_slo - TTFT)/TTFT_slo, (TPOT_slo - TPOT)/TPOT_slo), then the earliest predicted
-// first token, then the longest cached prefix, then the first in view order. No per-poll
+// first token, then the longest cached prefix, then the first in view order. Candidates whose
+// predicted first token is within `margin` of that best one (same loss, on time when it is)
+// count as equal: among them the one whose cached prefix saves the most predicted prefill
+// time wins (prefill no engine has to run: capacity for every later request, which r's own
+// prediction does not count), then the fewest outstanding requests. No per-poll
 // token cap (the HFX Alg. 1 budget generalised to a prediction): every request is placed
 // at once, so the engine scheduler sees and can reorder all of them. Requests with neither
 // a TTFT nor a TPOT target get both from the HFX Alg. 2 priority mapper (HFX Sec. 5.2).
@@ -48,7 +52,8 @@ struct SloPredictParams {
             kQueueOrders);
     v.field("map_priority", map_priority, "requests without TTFT and TPOT targets get them from HFX Alg. 2");
     v.field("margin", margin,
-            "predicted first tokens within this relative margin of the best are equal; fewest outstanding wins",
+            "predicted first tokens within this relative margin of the best are equal: the most prefill time saved by "
+            "the cached prefix wins, then the fewest outstanding",
             Range::at_least(0));
     mapper.visit(v);
   }
@@ -72,6 +77,7 @@ struct SloPrediction {
   double slack = 0.0;       // min of the normalised TTFT and TPOT slack (+inf: no target)
   double finish = 0.0;      // predicted absolute time of r's first token
   Tokens cached = 0;        // r's prompt tokens cached on the instance
+  double saved = 0.0;       // predicted prefill time the cached prefix saves: cost(prompt) - cost(uncached part), s
   int64_t outstanding = 0;  // requests on the instance (running, waiting, placed this poll)
 };
 
