@@ -13,3 +13,4 @@ void init_hfx(py::module_& m);
 void init_slice(py::module_& m);
 void init_proserve(py::module_& m);
 void init_sibyl(py::module_& m);
+void init_stack(py::module_& m);  // the slocore stack (csrc/slocore/stack)

@@ -21,4 +21,5 @@ PYBIND11_MODULE(_core, m) {
   init_slice(m);
   init_proserve(m);
   init_sibyl(m);
+  init_stack(m);
 }

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import slocore as s
 from simkit import config, profile, requests
 from slocore import _core
+from slocore.reference import prefix as pref
 from slocore.reference import slo_predict as ref
 from slocore.sim import preset, presets, simulate, stacks, workloads
 from test_batch_baselines import views
@@ -185,3 +186,26 @@ def test_slocore_presets_finish_runs(mode):
         kw = stacks.scaling_kwargs(preset(name, mode=mode), 2)
         res = simulate(wl, seed=1, profile="ascend910b-qwen7b", **cluster, **kw)
         assert res.summary["finished"] == len(wl), name
+
+
+def test_within_the_margin_the_cached_prefix_saving_wins_before_fewest_outstanding():
+    # Instance 0 holds 3 decodes and the first block (16 tokens) of r's prompt; instance 1 is
+    # empty, holds nothing and is predicted the earlier first token. Both are within the 20%
+    # margin: the prefill time the cache saves on 0 wins over 1's fewer outstanding requests.
+    segs = [(7, 16), (8, 1984)]
+    r = s.Request(9, 0.0, 2000, output_len=10, ttft=5.0, tpot=math.inf, prefix=segs)
+    decs = [s.RequestState(req(k, 50), 50, 1) for k in range(3)]
+    v0, v1 = inst(0, running=decs), inst(1)
+    idx = _core.ApproxPrefixIndex(1024)
+    idx.record(pref.prompt_block_hashes(2000, segs, v0.block_size)[:1])
+    v0.prefix_index = idx
+    p0, p1 = ref.predict(v0, r, 16, 0.0), ref.predict(v1, r, 0, 0.0)
+    assert p1.saved == 0.0 < p0.saved and p0.outstanding > p1.outstanding
+    assert p1.finish < p0.finish <= p1.finish * 1.2 and p0.loss == p1.loss == 0
+    assert ref.better(p1, p0)  # without the margin 1 would win
+    assert route(_core.make_global_policy("slo_predict"), r, [v0, v1]) == 0
+    rr = ref.SloPredict()
+    rr.new_poll()
+    assert rr.choose(r, 0.0, [v0, v1]) == 0
+    plain = s.Request(10, 0.0, 2000, output_len=10, ttft=5.0, tpot=math.inf)
+    assert route(_core.make_global_policy("slo_predict"), plain, [inst(0, running=decs), inst(1)]) == 1

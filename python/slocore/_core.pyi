@@ -396,6 +396,12 @@ class InstanceView:
     def busy_until(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
+    def epoch(self) -> int:
+        ...
+    @epoch.setter
+    def epoch(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
     def id(self) -> int:
         ...
     @id.setter
@@ -1199,6 +1205,41 @@ class SibylProjectedLoad:
     @property
     def estimator(self) -> SurvivalEstimator:
         ...
+class SloPrediction:
+    @property
+    def cached(self) -> int:
+        ...
+    @property
+    def finish(self) -> float:
+        ...
+    @property
+    def loss(self) -> int:
+        ...
+    @property
+    def outstanding(self) -> int:
+        ...
+    @property
+    def saved(self) -> float:
+        ...
+    @property
+    def slack(self) -> float:
+        ...
+    @property
+    def tpot(self) -> float:
+        ...
+    @property
+    def ttft(self) -> float:
+        ...
+class SloPendingQueue:
+    """
+    slo_predict's per-instance queue kept while the view's epoch holds
+    """
+    def __init__(self) -> None:
+        ...
+    def predict(self, view: InstanceView, request: Request, cached: typing.SupportsInt | typing.SupportsIndex, now: typing.SupportsFloat | typing.SupportsIndex) -> SloPrediction:
+        ...
+    def sync(self, fifo: bool, view: InstanceView, extra: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]], poll: typing.SupportsInt | typing.SupportsIndex) -> bool:
+        ...
 def batch_scheduler_names() -> list[str]:
     ...
 def expected_handoff(view: InstanceView, request: Request, now: typing.SupportsFloat | typing.SupportsIndex) -> float:
@@ -1310,6 +1351,10 @@ def slice_utility_rate(utility: typing.SupportsFloat | typing.SupportsIndex, tpo
 def slide_max_chunk(model: LatencyModel, state: RequestState, time_left: typing.SupportsFloat | typing.SupportsIndex) -> int:
     """
     SlideBatching GETMAXCHUNK: the largest prefill chunk whose estimated time fits time_left
+    """
+def slo_predict_rescan(fifo: bool, view: InstanceView, request: Request, cached: typing.SupportsInt | typing.SupportsIndex, now: typing.SupportsFloat | typing.SupportsIndex, extra: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]]) -> SloPrediction:
+    """
+    slo_predict's prediction for request on view, rebuilt from the view (extra: this poll's placements as (deadline, tokens, cost, context))
     """
 def summarize(recorder: Recorder, options: MetricsOptions = ...) -> dict:
     """

@@ -11,7 +11,8 @@ std::vector<RegistryEntry<GlobalPolicy>> stack_global_policies() {
       registered<GlobalPolicy, stack::SloPredictPolicy>(
           "slo_predict",
           "slocore: per-instance TTFT/TPOT prediction (queue, decodes, hardware, cached prefix); least predicted "
-          "SLO loss, then most slack; predictions within the error margin tie, fewest outstanding wins",
+          "SLO loss, then most slack; predictions within the error margin tie: most prefill time saved by the cached "
+          "prefix, then fewest outstanding",
           stack::SloPredictParams{}),
   };
 }

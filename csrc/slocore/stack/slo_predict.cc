@@ -68,6 +68,7 @@ SloPrediction predict_slo(const SloPredictParams& p, const InstanceView& v, cons
   };
   SloPrediction out;
   out.cached = cached;
+  out.saved = m.prefill_cost(r.prompt_len, 0) - mine.cost;
   out.outstanding = int64_t(v.num_requests() + extra.size());
   double cost = 0.0;
   Tokens tokens = 0;
@@ -94,6 +95,166 @@ SloPrediction predict_slo(const SloPredictParams& p, const InstanceView& v, cons
   return out;
 }
 
+namespace {
+bool entry_before(Time d, uint64_t seq, Time ed, uint64_t eseq) { return d < ed || (d == ed && seq < eseq); }
+}  // namespace
+
+bool PendingQueue::add(const PendingPrefill& x) {
+  if (std::isnan(x.deadline)) return false;
+  auto at = q_.end();
+  if (order_ == QueueOrder::Deadline)  // after equal deadlines: every entry here is earlier in queue order
+    at = std::upper_bound(q_.begin(), q_.end(), x.deadline, [](Time d, const Entry& e) { return d < e.p.deadline; });
+  valid_ = std::min(valid_, size_t(at - q_.begin()));
+  q_.insert(at, Entry{x, next_seq_++});
+  return true;
+}
+
+void PendingQueue::drop_extras() {
+  if (extras_ > 0) {
+    size_t from = q_.size() - extras_;  // fifo: the placements are the tail
+    if (order_ == QueueOrder::Deadline)
+      for (const std::pair<Time, uint64_t>& key : extra_keys_) {  // the first placement in the sorted queue
+        auto at = std::lower_bound(q_.begin(), q_.end(), key, [](const Entry& e, const std::pair<Time, uint64_t>& k) {
+          return entry_before(e.p.deadline, e.seq, k.first, k.second);
+        });
+        from = std::min(from, size_t(at - q_.begin()));
+      }
+    valid_ = std::min(valid_, from);
+    q_.erase(std::remove_if(q_.begin() + ptrdiff_t(from), q_.end(),
+                            [&](const Entry& e) { return e.seq >= first_extra_seq_; }),
+             q_.end());
+  }
+  extras_ = 0;
+  extra_keys_.clear();
+  first_extra_seq_ = next_seq_;
+  tpot_ = tpot_base_;
+}
+
+void PendingQueue::rebuild(const SloPredictParams& p, const InstanceView& v, const std::vector<PendingPrefill>& extra) {
+  const LatencyModel& m = v.model;
+  order_ = p.order;
+  prefill_only_ = v.role == Role::Prefill;
+  epoch_ = v.epoch;
+  coeffs_ = m.coeffs();
+  beta_ = m.correction();
+  q_.clear();
+  extra_keys_.clear();
+  valid_ = 0;
+  next_seq_ = 0;
+  per_iter_ = m.overhead();  // as predict_slo: per_iter and tpot add the same decodes in the same order
+  for (const RequestState& s : v.running) {
+    if (s.in_prefill())
+      q_.push_back({pending_of(m, s), next_seq_++});
+    else if (!prefill_only_)
+      per_iter_ += m.decode_cost(s.context_len());
+  }
+  for (const RequestState& s : v.waiting) q_.push_back({pending_of(m, s), next_seq_++});
+  waiting_ = v.waiting.size();
+  tpot_base_ = per_iter_;
+  if (!prefill_only_)
+    for (const Entry& e : q_) tpot_base_ += m.decode_cost(e.p.context);
+  first_extra_seq_ = next_seq_;
+  for (const PendingPrefill& x : extra) {
+    extra_keys_.push_back({x.deadline, next_seq_});
+    q_.push_back({x, next_seq_++});
+  }
+  extras_ = extra.size();
+  tpot_ = tpot_base_;
+  if (!prefill_only_)
+    for (const PendingPrefill& x : extra) tpot_ += m.decode_cost(x.context);
+  for (const Entry& e : q_)
+    if (std::isnan(e.p.deadline)) epoch_ = 0;
+  if (order_ == QueueOrder::Deadline && epoch_ != 0 &&
+      !std::is_sorted(q_.begin(), q_.end(), [](const Entry& a, const Entry& b) { return a.p.deadline < b.p.deadline; }))
+    std::stable_sort(q_.begin(), q_.end(), [](const Entry& a, const Entry& b) { return a.p.deadline < b.p.deadline; });
+}
+
+bool PendingQueue::sync(const SloPredictParams& p, const InstanceView& v, const std::vector<PendingPrefill>& extra,
+                        uint64_t poll) {
+  if (v.epoch == 0) return false;
+  const LatencyCoeffs& c = v.model.coeffs();
+  const bool same_model = v.model.correction() == beta_ && c.t_c == coeffs_.t_c && c.a_p == coeffs_.a_p &&
+                          c.b_p == coeffs_.b_p && c.c_p == coeffs_.c_p && c.a_d == coeffs_.a_d && c.b_d == coeffs_.b_d;
+  if (v.epoch != epoch_ || p.order != order_ || (v.role == Role::Prefill) != prefill_only_ || !same_model ||
+      v.waiting.size() < waiting_) {
+    rebuild(p, v, extra);
+    poll_ = poll;
+    return epoch_ != 0;
+  }
+  const LatencyModel& m = v.model;
+  if (poll != poll_ || v.waiting.size() > waiting_ || extra.size() < extras_) drop_extras();
+  poll_ = poll;
+  for (size_t i = waiting_; i < v.waiting.size(); ++i) {  // appended: after every waiting request
+    const PendingPrefill x = pending_of(m, v.waiting[i]);
+    if (!add(x)) return (epoch_ = 0) != 0;
+    if (!prefill_only_) tpot_base_ += m.decode_cost(x.context);
+  }
+  if (waiting_ != v.waiting.size()) {
+    waiting_ = v.waiting.size();
+    first_extra_seq_ = next_seq_;
+    tpot_ = tpot_base_;
+  }
+  for (size_t i = extras_; i < extra.size(); ++i) {  // this poll's placements: after the waiting ones
+    extra_keys_.push_back({extra[i].deadline, next_seq_});
+    if (!add(extra[i])) return (epoch_ = 0) != 0;
+    if (!prefill_only_) tpot_ += m.decode_cost(extra[i].context);
+  }
+  extras_ = extra.size();
+  return true;
+}
+
+void PendingQueue::fold_to(size_t n) {
+  if (cost_.size() < q_.size()) cost_.resize(q_.size()), tokens_.resize(q_.size());
+  for (size_t i = valid_; i < n; ++i) {
+    cost_[i] = (i ? cost_[i - 1] : 0.0) + q_[i].p.cost;
+    tokens_[i] = (i ? tokens_[i - 1] : 0) + q_[i].p.tokens;
+  }
+  valid_ = std::max(valid_, n);
+}
+
+SloPrediction PendingQueue::predict(const InstanceView& v, const Request& r, Tokens cached, Time now) {
+  const LatencyModel& m = v.model;
+  const Tokens own = std::max<Tokens>(1, r.prompt_len - cached);
+  const PendingPrefill mine{due(r, 1), own, m.prefill_cost(own, cached), r.prompt_len};
+  const double tpot = prefill_only_ ? 0.0 : tpot_ + m.decode_cost(mine.context);
+  size_t pos = q_.size();
+  if (order_ == QueueOrder::Deadline)
+    pos = size_t(
+        std::upper_bound(q_.begin(), q_.end(), mine.deadline, [](Time d, const Entry& x) { return d < x.p.deadline; }) -
+        q_.begin());
+  fold_to(pos);
+  const Tokens budget = std::max<Tokens>(1, v.max_batch_tokens);
+  const double start = std::max(0.0, v.busy_until - now);
+  const double per_iter = per_iter_;
+  auto finish = [&](double cost, Tokens tokens) {
+    return now + (start + cost + double((tokens + budget - 1) / budget) * per_iter);
+  };
+  SloPrediction out;
+  out.cached = cached;
+  out.saved = m.prefill_cost(r.prompt_len, 0) - mine.cost;
+  out.outstanding = int64_t(v.num_requests() + extras_);
+  double cost = pos ? cost_[pos - 1] : 0.0;
+  Tokens tokens = pos ? tokens_[pos - 1] : 0;
+  out.finish = finish(cost + mine.cost, tokens + mine.tokens);
+  if (out.finish > mine.deadline) out.loss += 1;
+  // Behind r: on time without r, late with it? An entry due at +inf is never late (nor any after it).
+  for (size_t i = pos; i < q_.size() && q_[i].p.deadline < kNever; ++i) {
+    fold_to(i + 1);
+    cost = cost_[i];
+    tokens = tokens_[i];
+    const bool late_without = finish(cost, tokens) > q_[i].p.deadline;
+    const bool late_with = finish(cost + mine.cost, tokens + mine.tokens) > q_[i].p.deadline;
+    if (late_with && !late_without) out.loss += 1;
+  }
+  out.ttft = out.finish - r.arrival;
+  out.tpot = tpot;
+  const double ts = std::isfinite(r.slo.ttft) && r.slo.ttft > 0 ? (mine.deadline - out.finish) / r.slo.ttft : kNever;
+  const double tp =
+      !prefill_only_ && std::isfinite(r.slo.tpot) && r.slo.tpot > 0 ? (r.slo.tpot - out.tpot) / r.slo.tpot : kNever;
+  out.slack = std::min(ts, tp);
+  return out;
+}
+
 bool better_placement(const SloPrediction& a, const SloPrediction& b) {
   if (a.loss != b.loss) return a.loss < b.loss;
   if (a.slack != b.slack) return a.slack > b.slack;
@@ -113,7 +274,9 @@ int choose_placement(const std::vector<SloPrediction>& preds, Time now, double m
     const SloPrediction& c = preds[i];
     if (c.loss != b.loss || c.finish > bound || (b.slack >= 0 && !(c.slack >= 0))) continue;
     const SloPrediction& cur = preds[size_t(pick)];
-    if (c.outstanding < cur.outstanding || (c.outstanding == cur.outstanding && better_placement(c, cur)))
+    if (c.saved != cur.saved
+            ? c.saved > cur.saved
+            : c.outstanding < cur.outstanding || (c.outstanding == cur.outstanding && better_placement(c, cur)))
       pick = int(i);
   }
   return pick;
@@ -140,6 +303,7 @@ Slo SloPredictPolicy::planning_slo(const Request& r) const {
 
 std::vector<Assignment> SloPredictPolicy::poll(Time now, const std::vector<InstanceView>& views) {
   placed_.clear();
+  ++poll_;
   return PushPolicy::poll(now, views);
 }
 
@@ -155,7 +319,10 @@ int SloPredictPolicy::choose(const Request& r, Time now, const std::vector<Insta
     if (!v.accepting) continue;
     const Tokens cached = r.prefix.empty() ? 0 : v.cached_prefix_tokens(chains.get(v.block_size));
     auto it = placed_.find(v.id);
-    preds.push_back(predict_slo(p_, v, planned, cached, now, it == placed_.end() ? kNone : it->second));
+    const std::vector<PendingPrefill>& extra = it == placed_.end() ? kNone : it->second;
+    PendingQueue& q = queues_[v.id];
+    preds.push_back(q.sync(p_, v, extra, poll_) ? q.predict(v, planned, cached, now)
+                                                : predict_slo(p_, v, planned, cached, now, extra));
     index.push_back(int(i));
   }
   const int k = choose_placement(preds, now, p_.margin);

@@ -17,7 +17,11 @@
 // tokens r's placement would make late (r's own included): the predicted attainment loss.
 // It picks the instance with the least loss, then the most normalised slack
 // min((TTFT_slo - TTFT)/TTFT_slo, (TPOT_slo - TPOT)/TPOT_slo), then the earliest predicted
-// first token, then the longest cached prefix, then the first in view order. No per-poll
+// first token, then the longest cached prefix, then the first in view order. Candidates whose
+// predicted first token is within `margin` of that best one (same loss, on time when it is)
+// count as equal: among them the one whose cached prefix saves the most predicted prefill
+// time wins (prefill no engine has to run: capacity for every later request, which r's own
+// prediction does not count), then the fewest outstanding requests. No per-poll
 // token cap (the HFX Alg. 1 budget generalised to a prediction): every request is placed
 // at once, so the engine scheduler sees and can reorder all of them. Requests with neither
 // a TTFT nor a TPOT target get both from the HFX Alg. 2 priority mapper (HFX Sec. 5.2).
@@ -25,6 +29,7 @@
 #pragma once
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "slocore/hfx/priority_mapper.h"
@@ -47,7 +52,8 @@ struct SloPredictParams {
             kQueueOrders);
     v.field("map_priority", map_priority, "requests without TTFT and TPOT targets get them from HFX Alg. 2");
     v.field("margin", margin,
-            "predicted first tokens within this relative margin of the best are equal; fewest outstanding wins",
+            "predicted first tokens within this relative margin of the best are equal: the most prefill time saved by "
+            "the cached prefix wins, then the fewest outstanding",
             Range::at_least(0));
     mapper.visit(v);
   }
@@ -71,12 +77,48 @@ struct SloPrediction {
   double slack = 0.0;       // min of the normalised TTFT and TPOT slack (+inf: no target)
   double finish = 0.0;      // predicted absolute time of r's first token
   Tokens cached = 0;        // r's prompt tokens cached on the instance
+  double saved = 0.0;       // predicted prefill time the cached prefix saves: cost(prompt) - cost(uncached part), s
   int64_t outstanding = 0;  // requests on the instance (running, waiting, placed this poll)
 };
 
 // `extra`: prefills this poll already placed on v (the views lag behind the placements).
 SloPrediction predict_slo(const SloPredictParams& p, const InstanceView& v, const Request& r, Tokens cached, Time now,
                           const std::vector<PendingPrefill>& extra);
+// predict_slo's queue of one instance, kept between decisions while the view's epoch holds
+// (InstanceView::epoch): the pending prefills sorted as predict_slo sorts them (deadline,
+// ties in queue order: running, waiting, this poll's placements), with the running folds of
+// their costs and tokens, and the decode sums. Appends to `waiting` and this poll's
+// placements are inserted; anything else rebuilds it. predict() sums in predict_slo's order,
+// so its result is bit-identical; it reads only the entries behind r's position.
+class PendingQueue {
+ public:
+  // Brings the memo up to v (+ `extra`, the placements of poll number `poll`); false when v
+  // is not tracked (epoch 0) or a deadline is NaN: use predict_slo.
+  bool sync(const SloPredictParams& p, const InstanceView& v, const std::vector<PendingPrefill>& extra, uint64_t poll);
+  SloPrediction predict(const InstanceView& v, const Request& r, Tokens cached, Time now);
+
+ private:
+  struct Entry {
+    PendingPrefill p;
+    uint64_t seq;  // queue order
+  };
+  void rebuild(const SloPredictParams& p, const InstanceView& v, const std::vector<PendingPrefill>& extra);
+  bool add(const PendingPrefill& x);  // false: NaN deadline
+  void drop_extras();
+  void fold_to(size_t n);  // cost_/tokens_ valid for the first n entries
+  QueueOrder order_ = QueueOrder::Deadline;
+  bool prefill_only_ = false;
+  uint64_t epoch_ = 0, poll_ = 0, next_seq_ = 0, first_extra_seq_ = 0;
+  LatencyCoeffs coeffs_;
+  double beta_ = 0.0;
+  size_t waiting_ = 0, extras_ = 0, valid_ = 0, base_requests_ = 0;
+  double per_iter_ = 0.0, tpot_base_ = 0.0, tpot_ = 0.0;  // tpot_: tpot_base_ + this poll's placements
+  std::vector<Entry> q_;
+  std::vector<std::pair<Time, uint64_t>> extra_keys_;  // (deadline, seq) of this poll's placements
+  std::vector<double> cost_;
+  std::vector<Tokens> tokens_;
+};
+
 // True when a is the better placement (the lexicographic order above; ties keep the earlier).
 bool better_placement(const SloPrediction& a, const SloPrediction& b);
 // Index of the chosen prediction (see above), -1 when `preds` is empty.
@@ -109,6 +151,8 @@ class SloPredictPolicy : public PushPolicy {
   SloPredictParams p_;
   hfx::PriorityMapper mapper_;
   std::unordered_map<Id, std::vector<PendingPrefill>> placed_;  // this poll's placements
+  std::unordered_map<Id, PendingQueue> queues_;                 // per instance, see PendingQueue
+  uint64_t poll_ = 0;
   std::unordered_map<Id, Track> track_;
   std::vector<int64_t> waiting_first_;  // per priority: placed, first token not yet out
 };

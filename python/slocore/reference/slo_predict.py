@@ -6,7 +6,9 @@ model (ProServe Eq. 5-7): the finish of every pending prefill in the engine's or
 v's running decodes and the fixed cost; r's TTFT from its uncached prompt tokens; r's TPOT
 as one iteration of the decode batch it joins. The choice: least predicted SLO loss (first
 tokens made late, r's own included), then most normalised slack, then earliest first token,
-then longest cached prefix, then view order. Same floating-point operation order as C++.
+then longest cached prefix, then view order; within `margin` of that best predicted first
+token (same loss, on time when it is): the most prefill time saved by the cached prefix, then
+the fewest outstanding. Same floating-point operation order as C++.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Prediction:
     slack: float = 0.0
     finish: float = 0.0
     cached: int = 0
+    saved: float = 0.0  # predicted prefill time the cached prefix saves, s
     outstanding: int = 0
 
 
@@ -85,6 +88,7 @@ def predict(v, r, cached: int, now: float, extra=(), order: str = "deadline") ->
         return now + (start + cost + float((tokens + budget - 1) // budget) * per_iter)
 
     out = Prediction(cached=cached, outstanding=len(v.running) + len(v.waiting) + len(extra))
+    out.saved = m.prefill(r.prompt_len, 0) - mine.cost
     cost, tokens = 0.0, 0
     for i in range(len(q) + 1):
         if i == pos:
@@ -121,7 +125,8 @@ def better(a: Prediction, b: Prediction) -> bool:
 
 def choose_placement(preds: list, now: float, margin: float) -> int:
     """The best by `better`, unless a candidate within `margin` of its predicted first token
-    (same loss, on time when the best is) has fewer outstanding requests."""
+    (same loss, on time when the best is) saves more prefill time by its cached prefix or,
+    saving the same, has fewer outstanding requests."""
     best = -1
     for i, p in enumerate(preds):
         if best < 0 or better(p, preds[best]):
@@ -135,7 +140,10 @@ def choose_placement(preds: list, now: float, margin: float) -> int:
         if c.loss != b.loss or c.finish > bound or (b.slack >= 0 and not c.slack >= 0):
             continue
         cur = preds[pick]
-        if c.outstanding < cur.outstanding or (c.outstanding == cur.outstanding and better(c, cur)):
+        if c.saved != cur.saved:
+            if c.saved > cur.saved:
+                pick = i
+        elif c.outstanding < cur.outstanding or (c.outstanding == cur.outstanding and better(c, cur)):
             pick = i
     return pick
 
