@@ -201,8 +201,8 @@ needs_affinity = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason
 REPORT_CPUS = "import json, os; print(json.dumps(sorted(os.sched_getaffinity(0))))"
 
 
-def _launched_cpus(launcher):
-    """Spawn one `python -c` child through the launcher; the cores it reports it runs on."""
+def _launched_report(launcher):
+    """Spawn one `python -c` child through the launcher; the JSON it prints."""
     inst = launcher._spawn("colocated", warm=False)
     assert inst.proc.wait(60) == 0
     with open(inst.log_path) as f:
@@ -217,7 +217,7 @@ def _reporting_spec(tmp_path, **kw):
 def test_launched_process_gets_the_configured_cores(tmp_path):
     core = min(os.sched_getaffinity(0))
     with LocalLauncher(_reporting_spec(tmp_path, cpus=[core])) as L:
-        assert _launched_cpus(L) == [core]
+        assert _launched_report(L) == [core]
 
 
 @needs_affinity
@@ -233,7 +233,7 @@ def test_launched_process_gets_every_startup_core_not_the_launching_threads_mask
         os.sched_setaffinity(0, {allowed[-1]})  # this thread only
         try:
             with LocalLauncher(_reporting_spec(tmp_path)) as L:
-                out["cpus"] = _launched_cpus(L)
+                out["cpus"] = _launched_report(L)
         except BaseException as e:  # noqa: BLE001 - reported below
             out["error"] = e
 
@@ -270,3 +270,18 @@ def test_timeout_names_the_process_and_its_last_log_line(tmp_path, caplog):
         assert [i.state for i in L.instances()] == [InstanceState.FAILED]
     notes = [r.getMessage() for r in caplog.records if "not healthy yet" in r.getMessage()]
     assert notes and "pid " in notes[-1] and "cores " in notes[-1]
+
+
+def test_openmp_binding_of_the_router_is_not_passed_to_engines(tmp_path, monkeypatch):
+    """libgomp pins the thread that loads it to GOMP_CPU_AFFINITY's first core (`import torch`
+    in a launched engine would then run on core 0 only): the router's value is not passed
+    on; one set in EngineSpec.env is."""
+    report = "import json, os; print(json.dumps([os.environ.get(k) for k in ('GOMP_CPU_AFFINITY', 'OMP_PLACES', 'X')]))"
+    monkeypatch.setenv("GOMP_CPU_AFFINITY", "0")
+    monkeypatch.setenv("OMP_PLACES", "{0}")
+    monkeypatch.setenv("X", "kept")
+    cmd = lambda port, role, warm: [sys.executable, "-c", report]  # noqa: E731
+    with LocalLauncher(spec(command=cmd, log_dir=str(tmp_path / "a"))) as L:
+        assert _launched_report(L) == [None, None, "kept"]
+    with LocalLauncher(spec(command=cmd, log_dir=str(tmp_path / "b"), env={"GOMP_CPU_AFFINITY": "1"})) as L:
+        assert _launched_report(L) == ["1", None, "kept"]

@@ -14,8 +14,9 @@
   drained and restarted with the new role.
 - CPU cores: a launched process gets the cores of ``EngineSpec.cpus`` (default: every core
   this serving process was allowed when this module was loaded), not the mask of whichever
-  thread happens to launch it; vLLM's CPU workers then pin themselves inside it
-  (``VLLM_CPU_OMP_THREADS_BIND``).
+  thread happens to launch it, nor this process's OpenMP binding variables
+  (``OPENMP_BINDING_ENV``, unless ``EngineSpec.env`` sets them); vLLM's CPU workers then pin
+  themselves inside it (``VLLM_CPU_OMP_THREADS_BIND``).
 - Warm pool (HFX Sec. 6): instances started without weights
   (vLLM ``--load-format dummy``); scale-out takes one, pushes weights into it
   (``EngineSpec.load_weights``: a peer transfer with disk fallback) and links it.
@@ -186,6 +187,21 @@ def _last_line(path: Optional[str]) -> str:
         return "(no log yet)"
 
 
+# OpenMP thread placement read when an OpenMP runtime loads (libgomp binds the loading thread
+# to the first place: `import torch` under GOMP_CPU_AFFINITY=0 runs on core 0 from then on).
+# Set for this process, they are not the engine's: a launched engine gets them only from
+# EngineSpec.env.
+OPENMP_BINDING_ENV = ("GOMP_CPU_AFFINITY", "OMP_PLACES", "OMP_PROC_BIND", "KMP_AFFINITY")
+
+
+def _engine_env(extra: Mapping[str, str]) -> dict[str, str]:
+    inherited = {k: v for k, v in os.environ.items() if k not in OPENMP_BINDING_ENV or k in extra}
+    dropped = sorted(set(os.environ) - set(inherited))
+    if dropped:
+        log.info("launched engines do not inherit %s (set them in the launcher's env to pin an engine)", dropped)
+    return {**inherited, **extra}
+
+
 def _free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -234,7 +250,7 @@ class LocalLauncher:
         port = _free_port(self.host)
         inst = Instance(iid, self.host, port, role, warm)
         argv = [a.replace("{host}", self.host) for a in self.spec.command(port, role, warm)]
-        env = {**os.environ, **self.spec.env}
+        env = _engine_env(self.spec.env)
         out = subprocess.DEVNULL
         if self.spec.log_dir:
             os.makedirs(self.spec.log_dir, exist_ok=True)
