@@ -258,6 +258,7 @@ class LocalLauncher:
             out = open(inst.log_path, "wb")
         # The child's mask is set between fork and exec: it would otherwise inherit this
         # thread's, which a library here may have narrowed (an OpenMP runtime pins its threads).
+        # preexec_fn kept trivial (one syscall, nothing imported), as subprocess's docs ask.
         pin = functools.partial(os.sched_setaffinity, 0, self.cpus) if self.cpus is not None else None
         try:
             inst.proc = subprocess.Popen(
