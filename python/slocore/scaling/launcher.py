@@ -16,7 +16,9 @@
   this serving process was allowed when this module was loaded), not the mask of whichever
   thread happens to launch it, nor this process's OpenMP binding variables
   (``OPENMP_BINDING_ENV``, unless ``EngineSpec.env`` sets them); vLLM's CPU workers then pin
-  themselves inside it (``VLLM_CPU_OMP_THREADS_BIND``).
+  themselves inside it (``VLLM_CPU_OMP_THREADS_BIND``). Leave out cores where other engines'
+  workers are pinned: ``import torch`` (MKL's core count) pins the importing thread to each
+  allowed core in turn and waits there behind a busy pinned worker.
 - Warm pool (HFX Sec. 6): instances started without weights
   (vLLM ``--load-format dummy``); scale-out takes one, pushes weights into it
   (``EngineSpec.load_weights``: a peer transfer with disk fallback) and links it.
