@@ -3,6 +3,7 @@ engine): link only when healthy (and, from the warm pool, only once weights are 
 drain waits for in-flight requests, role switches, scaler decisions."""
 
 import json
+import logging
 import os
 import sys
 import threading
@@ -193,3 +194,94 @@ def test_apply_scale_decisions():
     assert _decision_fields({"action": "SwitchRole", "role": "prefill", "instance": 3}) == ("switch_role", "prefill", 3)
     with pytest.raises(ValueError):
         _decision_fields({"action": "grow"})
+
+
+# --- CPU cores of a launched process -----------------------------------------------------
+needs_affinity = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity calls here")
+REPORT_CPUS = "import json, os; print(json.dumps(sorted(os.sched_getaffinity(0))))"
+
+
+def _launched_report(launcher):
+    """Spawn one `python -c` child through the launcher; the JSON it prints."""
+    inst = launcher._spawn("colocated", warm=False)
+    assert inst.proc.wait(60) == 0
+    with open(inst.log_path) as f:
+        return json.loads(f.read().strip().splitlines()[-1])
+
+
+def _reporting_spec(tmp_path, **kw):
+    return spec(command=lambda port, role, warm: [sys.executable, "-c", REPORT_CPUS], log_dir=str(tmp_path), **kw)
+
+
+@needs_affinity
+def test_launched_process_gets_the_configured_cores(tmp_path):
+    core = min(os.sched_getaffinity(0))
+    with LocalLauncher(_reporting_spec(tmp_path, cpus=[core])) as L:
+        assert _launched_report(L) == [core]
+
+
+@needs_affinity
+def test_launched_process_gets_every_startup_core_not_the_launching_threads_mask(tmp_path):
+    """A launching thread pinned to one core (as an OpenMP runtime pins its threads) must not
+    pass that mask on: by default the child gets every core the process started with."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("needs two cores to tell a narrowed mask from the full one")
+    out = {}
+
+    def launch_from_a_pinned_thread():
+        os.sched_setaffinity(0, {allowed[-1]})  # this thread only
+        try:
+            with LocalLauncher(_reporting_spec(tmp_path)) as L:
+                out["cpus"] = _launched_report(L)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            out["error"] = e
+
+    t = threading.Thread(target=launch_from_a_pinned_thread)
+    t.start()
+    t.join(120)
+    assert "error" not in out, out.get("error")
+    assert out["cpus"] == allowed
+    assert sorted(os.sched_getaffinity(0)) == allowed  # the test's own thread untouched
+
+
+@pytest.mark.parametrize(
+    "cpus, err",
+    [([], ValueError), ([-1], ValueError), ([10**6], ValueError), (["0"], ValueError), ("0", TypeError)],
+)
+def test_bad_cpus_are_rejected_naming_the_field(cpus, err):
+    with pytest.raises(err, match="EngineSpec.cpus"):
+        LocalLauncher(spec(cpus=cpus))
+
+
+def test_timeout_names_the_process_and_its_last_log_line(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="slocore.scaling")
+    hang = "import time; print('still importing', flush=True); time.sleep(60)"
+    s = spec(
+        command=lambda port, role, warm: [sys.executable, "-c", hang],
+        log_dir=str(tmp_path),
+        startup_timeout_s=15,  # generous: the child must have printed its line by then
+        progress_log_s=1,
+        stop_grace_s=5,
+    )
+    with LocalLauncher(s) as L:
+        with pytest.raises(TimeoutError, match="still importing"):
+            L.start("colocated")
+        assert [i.state for i in L.instances()] == [InstanceState.FAILED]
+    notes = [r.getMessage() for r in caplog.records if "not healthy yet" in r.getMessage()]
+    assert notes and "pid " in notes[-1] and "cores " in notes[-1]
+
+
+def test_openmp_binding_of_the_router_is_not_passed_to_engines(tmp_path, monkeypatch):
+    """libgomp pins the thread that loads it to GOMP_CPU_AFFINITY's first core (`import torch`
+    in a launched engine would then run on core 0 only): the router's value is not passed
+    on; one set in EngineSpec.env is."""
+    report = "import json, os; print(json.dumps([os.environ.get(k) for k in ('GOMP_CPU_AFFINITY', 'OMP_PLACES', 'X')]))"
+    monkeypatch.setenv("GOMP_CPU_AFFINITY", "0")
+    monkeypatch.setenv("OMP_PLACES", "{0}")
+    monkeypatch.setenv("X", "kept")
+    cmd = lambda port, role, warm: [sys.executable, "-c", report]  # noqa: E731
+    with LocalLauncher(spec(command=cmd, log_dir=str(tmp_path / "a"))) as L:
+        assert _launched_report(L) == [None, None, "kept"]
+    with LocalLauncher(spec(command=cmd, log_dir=str(tmp_path / "b"), env={"GOMP_CPU_AFFINITY": "1"})) as L:
+        assert _launched_report(L) == ["1", None, "kept"]

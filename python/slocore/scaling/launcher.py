@@ -12,6 +12,13 @@
 - Role switches go through ``EngineSpec.switch_role`` when the engine can switch in place
   (a colocated vLLM only changes the role the router gives it); otherwise the instance is
   drained and restarted with the new role.
+- CPU cores: a launched process gets the cores of ``EngineSpec.cpus`` (default: every core
+  this serving process was allowed when this module was loaded), not the mask of whichever
+  thread happens to launch it, nor this process's OpenMP binding variables
+  (``OPENMP_BINDING_ENV``, unless ``EngineSpec.env`` sets them); vLLM's CPU workers then pin
+  themselves inside it (``VLLM_CPU_OMP_THREADS_BIND``). Leave out cores where other engines'
+  workers are pinned: ``import torch`` (MKL's core count) pins the importing thread to each
+  allowed core in turn and waits there behind a busy pinned worker.
 - Warm pool (HFX Sec. 6): instances started without weights
   (vLLM ``--load-format dummy``); scale-out takes one, pushes weights into it
   (``EngineSpec.load_weights``: a peer transfer with disk fallback) and links it.
@@ -22,7 +29,9 @@ This module needs no torch; weights move through the callbacks.
 from __future__ import annotations
 
 import enum
+import functools
 import json
+import logging
 import os
 import signal
 import socket
@@ -35,6 +44,8 @@ from typing import Callable, Optional, Protocol, runtime_checkable
 
 from slocore.roles import COLOCATED, ROLES, role_name  # noqa: F401 - ROLES, role_name re-exported
 from slocore.scaling import blocking_http
+
+log = logging.getLogger("slocore.scaling")
 
 
 @runtime_checkable
@@ -80,6 +91,7 @@ class Instance:
     ready_at: Optional[float] = None
     weights_source: Optional[str] = None  # what load_weights reported ("peer", "disk", ...)
     log_path: Optional[str] = None
+    cpus: Optional[tuple[int, ...]] = None  # the affinity mask it was started with (LocalLauncher)
 
     @property
     def url(self) -> str:
@@ -107,6 +119,11 @@ class EngineSpec:
     cold_loads_weights: bool = True  # False: a cold start also gets its weights via load_weights
     switch_role: Optional[Callable[[Instance, str], bool]] = None
     log_dir: Optional[str] = None
+    # LocalLauncher: the CPU cores a launched process starts on (its affinity mask, which its
+    # own children inherit). None: every core this serving process was allowed when this
+    # module was loaded. Without it a child inherits the mask of the launching thread.
+    cpus: Optional[Sequence[int]] = None
+    progress_log_s: float = 30.0  # while waiting for health: log pid, cores and the last log line
 
 
 @dataclass
@@ -124,6 +141,67 @@ class CommandTemplate:
         out = [a.replace("{port}", str(port)).replace("{role}", role) for a in self.argv]
         out += list(self.role_args.get(role, ()))
         return out + (list(self.warm_args) if warm else [])
+
+
+def _allowed_cpus() -> Optional[frozenset[int]]:
+    """The cores this process may run on: the calling thread's and the main thread's masks
+    together (None where the OS has no affinity calls)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    return frozenset(os.sched_getaffinity(0)) | frozenset(os.sched_getaffinity(os.getpid()))
+
+
+_STARTUP_CPUS = _allowed_cpus()
+
+
+def _check_cpus(cpus) -> Optional[tuple[int, ...]]:
+    """EngineSpec.cpus validated (sorted, unique), or the startup cores when None."""
+    if cpus is None:
+        return tuple(sorted(_STARTUP_CPUS)) if _STARTUP_CPUS else None
+    if isinstance(cpus, (str, bytes)) or not isinstance(cpus, Sequence):
+        raise TypeError(f"EngineSpec.cpus: expected a list of core numbers, got {cpus!r}")
+    if not cpus or any(isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in cpus):
+        raise ValueError(f"EngineSpec.cpus: expected a non-empty list of core numbers >= 0, got {list(cpus)!r}")
+    if _STARTUP_CPUS is None:
+        raise ValueError("EngineSpec.cpus: this platform cannot set CPU affinity")
+    missing = sorted(set(cpus) - _STARTUP_CPUS)
+    if missing:
+        raise ValueError(f"EngineSpec.cpus: cores {missing} are not available here (allowed: {sorted(_STARTUP_CPUS)})")
+    return tuple(sorted(set(cpus)))
+
+
+def _process_cpus(pid: int) -> Optional[list[int]]:
+    try:
+        return sorted(os.sched_getaffinity(pid))
+    except (AttributeError, OSError):
+        return None
+
+
+def _last_line(path: Optional[str]) -> str:
+    if not path:
+        return "(no log_dir)"
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 4096))
+            lines = f.read().decode(errors="replace").strip().splitlines()
+        return lines[-1][-300:] if lines else "(empty log)"
+    except OSError:
+        return "(no log yet)"
+
+
+# OpenMP thread placement read when an OpenMP runtime loads (libgomp binds the loading thread
+# to the first place: `import torch` under GOMP_CPU_AFFINITY=0 runs on core 0 from then on).
+# Set for this process, they are not the engine's: a launched engine gets them only from
+# EngineSpec.env.
+OPENMP_BINDING_ENV = ("GOMP_CPU_AFFINITY", "OMP_PLACES", "OMP_PROC_BIND", "KMP_AFFINITY")
+
+
+def _engine_env(extra: Mapping[str, str]) -> dict[str, str]:
+    inherited = {k: v for k, v in os.environ.items() if k not in OPENMP_BINDING_ENV or k in extra}
+    dropped = sorted(set(os.environ) - set(inherited))
+    if dropped:
+        log.info("launched engines do not inherit %s (set them in the launcher's env to pin an engine)", dropped)
+    return {**inherited, **extra}
 
 
 def _free_port(host: str) -> int:
@@ -158,6 +236,7 @@ class LocalLauncher:
         self._instances: dict[int, Instance] = {}
         self._warm: list[Instance] = []
         self._threads: list[threading.Thread] = []
+        self.cpus = _check_cpus(spec.cpus)  # the affinity mask of every launched process
 
     # ------------------------------------------------------------------ process control
     def _spawn(self, role: str, warm: bool) -> Instance:
@@ -173,22 +252,46 @@ class LocalLauncher:
         port = _free_port(self.host)
         inst = Instance(iid, self.host, port, role, warm)
         argv = [a.replace("{host}", self.host) for a in self.spec.command(port, role, warm)]
-        env = {**os.environ, **self.spec.env}
+        env = _engine_env(self.spec.env)
         out = subprocess.DEVNULL
         if self.spec.log_dir:
             os.makedirs(self.spec.log_dir, exist_ok=True)
             inst.log_path = os.path.join(self.spec.log_dir, f"instance-{iid}-{port}.log")
             out = open(inst.log_path, "wb")
-        inst.proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        if out is not subprocess.DEVNULL:
-            out.close()
+        # The child's mask is set between fork and exec: it would otherwise inherit this
+        # thread's, which a library here may have narrowed (an OpenMP runtime pins its threads).
+        # preexec_fn kept trivial (one syscall, nothing imported), as subprocess's docs ask.
+        pin = functools.partial(os.sched_setaffinity, 0, self.cpus) if self.cpus is not None else None
+        try:
+            inst.proc = subprocess.Popen(
+                argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=pin
+            )
+        finally:
+            if out is not subprocess.DEVNULL:
+                out.close()
+        inst.cpus = self.cpus
+        log.info(
+            "instance %d: started pid %d on port %d, cores %s (log: %s)",
+            iid,
+            inst.proc.pid,
+            port,
+            _process_cpus(inst.proc.pid),
+            inst.log_path,
+        )
         return inst
 
     def _alive(self, inst: Instance) -> bool:
         return inst.proc is not None and inst.proc.poll() is None
 
+    def _describe(self, inst: Instance) -> str:
+        pid = getattr(inst.proc, "pid", None)
+        cores = _process_cpus(pid) if pid is not None else None
+        return f"pid {pid}, cores {cores}, last log line: {_last_line(inst.log_path)}"
+
     def _wait_healthy(self, inst: Instance) -> None:
-        deadline = time.monotonic() + self.spec.startup_timeout_s
+        t0 = time.monotonic()
+        deadline = t0 + self.spec.startup_timeout_s
+        next_note = t0 + self.spec.progress_log_s
         while time.monotonic() < deadline:
             if not self._alive(inst):
                 inst.state = InstanceState.FAILED
@@ -198,13 +301,23 @@ class LocalLauncher:
                 )
             try:
                 if http_get(inst.url + self.spec.health_path, timeout=1.0)[0] == 200:
+                    log.info("instance %d: healthy after %.1f s", inst.id, time.monotonic() - t0)
                     return
             except OSError:
                 pass
+            if time.monotonic() >= next_note:
+                next_note += self.spec.progress_log_s
+                log.info(
+                    "instance %d: not healthy yet after %.0f s (%s)",
+                    inst.id,
+                    time.monotonic() - t0,
+                    self._describe(inst),
+                )
             time.sleep(self.spec.poll_s)
+        what = self._describe(inst)  # before it is stopped
         self._terminate(inst)
         inst.state = InstanceState.FAILED
-        raise TimeoutError(f"instance {inst.id} not healthy after {self.spec.startup_timeout_s} s")
+        raise TimeoutError(f"instance {inst.id} not healthy after {self.spec.startup_timeout_s} s ({what})")
 
     def _terminate(self, inst: Instance) -> None:
         p = inst.proc
