@@ -69,3 +69,17 @@ def test_valid_file_keeps_its_meaning(monkeypatch):
     assert c.timeouts.idle_s == 3 and c.timeouts.total_s == cfgmod.Timeouts().total_s
     assert c.retries == 0 and c.poll_interval_s == 0.25
     assert cfgmod.from_dict(None).policy.name == "least_outstanding" and cfgmod.from_dict({}).mapper is None
+
+
+def test_launcher_cpus_reach_the_launched_engines():
+    from slocore.serve.scaler import make_launcher
+
+    sc = {"name": "hfx_threshold", "launcher": {"command": ["x", "{port}"], "cpus": [0]}}
+    c = cfgmod.from_dict({"backends": [{"url": "http://a"}], "scaler": sc})
+    assert c.scaler.launcher.cpus == [0] and make_launcher(c.scaler.launcher, None).cpus == (0,)
+    assert cfgmod.from_dict({"backends": [{"url": "http://a"}], "scaler": {**sc, "launcher": {"command": ["x"]}}})
+    for bad in ([], [-1], ["0"], [True]):
+        with pytest.raises(ValueError, match=r"scaler\.launcher\.cpus"):
+            cfgmod.from_dict(
+                {"backends": [{"url": "http://a"}], "scaler": {**sc, "launcher": {"command": ["x"], "cpus": bad}}}
+            )

@@ -120,6 +120,12 @@ def test_scaler_adds_and_removes_a_vllm_server(tiny_model, vllm_env, tmp_path, c
                     "startup_timeout_s": STARTUP_S,
                     "drain_timeout_s": 60,
                     "log_dir": str(tmp_path / "launched"),
+                    # the launched engine runs on the core its worker is pinned to: `import
+                    # torch` (MKL's core count in at::init_num_threads) pins the importing
+                    # thread to each core it may use in turn, and on core 0 it waits behind
+                    # the loaded first server's pinned worker, in each of the launched
+                    # engine's three processes
+                    "cpus": [1],
                 },
             },
         }
@@ -151,12 +157,7 @@ def test_scaler_adds_and_removes_a_vllm_server(tiny_model, vllm_env, tmp_path, c
 
         async def go(router, url, s):
             sc = router.scaler
-            # The launched engine runs on the core its worker is pinned to (EngineSpec.cpus; the
-            # serve config does not expose it yet): `import torch` (MKL's core count in
-            # at::init_num_threads) pins the importing thread to each core it may use in turn,
-            # and on core 0 it waits behind the loaded first server's pinned worker, in each of
-            # the launched engine's three processes.
-            sc.launcher.cpus = (1,)
+            assert sc.launcher.cpus == (1,)  # the config's launcher.cpus
             stop = asyncio.Event()
             clients = [asyncio.create_task(client(url, s, stop)) for _ in range(12)]
             await until(sc, lambda: sc.counts("colocated")["ready"] == 2, STARTUP_S + 60, "a second ready server")

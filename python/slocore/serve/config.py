@@ -127,6 +127,7 @@ class LauncherConfig:
     log_dir: str | None = None
     ray_address: str | None = None  # ray.init(address=...) when Ray is not initialised yet
     ray_bundle: dict[str, float] = field(default_factory=lambda: {"CPU": 1.0})
+    cpus: list[int] | None = None  # cores of every launched engine (local); None: the router's own
 
 
 @dataclass
@@ -212,6 +213,7 @@ class _Launcher(_Section):
     log_dir: Optional[str] = None
     ray_address: Optional[str] = None
     ray_bundle: dict[str, Annotated[float, Field(ge=0)]] = {"CPU": 1.0}
+    cpus: Optional[Annotated[list[Annotated[int, Strict(), Field(ge=0)]], Field(min_length=1)]] = None
 
     @field_validator("command")
     @classmethod

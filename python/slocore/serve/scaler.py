@@ -84,6 +84,7 @@ def make_launcher(lc: LauncherConfig, registry):
         load_path=None,
         log_dir=lc.log_dir,
         poll_s=0.2,
+        cpus=lc.cpus,
     )
     if lc.kind == "local":
         return LocalLauncher(spec, registry)
