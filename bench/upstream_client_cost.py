@@ -27,6 +27,16 @@ from bench_router import BODY, free_port, wait_http  # noqa: E402
 from slocore.serve.eventloop import new_event_loop  # noqa: E402
 
 
+async def _cpu_us_per_call(one, n: int) -> float:
+    """This thread's CPU time per `await one()`, in us, after 20 warm-up calls."""
+    for _ in range(20):
+        await one()
+    c0 = time.thread_time()
+    for _ in range(n):
+        await one()
+    return (time.thread_time() - c0) / n * 1e6
+
+
 async def aiohttp_cost(url: str, n: int) -> float:
     import aiohttp
 
@@ -39,12 +49,7 @@ async def aiohttp_cost(url: str, n: int) -> float:
                 while await r.content.readany():
                     pass
 
-        for _ in range(20):
-            await one()
-        c0 = time.thread_time()
-        for _ in range(n):
-            await one()
-        return (time.thread_time() - c0) / n * 1e6
+        return await _cpu_us_per_call(one, n)
 
 
 class _Raw(asyncio.Protocol):
@@ -74,12 +79,7 @@ async def raw_cost(host: str, port: int, n: int) -> float:
         await p.done
 
     try:
-        for _ in range(20):
-            await one()
-        c0 = time.thread_time()
-        for _ in range(n):
-            await one()
-        return (time.thread_time() - c0) / n * 1e6
+        return await _cpu_us_per_call(one, n)
     finally:
         tr.close()
 

@@ -19,32 +19,9 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 
 import slocore  # noqa: E402
-from test_serve_vllm import VLLM_PY, VllmServer, tiny_model, vllm_env  # noqa: E402,F401
+from test_serve_vllm import VLLM_PY, VllmServer, _route, tiny_model, vllm_env  # noqa: E402,F401
 
 STARTUP_S = 360  # the launched server's start-up behind the loaded first one (minutes when busy)
-
-
-def _route(cfg: dict, fn, timeout_s: float):
-    """A router on an ephemeral port, `fn(router, url, session)` run against it."""
-    from aiohttp import web
-
-    from slocore.serve.config import from_dict
-    from slocore.serve.router import Router
-
-    async def go():
-        router = Router(from_dict(cfg))
-        runner = web.AppRunner(router.app(), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
-        try:
-            async with aiohttp.ClientSession() as s:
-                return await fn(router, url, s)
-        finally:
-            await runner.cleanup()
-
-    return asyncio.run(asyncio.wait_for(go(), timeout_s))
 
 
 HFX = {

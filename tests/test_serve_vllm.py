@@ -134,7 +134,8 @@ def vllm_server(tiny_model, vllm_env, tmp_path_factory):
         s.stop()
 
 
-def _route(cfg: dict, fn):
+def _route(cfg: dict, fn, timeout_s: float = 240):
+    """A router on an ephemeral port, `fn(router, url, session)` run against it."""
     from aiohttp import web
 
     from slocore.serve.config import from_dict
@@ -153,7 +154,7 @@ def _route(cfg: dict, fn):
         finally:
             await runner.cleanup()
 
-    return asyncio.run(asyncio.wait_for(go(), 240))
+    return asyncio.run(asyncio.wait_for(go(), timeout_s))
 
 
 async def _sse(resp):
