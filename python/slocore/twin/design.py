@@ -237,50 +237,31 @@ async def _mixed(c: EngineClient, e: Experiment, use_metrics: bool):
     ), d
 
 
-FULL_POLLS = 5  # polls that must see a full batch with requests waiting
-
-
-async def _drained(c: EngineClient, timeout: float = 60.0) -> None:
-    """Wait until the engine has let go of every cancelled request (or timeout s)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < deadline:
-        m = await c.metrics()
-        if m is None or not (total(m, "vllm:num_requests_running") or 0) + (total(m, "vllm:num_requests_waiting") or 0):
-            return
-        await asyncio.sleep(0.05)
-
-
 async def max_running(c: EngineClient, requests: int, prompt_len: int = 16, output_len: int = 512) -> int | None:
     """The largest number of requests the engine ran at once while `requests` were in flight
     (vllm:num_requests_running); None without /metrics. Equals the engine's max_num_seqs when
     some had to wait (vllm:num_requests_waiting > 0) and the polls saw the peak; never more.
     The requests decode long (output_len) so that on a slow machine the first ones do not end
-    before the API server has handed the last ones to the engine; once FULL_POLLS polls in a
-    row see requests waiting beside an unchanged peak, the rest is cancelled."""
+    before the API server has handed the last ones to the engine (with 128 tokens a loaded
+    machine saw 27 of 32). They run to their end: in the one CI run that cancelled them once
+    the peak was seen, a later experiment's request met a disconnected server (cause not
+    reproduced)."""
     if await c.metrics() is None:
         return None
     tasks = [asyncio.ensure_future(c.stream(prompt_len, output_len)) for _ in range(requests)]
-    peak, full = 0, 0
+    peak = 0
     try:
         while not all(t.done() for t in tasks):
             m = await c.metrics()
             if m is None:
                 break
-            running = int(total(m, "vllm:num_requests_running") or 0)
-            waiting = int(total(m, "vllm:num_requests_waiting") or 0)
-            full = full + 1 if waiting > 0 and running == peak else 0
-            peak = max(peak, running)
-            if full >= FULL_POLLS:
-                break
+            peak = max(peak, int(total(m, "vllm:num_requests_running") or 0))
             await asyncio.sleep(0.005)
-    finally:
+        await asyncio.gather(*tasks)
+    except BaseException:
         for t in tasks:
             t.cancel()
-        results = await asyncio.gather(*tasks, return_exceptions=True)
-    failed = [r for r in results if isinstance(r, Exception)]  # CancelledError is not an Exception
-    if failed:
-        raise failed[0]
-    await _drained(c)
+        raise
     if peak == 0:
         raise EngineError(
             f"{c.url}/metrics: vllm:num_requests_running never rose above 0 with {requests} requests in flight"

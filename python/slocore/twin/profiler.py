@@ -101,7 +101,8 @@ async def measure(
         budget = int(token_budget or VLLM_DEFAULT_TOKEN_BUDGET)
         seqs_source = "given"
         if max_num_seqs is None:
-            max_num_seqs = await design.max_running(c, 64) if ident.metrics else None
+            probe_len = max(16, min(512, max_len - 16 - 8))  # long decodes within the context
+            max_num_seqs = await design.max_running(c, 64, output_len=probe_len) if ident.metrics else None
             seqs_source = "measured (peak vllm:num_requests_running)"
             if max_num_seqs is None:
                 max_num_seqs, seqs_source = 256, "default (no /metrics)"
