@@ -13,6 +13,7 @@ from aiohttp import web  # noqa: E402
 from slocore.serve.config import BackendConfig  # noqa: E402
 from slocore.serve.health import HealthChecker  # noqa: E402
 from slocore.serve.pool import BackendPool  # noqa: E402
+from test_serve_router import serve_app  # noqa: E402
 
 PAGE = "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n"
 
@@ -25,11 +26,7 @@ async def fake_engine(state: dict):
 
     app = web.Application()
     app.router.add_get("/metrics", metrics)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+    return await serve_app(app)
 
 
 def run(coro):
@@ -121,11 +118,7 @@ def test_an_engine_slow_to_answer_metrics_stays_up_and_serves(caplog):
         app = web.Application()
         app.router.add_get("/health", health)
         app.router.add_get("/metrics", metrics)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        runner, url = await serve_app(app)
         pool = BackendPool(disaggregated=False, quarantine_s=60)
         b = pool.add(BackendConfig("e0", url))
         with caplog.at_level(logging.WARNING, logger="slocore.serve"):

@@ -41,6 +41,15 @@ async def serving(d: dict):
             await runner.cleanup()
 
 
+async def serve_app(app) -> tuple:
+    """Serve aiohttp `app` on an ephemeral local port: (runner to clean up, base URL)."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+
+
 def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 60))
 
@@ -330,11 +339,7 @@ def test_silent_engine_times_out_on_the_first_token():
         app.router.add_get("/health", health)
         app.router.add_get("/metrics", metrics)
         app.router.add_post("/v1/completions", completions)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        eng = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        runner, eng = await serve_app(app)
         d = {
             "backends": [{"name": "e0", "url": eng}],
             "retries": 0,
