@@ -89,13 +89,13 @@ def capacity_source(t: dict) -> str:
     if src != "measured":
         return {"given": "given", "profile": "the profiles' saturation estimate"}.get(src, src)
 
+    from slocore.sim.matrix import CAPACITY_ATTAINMENT as EDGE
+
     def pct(att):
         return "-" if att is None else f"{att:.0%}"
 
-    probes = ", ".join(f"{q['rate_req_s']:.1f}: {pct(q['attainment'])}" for q in t.get("capacity_probes", []))
-    from slocore.sim.matrix import CAPACITY_ATTAINMENT as EDGE
-
     probed = t.get("capacity_probes", [])
+    probes = ", ".join(f"{q['rate_req_s']:.1f}: {pct(q['attainment'])}" for q in probed)
     edge = "edge" if any((q["attainment"] or 0) < EDGE for q in probed) else "edge not reached (at least)"
     return f"measured: least_outstanding's {edge} at {EDGE:.0%} attainment; probes, req/s: attainment: {probes}"
 

@@ -287,6 +287,7 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
     results = {"settings": {}, "notes": notes, "plugin_scheduler": plugin, "stacks": [s.__dict__ for s in live]}
     classes = list(_traces.CLASSES)
     k, profiles, measured = 0, None, {}  # measured: per trace, (capacity, probes), first setting's engines
+    extra_body = VLLM_BODY if spec.kind == "vllm" else None
     for setting in cfg.settings:
         sched = plugin if setting == "plugin" else None
         log(f"bench live: starting {spec.kind} engines ({'slocore ' + plugin if sched else 'default scheduler'})")
@@ -302,9 +303,8 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
                 cap, probes = cfg.capacity or capacity(profiles, base), []
                 if cfg.capacity is None and cfg.capacity_from == "measured":
                     if trace not in measured:
-                        extra = VLLM_BODY if spec.kind == "vllm" else None
                         measured[trace] = engines_capacity(
-                            engines, profiles, trace, base, cap, bs, cfg, out, extra, log
+                            engines, profiles, trace, base, cap, bs, cfg, out, extra_body, log
                         )
                     cap, probes = measured[trace]
                 w = _traces.at_rate(base, cfg.load * cap)
@@ -325,7 +325,7 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
                             f"{setting}-{trace}-{rep}-{st.name}",
                             bs,
                             cfg.timeout_s,
-                            VLLM_BODY if spec.kind == "vllm" else None,
+                            extra_body,
                         )
                         r["rep"] = rep
                         runs.append(r)
