@@ -175,3 +175,67 @@ def test_preset_as_scenario_variant():
     assert rows[1].config["decode_policy"]["name"] == "least_outstanding" and rows[1].config["mode"] == "pd"
     with pytest.raises(ValueError, match="not a preset"):
         experiment.run_scenario(sc, loads=[20.0], variants=["nope"], progress=False)
+
+
+def _part(m: dict, keep) -> dict:
+    """`m` as written by `matrix.write`, with only the cells `keep` accepts."""
+    return {**json.loads(json.dumps(m)), "cells": [c for c in m["cells"] if keep(c)], "command": "part"}
+
+
+def test_merge_of_parts_equals_the_whole(tiny, tmp_path):
+    from slocore.sim.matrix_merge import merge
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(_part(tiny, lambda c: c["kind"] == "baseline")))
+    b.write_text(json.dumps(_part(tiny, lambda c: c["kind"] != "baseline")))
+    m = merge([str(a), str(b)])
+    key = lambda c: (c["workload"], c["error"], c["load"], c["preset"])  # noqa: E731
+    whole = {key(c): c for c in tiny["cells"]}
+    assert {key(c) for c in m["cells"]} == set(whole)
+    for c in m["cells"]:
+        w = whole[key(c)]
+        assert c["attainment"] == w["attainment"] and c["strongest_baseline"] == w["strongest_baseline"]
+        assert c["vs_strongest"] == pytest.approx(w["vs_strongest"])
+        assert c["ttft_p99"] == pytest.approx(w["ttft_p99"]) and c["cost"] == pytest.approx(w["cost"])
+    assert sorted((s["preset"], s["won"], s["lost"]) for s in m["summary"]) == sorted(
+        (s["preset"], s["won"], s["lost"]) for s in tiny["summary"]
+    )
+    assert sorted((g["workload"], g["error"], g["preset"], g["load"]) for g in m["goodput"]) == sorted(
+        (g["workload"], g["error"], g["preset"], g["load"]) for g in tiny["goodput"]
+    )
+    assert "Merged from 2 runs" in matrix.markdown(m)
+
+
+def test_merge_copies_exact_baselines_and_refuses_other_experiments(tiny, tmp_path):
+    from slocore.sim.matrix_merge import merge
+
+    exact_only = tmp_path / "exact.json"
+    exact_only.write_text(json.dumps(_part(tiny, lambda c: c["kind"] != "baseline" or c["error"] == "exact")))
+    without = merge([str(exact_only)])
+    assert not any(c["kind"] == "baseline" and c["error"] != "exact" for c in without["cells"])
+    m = merge([str(exact_only)], copy_exact_baselines=True)
+    copied = [c for c in m["cells"] if c["kind"] == "baseline" and c["error"] == "pm20"]
+    assert copied
+    for c in copied:
+        ex = next(
+            x
+            for x in m["cells"]
+            if (x["workload"], x["load"], x["preset"], x["error"])
+            == (*[c[k] for k in ("workload", "load", "preset")], "exact")
+        )
+        assert c["attainment"] == ex["attainment"]
+    other = json.loads(json.dumps(tiny))
+    other["capacity"]["hfx_4task"]["req_s"] *= 1.1
+    bad = tmp_path / "other.json"
+    bad.write_text(json.dumps(other))
+    with pytest.raises(ValueError, match="hfx_4task"):
+        merge([str(exact_only), str(bad)])
+    junk = tmp_path / "junk.json"
+    junk.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a matrix.json"):
+        merge([str(junk)])
+    out = tmp_path / "merged"
+    assert cli.main(["bench", "matrix", "--merge", str(exact_only), "--no-plot", "--out", str(out)]) == 0
+    assert (out / "matrix.md").exists()
+    assert cli.main(["bench", "matrix", "--copy-exact-baselines", "--out", str(out)]) == 2
+    assert cli.main(["bench", "matrix", "--merge", str(junk), "--out", str(out)]) == 2

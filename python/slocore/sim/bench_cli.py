@@ -76,10 +76,44 @@ def add_matrix_arguments(p) -> None:
     p.add_argument("--out", default="matrix-out", help="directory for matrix.json, matrix.md, matrix.png")
     p.add_argument("--no-plot", dest="plot", action="store_false", help="skip the heatmap")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="MATRIX_JSON",
+        help="run nothing: merge these matrix.json outputs (parts of one matrix) into --out",
+    )
+    p.add_argument(
+        "--copy-exact-baselines",
+        action="store_true",
+        help="with --merge: a baseline cell of the exact predictor stands for every error (no latency model)",
+    )
     p.set_defaults(func=matrix_main)
 
 
 def matrix_main(a) -> int:
+    from slocore.sim import matrix
+
+    command = "slocore " + " ".join(shlex.quote(x) for x in sys.argv[1:]) if sys.argv[1:] else "slocore bench matrix"
+    if a.merge:
+        from slocore.sim.matrix_merge import merge
+
+        m = merge(a.merge, copy_exact_baselines=a.copy_exact_baselines)
+    elif a.copy_exact_baselines:
+        raise ValueError("--copy-exact-baselines: only with --merge")
+    else:
+        m = _run(a)
+    paths = matrix.write(m, a.out, command=command, plot=a.plot)
+    for s in sorted(m["summary"], key=lambda s: -s["mean_vs_strongest"]):
+        print(
+            f"{s['preset']:36s} vs strongest baseline: mean {100 * s['mean_vs_strongest']:+.1f} pp "
+            f"(min {100 * s['min_vs_strongest']:+.1f}, max {100 * s['max_vs_strongest']:+.1f}; "
+            f"won {s['won']}, lost {s['lost']} of {s['cells']} cells)"
+        )
+    print(f"{m['runs']} runs in {m['wall_s']:.0f} s; wrote {', '.join(paths.values())}", file=sys.stderr)
+    return 0
+
+
+def _run(a) -> dict:
     from slocore.sim import matrix
 
     seeds, duration = a.seeds, a.duration
@@ -97,14 +131,4 @@ def matrix_main(a) -> int:
         processes=a.processes,
         full=a.full,
     )
-    m = matrix.run_matrix(cfg, progress=not a.quiet)
-    command = "slocore " + " ".join(shlex.quote(x) for x in sys.argv[1:]) if sys.argv[1:] else "slocore bench matrix"
-    paths = matrix.write(m, a.out, command=command, plot=a.plot)
-    for s in sorted(m["summary"], key=lambda s: -s["mean_vs_strongest"]):
-        print(
-            f"{s['preset']:36s} vs strongest baseline: mean {100 * s['mean_vs_strongest']:+.1f} pp "
-            f"(min {100 * s['min_vs_strongest']:+.1f}, max {100 * s['max_vs_strongest']:+.1f}; "
-            f"won {s['won']}, lost {s['lost']} of {s['cells']} cells)"
-        )
-    print(f"{m['runs']} runs in {m['wall_s']:.0f} s; wrote {', '.join(paths.values())}", file=sys.stderr)
-    return 0
+    return matrix.run_matrix(cfg, progress=not a.quiet)

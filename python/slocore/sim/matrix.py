@@ -590,6 +590,12 @@ def markdown(m: dict, command: str = "") -> str:
         f"predictor errors {cfg['errors']}; "
         f"{m.get('runs', '?')} runs in {m.get('wall_s', 0):.0f} s on {cfg['processes']} processes."
     )
+    if m.get("merged_from"):
+        copied = (
+            "; baseline cells of the exact predictor stand for every error" if m.get("copy_exact_baselines") else ""
+        )
+        out += ["", f"Merged from {len(m['merged_from'])} runs{copied}:", ""]
+        out += [f"- `{p['command'] or p['path']}`" for p in m["merged_from"]]
     out += [
         "",
         "## Capacity (highest rate at which the reference stack keeps >= 90% attainment, seed 0)",
