@@ -95,9 +95,10 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   });
   if (!preempted) {
     // TPOT guard: new prefill tokens fit the tightest TPOT SLO of the on-time decodes.
-    const Tokens prefill_cap = p_.tpot_guard && std::isfinite(tpot_min)
-                                   ? max_prefill_tokens(v, tpot_min - v.model.overhead() - decode_s, budget)
-                                   : budget;
+    const Tokens prefill_cap =
+        p_.tpot_guard && std::isfinite(tpot_min)
+            ? max_prefill_tokens(v, (1.0 - p_.margin) * tpot_min - v.model.overhead() - decode_s, budget)
+            : budget;
     feasible_waiting.insert(feasible_waiting.end(), late_waiting.begin(), late_waiting.end());
     for (const RequestState* s : feasible_waiting) {
       if (b.budget_left() <= 0 || b.seq_full() || prefill >= prefill_cap) break;

@@ -18,8 +18,10 @@
 // first that does not fit. Late requests are never dropped: they run from the budget left
 // and count as misses. TPOT guard (`tpot_guard`): the prefill tokens of an
 // iteration are capped so that its predicted time (fixed cost, one step of the running
-// decodes, the prefill tokens as one chunk; ProServe Eq. 5-7) stays within the tightest TPOT
-// SLO of the on-time running decodes; running prefills are planned first, waiting requests
+// decodes, the prefill tokens as one chunk; ProServe Eq. 5-7) stays within (1 - margin) of
+// the tightest TPOT SLO of the on-time running decodes (the same allowance for model error as
+// the late test: aimed at the SLO itself, every mixed step lands on it and any error or a
+// running prefill's chunk pushes the decodes past it); running prefills are planned first, waiting requests
 // get what is left (at least one iteration's progress is always made).
 #pragma once
 #include "slocore/batch/plan_builder.h"
@@ -28,14 +30,15 @@ namespace slocore::stack {
 
 struct SloTriageParams {
   Tokens token_budget = 0;  // 0: the engine's max_batch_tokens
-  double margin = 0.2;      // a waiting request is late when now + (1 - margin) x predicted wait >= deadline
-  bool tpot_guard = true;   // cap prefill tokens so the iteration fits the on-time decodes' TPOT SLO
+  double margin = 0.2;  // late when now + (1 - margin) x predicted wait >= deadline; TPOT guard at (1 - margin) x SLO
+  bool tpot_guard = true;  // cap prefill tokens so the iteration fits the on-time decodes' TPOT SLO
   template <class V>
   void visit(V& v) {
     v.field("token_budget", token_budget, "tokens per iteration; 0 = the engine's max_batch_tokens",
             Range::at_least(0));
     v.field("margin", margin,
-            "relative error allowed to the predicted wait: late only if late with the wait scaled by (1 - margin)",
+            "relative error allowed to the predictions: late only if late with the wait scaled by (1 - margin); "
+            "the TPOT guard aims an iteration at (1 - margin) x the TPOT SLO",
             Range::closed(0.0, 1.0));
     v.field("tpot_guard", tpot_guard,
             "cap an iteration's prefill tokens so its predicted time fits the tightest TPOT SLO of the on-time "

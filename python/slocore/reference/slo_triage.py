@@ -1,7 +1,7 @@
 """Reference for csrc/slocore/stack/slo_triage.h: vLLM's priority scheduler keyed (late,
 priority, arrival). Late: past the first-token deadline (ProServe Eq. 3), or predicted past it
 with `margin` taken off the predicted wait; preemption takes late ones first; new prefill
-tokens are capped to the on-time decodes' TPOT (`tpot_guard`)."""
+tokens are capped to (1 - margin) of the on-time decodes' TPOT (`tpot_guard`)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def slo_triage(v, now: float, token_budget: int = 0, margin: float = 0.2, tpot_g
     if not preempted:
         cap = budget
         if tpot_guard and math.isfinite(tpot_min):
-            cap = max_prefill_tokens(v, tpot_min - v.model.overhead() - decode_s, budget)
+            cap = max_prefill_tokens(v, (1.0 - margin) * tpot_min - v.model.overhead() - decode_s, budget)
         for s in feasible_waiting + late_waiting:
             if b.budget <= 0 or b.seq_full() or prefill >= cap:
                 break
