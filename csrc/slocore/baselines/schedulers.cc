@@ -71,9 +71,12 @@ BatchPlan SarathiScheduler::schedule(const InstanceView& v, Time) {
   if (by_priority_) std::stable_sort(pre.begin(), pre.end(), [&](auto* a, auto* c) { return later(*a, *c); });
   auto full = [&] { return b.budget_left() <= 0 || b.seq_full(); };
   for (size_t i = 0; i < pre.size() && !full(); ++i) b.add_next(*pre[i], true, true);
+  // Waiting requests hold no KV: with no free block left none of them can be planned, so the
+  // passes below stop there instead of reading the rest of a long queue (same plan).
+  auto kv_full = [&] { return b.blocks_left() <= 0; };
   if (!by_priority_) {  // FCFS: the waiting queue's front, as far as the batch reaches
-    for (size_t i = 0; i < v.waiting.size() && !full(); ++i) b.add_next(v.waiting[i], false, true);
-  } else {  // (priority, arrival, queue position) order, popped lazily from a heap
+    for (size_t i = 0; i < v.waiting.size() && !full() && !kv_full(); ++i) b.add_next(v.waiting[i], false, true);
+  } else if (!full() && !kv_full()) {  // (priority, arrival, queue position) order, popped lazily from a heap
     std::vector<size_t> heap;
     heap.reserve(v.waiting.size());
     auto after = [&](size_t x, size_t y) {  // heap "less": x comes after y
@@ -84,7 +87,7 @@ BatchPlan SarathiScheduler::schedule(const InstanceView& v, Time) {
     };
     for (size_t i = 0; i < v.waiting.size(); ++i) heap.push_back(i);
     std::make_heap(heap.begin(), heap.end(), after);
-    while (!heap.empty() && !full()) {
+    while (!heap.empty() && !full() && !kv_full()) {
       std::pop_heap(heap.begin(), heap.end(), after);
       b.add_next(v.waiting[heap.back()], false, true);
       heap.pop_back();
