@@ -159,13 +159,13 @@ def _report():
 
 def table(rows: list[dict]) -> str:
     lines = [
-        "| case | requests | CPU s | simulated req/s | simulated s | iterations |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| case | requests | CPU s | wall s | simulated req/s | simulated s | iterations |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['case']} | {r['n']:,} | {r['cpu_s']:.1f} | {r['req_per_s']:,.0f} | {r['sim_s']:,.0f} "
-            f"| {r['iterations']:,} |"
+            f"| {r['case']} | {r['n']:,} | {r['cpu_s']:.1f} | {r['wall_s']:.1f} | {r['req_per_s']:,.0f} "
+            f"| {r['sim_s']:,.0f} | {r['iterations']:,} |"
         )
     return "\n".join(lines)
 
@@ -193,8 +193,8 @@ def main(argv=None) -> int:
         r = run_case(name, scale)
         rows.append(r)
         print(
-            f"{name:50s} {r['n']:>9,} req  {r['cpu_s']:8.2f} s CPU  {r['req_per_s']:>10,.0f} req/s  "
-            f"({r['sim_s']:,.0f} simulated s, {r['iterations']:,} iterations)",
+            f"{name:50s} {r['n']:>9,} req  {r['cpu_s']:8.2f} s CPU  {r['wall_s']:8.2f} s wall  "
+            f"{r['req_per_s']:>10,.0f} req/s  ({r['sim_s']:,.0f} simulated s, {r['iterations']:,} iterations)",
             flush=True,
         )
     print(table(rows))

@@ -71,9 +71,17 @@ BatchPlan SarathiScheduler::schedule(const InstanceView& v, Time) {
   if (by_priority_) std::stable_sort(pre.begin(), pre.end(), [&](auto* a, auto* c) { return later(*a, *c); });
   auto full = [&] { return b.budget_left() <= 0 || b.seq_full(); };
   for (size_t i = 0; i < pre.size() && !full(); ++i) b.add_next(*pre[i], true, true);
+  // Waiting requests hold no KV: with no free block left none of them can be planned, so the
+  // passes below stop there instead of reading the rest of a long queue (same plan).
+  auto kv_full = [&] { return b.blocks_left() <= 0; };
   if (!by_priority_) {  // FCFS: the waiting queue's front, as far as the batch reaches
-    for (size_t i = 0; i < v.waiting.size() && !full(); ++i) b.add_next(v.waiting[i], false, true);
-  } else {  // (priority, arrival, queue position) order, popped lazily from a heap
+    // A waiting request with computed >= free blocks x block size cannot get a token: the
+    // test PlanBuilder::add starts with, read here so a long queue on a KV-full decode
+    // instance costs a comparison per request.
+    const Tokens bs = v.block_size;
+    for (auto it = v.waiting.begin(); it != v.waiting.end() && !full() && !kv_full(); ++it)
+      if (it->computed < b.blocks_left() * bs) b.add_next(*it, false, true);
+  } else if (!full() && !kv_full()) {  // (priority, arrival, queue position) order, popped lazily from a heap
     std::vector<size_t> heap;
     heap.reserve(v.waiting.size());
     auto after = [&](size_t x, size_t y) {  // heap "less": x comes after y
@@ -84,7 +92,7 @@ BatchPlan SarathiScheduler::schedule(const InstanceView& v, Time) {
     };
     for (size_t i = 0; i < v.waiting.size(); ++i) heap.push_back(i);
     std::make_heap(heap.begin(), heap.end(), after);
-    while (!heap.empty() && !full()) {
+    while (!heap.empty() && !full() && !kv_full()) {
       std::pop_heap(heap.begin(), heap.end(), after);
       b.add_next(v.waiting[heap.back()], false, true);
       heap.pop_back();

@@ -4,13 +4,53 @@
 
 namespace slocore {
 
+bool IdSet::contains(Id id) const {
+  if (id == kEmpty) return has_empty_key_;
+  if (slots_.empty()) return false;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = slot(id);; i = (i + 1) & mask) {
+    if (slots_[i] == id) return true;
+    if (slots_[i] == kEmpty) return false;
+  }
+}
+
+void IdSet::insert(Id id) {
+  if (id == kEmpty) {
+    has_empty_key_ = true;
+    return;
+  }
+  if (2 * (size_ + 1) > slots_.size()) grow();  // load <= 1/2
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = slot(id);; i = (i + 1) & mask) {
+    if (slots_[i] == id) return;
+    if (slots_[i] == kEmpty) {
+      slots_[i] = id;
+      ++size_;
+      return;
+    }
+  }
+}
+
+void IdSet::grow() {
+  std::vector<Id> old = std::move(slots_);
+  const size_t n = old.empty() ? 64 : 2 * old.size();
+  slots_.assign(n, kEmpty);
+  shift_ = 64 - __builtin_ctzll(n);
+  size_ = 0;
+  for (Id id : old)
+    if (id != kEmpty) insert(id);
+}
+
 PlanBuilder::PlanBuilder(const InstanceView& v, Tokens token_budget)
     : view_(v), budget_(std::min(token_budget, v.max_batch_tokens)), blocks_(v.kv_blocks_free) {}
 
-bool PlanBuilder::planned(Id id) const { return ids_.count(id) > 0; }
+bool PlanBuilder::planned(Id id) const { return ids_.contains(id); }
 
 Tokens PlanBuilder::add(const RequestState& s, bool running, Tokens want, bool allow_partial) {
   if (seq_full() || budget_ <= 0) return 0;
+  // A waiting request holds no KV: it gets a token only if blocks_for(computed + 1) <= blocks_,
+  // i.e. computed < blocks_ * block_size (the chunking loop below would end at 0 otherwise).
+  if (!running && s.computed >= blocks_ * view_.block_size) return 0;
   Tokens k = std::min(want, s.to_compute());
   if (k > budget_) {
     if (!allow_partial) return 0;

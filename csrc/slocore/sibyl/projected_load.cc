@@ -123,27 +123,34 @@ LoadTerms ProjectedLoad::terms(Id instance, Time now, Time tau) const {
   const std::vector<Lite>& lite = it->second.lite;
   const std::vector<Tracked>& full = it->second.full;
   est_.prepare();
+  // The sums in locals and the options read once: the same terms added in the same order
+  // (a decision reads every tracked request, so this loop is SIBYL's hot path).
+  const bool type1 = opt_.type1, type2 = opt_.type2, type3 = opt_.type3, prob = opt_.prob, reqlevel = opt_.reqlevel;
+  double s1 = t.type1, s2 = t.type2, s3 = t.type3;
   for (size_t i = 0; i < lite.size(); ++i) {
     const Lite& k = lite[i];
     const double lin = double(k.prompt_len);  // REQLEVEL replaces M by 1 below
     if (k.active) {
-      if (!opt_.type1) continue;
+      if (!type1) continue;
       const Tracked& f = full[i];
       const double l_now = double(f.generated);  // Alg. 1 line 7
-      const double l_tau = l_now + rate(f) * std::max(0.0, tau - now);
-      const double m = opt_.reqlevel ? 1.0 : lin + l_tau;                          // Alg. 1 line 8
-      t.type1 += m * (opt_.prob ? est_.conditional_prepared(l_now, l_tau) : 1.0);  // Eq. 6
+      const double dt = f.t_last - f.t0;         // rate(f), with v_sys() read once above
+      const double v = (dt > 1e-9 && f.generated > f.g0) ? double(f.generated - f.g0) / dt : vs;
+      const double l_tau = l_now + v * std::max(0.0, tau - now);
+      const double m = reqlevel ? 1.0 : lin + l_tau;                     // Alg. 1 line 8
+      s1 += m * (prob ? est_.conditional_prepared(l_now, l_tau) : 1.0);  // Eq. 6
     } else {  // both pending forms computed, one added (+0.0 leaves a sum unchanged): no branch
       const bool t2 = k.tau <= tau;
-      const double g = vs * (tau - k.tau);                                  // Alg. 1 line 12
-      const double m = opt_.reqlevel ? 1.0 : lin + g;                       // Alg. 1 line 14
-      const double v2 = m * (opt_.prob ? est_.survival_prepared(g) : 1.0);  // Eq. 7
-      const double pen = std::max(0.0, lin - vs * (k.tau - tau));           // Eq. 8
-      const double v3 = opt_.reqlevel ? (pen > 0 ? 1.0 : 0.0) : pen;
-      t.type2 += (t2 && opt_.type2) ? v2 : 0.0;
-      t.type3 += (!t2 && opt_.type3) ? v3 : 0.0;
+      const double g = vs * (tau - k.tau);                             // Alg. 1 line 12
+      const double m = reqlevel ? 1.0 : lin + g;                       // Alg. 1 line 14
+      const double v2 = m * (prob ? est_.survival_prepared(g) : 1.0);  // Eq. 7
+      const double pen = std::max(0.0, lin - vs * (k.tau - tau));      // Eq. 8
+      const double v3 = reqlevel ? (pen > 0 ? 1.0 : 0.0) : pen;
+      s2 += (t2 && type2) ? v2 : 0.0;
+      s3 += (!t2 && type3) ? v3 : 0.0;
     }
   }
+  t.type1 = s1, t.type2 = s2, t.type3 = s3;
   return t;
 }
 

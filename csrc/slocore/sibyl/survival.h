@@ -33,9 +33,10 @@ class SurvivalEstimator {
   }
   double survival_prepared(double len) const {
     if (!(len >= double(bucket_))) return 1.0;  // also NaN -> 1
-    // len / bucket, as a product when the bucket is a power of two (then exactly equal)
-    const double b = std::floor(inv_bucket_ > 0 ? len * inv_bucket_ : len / double(bucket_));
-    return cache_[b >= double(nb_) ? size_t(nb_) : size_t(b)];
+    // len / bucket, as a product when the bucket is a power of two (then exactly equal);
+    // x >= 1 here, so floor(x) >= nb iff x >= nb, and below that size_t(x) is floor(x)
+    const double x = inv_bucket_ > 0 ? len * inv_bucket_ : len / double(bucket_);
+    return cache_[x >= double(nb_) ? size_t(nb_) : size_t(x)];
   }
   double conditional_prepared(double l_from, double l_to) const {
     return std::min(1.0, survival_prepared(l_to) / std::max(survival_prepared(l_from), 1e-9));

@@ -93,32 +93,23 @@ double Engine::truth_time(const std::vector<BatchItem>& items, size_t decodes) c
   return std::max(t, 1e-6);
 }
 
-void Engine::index_planned() {
-  std::sort(planned_.begin(), planned_.end(), [](const Planned& a, const Planned& b) { return a.id < b.id; });
-  std::fill(std::begin(planned_bits_), std::end(planned_bits_), 0);
-  for (const Planned& p : planned_) planned_bits_[(uint64_t(p.id) >> 6) & 63] |= uint64_t(1) << (uint64_t(p.id) & 63);
-}
-
-bool Engine::planned(Id id) const {
-  if (!(planned_bits_[(uint64_t(id) >> 6) & 63] >> (uint64_t(id) & 63) & 1)) return false;
-  auto it = std::lower_bound(planned_.begin(), planned_.end(), id, [](const Planned& p, Id x) { return p.id < x; });
-  return it != planned_.end() && it->id == id;
-}
+bool Engine::planned(Id id) const { return planned_.contains(id); }
 
 Tokens Engine::planned_tokens(Id id) const {
-  if (!(planned_bits_[(uint64_t(id) >> 6) & 63] >> (uint64_t(id) & 63) & 1)) return 0;
-  auto it = std::lower_bound(planned_.begin(), planned_.end(), id, [](const Planned& p, Id x) { return p.id < x; });
-  return it != planned_.end() && it->id == id ? it->tokens : 0;
+  const int64_t* k = planned_.find(id);
+  return k ? Tokens(*k) : 0;
 }
 
 // Per iteration the work is O(plan + running + the waiting prefix up to the last planned
 // waiting request), never a pass over the whole waiting queue: a burst leaves thousands
 // waiting on each engine while a plan takes a few from the front.
 void Engine::sanitize(BatchPlan& plan) {
+  // Every distinct planned id -> its slot in where_ (where it is: running, or waiting).
+  planned_.clear(plan.items.size());
+  where_.clear();
+  for (const ScheduledItem& it : plan.items)
+    if (planned_.insert(it.request, int64_t(where_.size()))) where_.push_back({});
   // Preemptions: only running requests not scheduled in the same plan (each once).
-  planned_.clear();
-  for (const ScheduledItem& it : plan.items) planned_.push_back({it.request, 0});
-  index_planned();
   std::vector<Id> preempt;
   for (Id id : plan.preempt) {
     const bool ok = !planned(id) && std::any_of(v_->running.begin(), v_->running.end(),
@@ -147,33 +138,23 @@ void Engine::sanitize(BatchPlan& plan) {
 
   // Where each planned id is: running, or waiting (scanned from the front only until every
   // planned id not running has been found).
-  struct Where {
-    Id id;
-    RequestState* s = nullptr;
-    bool running = false, seen = false;
-  };
-  std::vector<Where> where;
-  where.reserve(planned_.size());
-  for (const Planned& p : planned_)
-    if (where.empty() || where.back().id != p.id) where.push_back({p.id});
   auto find = [&](Id id) -> Where* {
-    auto it = std::lower_bound(where.begin(), where.end(), id, [](const Where& w, Id x) { return w.id < x; });
-    return it != where.end() && it->id == id ? &*it : nullptr;
+    const int64_t* k = planned_.find(id);
+    return k ? &where_[size_t(*k)] : nullptr;
   };
-  size_t unresolved = where.size();
+  size_t unresolved = where_.size();
   for (RequestState& s : v_->running)
     if (Where* w = find(s.request.id)) w->s = &s, w->running = true, --unresolved;
   for (size_t i = 0; i < v_->waiting.size() && unresolved > 0; ++i)
-    if (planned(v_->waiting[i].request.id))
-      if (Where* w = find(v_->waiting[i].request.id); w && !w->s) w->s = &v_->waiting[i], --unresolved;
+    if (Where* w = find(v_->waiting[i].request.id); w && !w->s) w->s = &v_->waiting[i], --unresolved;
 
   // Items: known, unique, tokens in [1, to_compute], within budget, seqs and KV.
-  std::vector<ScheduledItem> ok;
+  ok_.clear();
   Tokens budget = v_->max_batch_tokens;
   int64_t blocks = v_->kv_blocks_free;
   for (const ScheduledItem& it : plan.items) {
     Where* w = find(it.request);
-    bool good = w != nullptr && w->s != nullptr && !w->seen && int(ok.size()) < v_->max_num_seqs && it.tokens >= 1 &&
+    bool good = w != nullptr && w->s != nullptr && !w->seen && int(ok_.size()) < v_->max_num_seqs && it.tokens >= 1 &&
                 it.tokens <= budget;
     if (good) {
       const RequestState& s = *w->s;
@@ -188,12 +169,11 @@ void Engine::sanitize(BatchPlan& plan) {
     }
     w->seen = true;
     budget -= it.tokens;
-    ok.push_back(it);
+    ok_.push_back(it);
   }
-  plan.items = std::move(ok);
-  planned_.clear();
-  for (const ScheduledItem& it : plan.items) planned_.push_back({it.request, it.tokens});
-  index_planned();
+  plan.items.swap(ok_);  // ok_ keeps the raw plan's storage for the next iteration
+  planned_.clear(plan.items.size());
+  for (const ScheduledItem& it : plan.items) planned_.insert(it.request, it.tokens);
 }
 
 double Engine::queued_prefill_cost() {
@@ -253,8 +233,8 @@ double Engine::start(Time now) {
     }
   }
   waiting.erase(waiting.begin() + std::ptrdiff_t(keep), waiting.begin() + std::ptrdiff_t(i));
-  std::vector<BatchItem> items;
-  items.reserve(plan.items.size());
+  std::vector<BatchItem>& items = items_;
+  items.clear();
   size_t decodes = 0;
   for (size_t j = 0; j < v_->running.size(); ++j) {
     RequestState& s = v_->running[j];

@@ -13,6 +13,7 @@
 
 #include "slocore/batch/batch_scheduler.h"
 #include "slocore/core/profile.h"
+#include "slocore/sim/id_index.h"
 #include "slocore/sim/prefix_cache.h"
 
 namespace slocore::sim {
@@ -113,14 +114,15 @@ class Engine {
   bool prefixed_ = false;               // a request with prefix identity came here (else no cache work at all)
   std::unordered_map<Id, Hold> holds_;
   int64_t hit_tokens_ = 0, query_tokens_ = 0;
-  struct Planned {
-    Id id;
-    Tokens tokens;
+  IdIndex planned_;  // plan_'s items: id -> tokens (while sanitising: the raw plan's ids -> slot in where_)
+  struct Where {     // sanitize(): where a planned id is
+    RequestState* s = nullptr;
+    bool running = false, seen = false;
   };
-  std::vector<Planned> planned_;    // plan_'s items sorted by id, for lookups
-  uint64_t planned_bits_[64] = {};  // a 4096-bit filter of planned_ ids: most misses skip the search
-  void index_planned();             // sorts planned_ and fills planned_bits_
-  size_t queued_n_ = 0;             // waiting requests summed in queued_sum_ (a prefix)
+  std::vector<Where> where_;       // sanitize() scratch
+  std::vector<ScheduledItem> ok_;  // sanitize() scratch
+  std::vector<BatchItem> items_;   // start() scratch
+  size_t queued_n_ = 0;            // waiting requests summed in queued_sum_ (a prefix)
   double queued_sum_ = 0.0;
   bool queued_valid_ = false;
   double predicted_ = 0.0, actual_ = 0.0;

@@ -1,0 +1,168 @@
+"""Bit-identity check of the simulator across builds: record, then compare.
+
+Runs a fixed set of seeded scenarios (colocated and P/D, seeds 0-2, several engine
+schedulers, presets and workloads, bursts that leave long engine queues) and writes, per
+scenario, every summary metric, the run's stats and a SHA-256 of every request's record
+(instance, outcome, end time, token times), floats exactly (JSON keeps repr round-trips).
+A speed change that must not change behaviour records before and after and compares:
+
+    PYTHONPATH=/path/to/parent/build python bench/sim_identity.py record /tmp/before.json
+    PYTHONPATH=python python bench/sim_identity.py record /tmp/after.json
+    python bench/sim_identity.py compare /tmp/before.json /tmp/after.json   # exit 1 on any difference
+
+`-k NAME` records only scenarios whose name contains NAME.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import struct
+import sys
+import time
+
+from slocore.sim import simulate, stacks, workloads
+
+SEEDS = (0, 1, 2)
+H100, ASCEND = "h100-llama2-7b", "ascend910b-qwen7b"
+PD_SMALL = dict(mode="pd", prefill_instances=2, decode_instances=2)
+
+
+def _burst(n, seed):  # all arrivals within ~1 s: long engine queues
+    return workloads.sharegpt_like(rate=float(n), n=n, seed=seed)
+
+
+def _prio(seed):
+    return workloads.with_priorities(
+        workloads.sharegpt_like(rate=30.0, n=600, seed=seed, ttft=1.5, tpot=0.1), seed=seed
+    )
+
+
+def _chat(seed):
+    return workloads.multi_turn_chat(rate=20.0, sessions=200, seed=seed)
+
+
+def _hfx(seed):
+    return workloads.hfx_4task(rate=40.0, n_per_task=150, seed=seed)
+
+
+def scenarios() -> dict:
+    """name -> (workload factory(seed), simulate() kwargs)."""
+    out = {}
+    col = dict(profile=H100, instances=4)
+    for sched in ("sarathi_fcfs", "edf", "vllm_priority", "slide_batching", "slice", "sarathi_priority", "vllm_fcfs"):
+        out[f"burst3k/least_outstanding+{sched}"] = (
+            lambda s: _burst(3000, s),
+            dict(col, global_policy="least_outstanding", batch_scheduler=sched),
+        )
+        out[f"prio/least_outstanding+{sched}"] = (
+            _prio,
+            dict(profile=ASCEND, instances=4, global_policy="least_outstanding", batch_scheduler=sched),
+        )
+    for p, d in (
+        ("least_outstanding", "least_outstanding"),
+        ("least_tokens", "least_tokens"),
+        ("least_outstanding", "sibyl"),
+        ("kv_router", "kv_router"),
+        ("power_of_two", "power_of_two"),
+        ("llmd_scorer", "llmd_scorer"),
+        ("hfx_prefill", "hfx_migrator"),
+        ("slo_predict", "slo_predict"),
+    ):
+        for sched in ("sarathi_fcfs", "edf"):
+            out[f"burst3k_pd/{p}/{d}+{sched}"] = (
+                lambda s: _burst(3000, s),
+                dict(profile=H100, **PD_SMALL, prefill_policy=p, decode_policy=d, batch_scheduler=sched),
+            )
+    for name in ("slocore", "hfx", "sibyl", "least_outstanding+edf", "vllm_priority", "kv_router+sarathi_fcfs"):
+        for mode in ("colocated", "pd"):
+            try:
+                kw = stacks.preset(name, mode)
+            except (KeyError, ValueError):
+                continue
+            cluster = dict(profile=H100, **(PD_SMALL if mode == "pd" else dict(instances=4)))
+            kw = {**cluster, **kw}
+            out[f"preset/{name}/{mode}/prefix_chat"] = (_chat, kw)
+            out[f"preset/{name}/{mode}/sharegpt_prio"] = (_prio, kw)
+            if name in ("hfx", "slocore"):
+                out[f"preset/{name}/{mode}/hfx_4task"] = (_hfx, {**kw, "profile": ASCEND})
+    out["burst3k/least_outstanding+sarathi_fcfs/noise"] = (
+        lambda s: _burst(3000, s),
+        dict(col, global_policy="least_outstanding", batch_scheduler="sarathi_fcfs", noise_sigma=0.2, belief_noise=0.2),
+    )
+    return out
+
+
+def _f(x: float) -> bytes:
+    return struct.pack("<d", x)
+
+
+def fingerprint(res) -> dict:
+    h = hashlib.sha256()
+    for r in res.recorder.records():
+        h.update(struct.pack("<qq", int(r.request.id), int(r.instance)))
+        h.update(str(r.outcome).encode())
+        h.update(_f(r.end_time))
+        h.update(r.token_times.tobytes())
+    stats = {k: v for k, v in res.stats.items() if isinstance(v, (int, float, str, bool))}
+    return {"summary": res.summary, "stats": stats, "records_sha256": h.hexdigest()}
+
+
+def record(path: str, k: str = "") -> int:
+    out = {}
+    t0 = time.process_time()
+    for name, (make, kw) in scenarios().items():
+        if k and k not in name:
+            continue
+        for seed in SEEDS:
+            res = simulate(make(seed), seed=seed, **kw)
+            out[f"{name}/seed{seed}"] = fingerprint(res)
+    with open(path, "w") as f:
+        json.dump(out, f, sort_keys=True, default=str)
+    print(f"{len(out)} runs -> {path} ({time.process_time() - t0:.1f} s CPU)")
+    return 0
+
+
+def _diff(a, b, where: str, out: list) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            if key not in a or key not in b:
+                out.append(f"{where}.{key}: only in {'after' if key not in a else 'before'}")
+            else:
+                _diff(a[key], b[key], f"{where}.{key}", out)
+    elif isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return
+    elif a != b:
+        out.append(f"{where}: {a!r} != {b!r}")
+
+
+def compare(before: str, after: str) -> int:
+    with open(before) as f:
+        a = json.load(f)
+    with open(after) as f:
+        b = json.load(f)
+    diffs: list[str] = []
+    _diff(a, b, "", diffs)
+    for d in diffs[:50]:
+        print(d)
+    print(f"{len(a)} runs before, {len(b)} after: {'IDENTICAL' if not diffs else f'{len(diffs)} differences'}")
+    return 1 if diffs else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record")
+    r.add_argument("path")
+    r.add_argument("-k", default="")
+    c = sub.add_parser("compare")
+    c.add_argument("before")
+    c.add_argument("after")
+    a = ap.parse_args(argv)
+    return record(a.path, a.k) if a.cmd == "record" else compare(a.before, a.after)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

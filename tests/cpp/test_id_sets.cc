@@ -1,0 +1,71 @@
+// The flat id tables of one engine iteration (sim::IdIndex, PlanBuilder's IdSet) against
+// std::unordered_map over random inserts, lookups and clears (growth, stamp reuse, negative
+// and extreme ids), and SIBYL's survival lookup against its floor() definition.
+#include <climits>
+#include <cmath>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include "slocore/batch/plan_builder.h"
+#include "slocore/sibyl/survival.h"
+#include "slocore/sim/id_index.h"
+
+#include "check.h"
+
+using namespace slocore;
+
+int main() {
+  std::mt19937_64 rng(7);
+  std::vector<Id> pool = {0, 1, -1, INT64_MIN, INT64_MAX, 64, 128, 4096};
+  for (int i = 0; i < 300; ++i) pool.push_back(Id(rng()));
+  for (int i = 0; i < 300; ++i) pool.push_back(Id(i * 64));  // same low bits
+  std::uniform_int_distribution<size_t> pick(0, pool.size() - 1);
+
+  sim::IdIndex index;
+  for (int round = 0; round < 2000; ++round) {
+    const size_t n = round % 7 == 0 ? 600 : size_t(rng() % 40);  // grows now and then
+    index.clear(round % 3 == 0 ? n : 1);                         // an expected size too small: grows
+    std::unordered_map<Id, int64_t> ref;
+    for (size_t j = 0; j < n; ++j) {
+      const Id id = pool[pick(rng)];
+      const int64_t v = int64_t(rng() % 1000);
+      CHECK(index.insert(id, v) == ref.emplace(id, v).second);
+    }
+    for (Id id : pool) {
+      const int64_t* got = index.find(id);
+      auto it = ref.find(id);
+      CHECK((got != nullptr) == (it != ref.end()));
+      if (got && it != ref.end()) CHECK(*got == it->second);
+    }
+  }
+
+  for (int round = 0; round < 200; ++round) {
+    IdSet set;
+    std::unordered_map<Id, int> ref;
+    const size_t n = size_t(rng() % 500);
+    for (size_t j = 0; j < n; ++j) {
+      const Id id = pool[pick(rng)];
+      set.insert(id);
+      ref[id] = 1;
+    }
+    for (Id id : pool) CHECK(set.contains(id) == (ref.count(id) > 0));
+  }
+
+  // survival_prepared finds the bucket by truncation: the same value as floor(len / bucket).
+  for (Tokens bucket : {64, 48, 1, 7}) {
+    sibyl::SurvivalEstimator est(bucket, 0.9, 4096);
+    for (int i = 0; i < 200; ++i) est.observe(int(rng() % 5000));
+    const std::vector<double> s = est.values();
+    std::uniform_real_distribution<double> len(-10.0, 6000.0);
+    for (int i = 0; i < 20000; ++i) {
+      const double l = i % 5 == 0 ? double(int64_t(len(rng))) : len(rng);
+      double want = 1.0;
+      if (l >= double(bucket)) want = s[size_t(std::min(std::floor(l / double(bucket)), double(est.buckets())))];
+      CHECK(est.survival(l) == want);
+    }
+    CHECK(est.survival(INFINITY) == s.back());
+    CHECK(est.survival(NAN) == 1.0);
+  }
+  return check_summary("test_id_sets");
+}
