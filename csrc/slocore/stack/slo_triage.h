@@ -34,10 +34,10 @@
 namespace slocore::stack {
 
 struct SloTriageParams {
-  Tokens token_budget = 0;     // 0: the engine's max_batch_tokens
-  double margin = 0.2;         // a waiting request is late when now + (1 - margin) x predicted wait >= deadline
-  bool tpot_guard = true;      // cap prefill tokens so the iteration fits the on-time decodes' TPOT SLO
-  bool count_optimal = false;  // Moore-Hodgson within a priority level: demote the longest feasible waiting request
+  Tokens token_budget = 0;    // 0: the engine's max_batch_tokens
+  double margin = 0.2;        // a waiting request is late when now + (1 - margin) x predicted wait >= deadline
+  bool tpot_guard = true;     // cap prefill tokens so the iteration fits the on-time decodes' TPOT SLO
+  bool count_optimal = true;  // Moore-Hodgson within a priority level: demote the longest feasible waiting request
   template <class V>
   void visit(V& v) {
     v.field("token_budget", token_budget, "tokens per iteration; 0 = the engine's max_batch_tokens",

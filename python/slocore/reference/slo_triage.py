@@ -107,7 +107,7 @@ def split_waiting(v, now: float, budget: int, margin: float, count_optimal: bool
 
 
 def slo_triage(
-    v, now: float, token_budget: int = 0, margin: float = 0.2, tpot_guard: bool = True, count_optimal: bool = False
+    v, now: float, token_budget: int = 0, margin: float = 0.2, tpot_guard: bool = True, count_optimal: bool = True
 ):
     b = PlanBuilder(v, token_budget if token_budget > 0 else v.max_batch_tokens)
     budget = b.budget
