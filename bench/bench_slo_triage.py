@@ -1,7 +1,8 @@
 """slo_triage (the slocore stack's engine scheduler): one scheduling decision over 256 running
 and 1,024 waiting requests at t = 11 s (about half the running ones got their first token in
 time; the waiting ones arrived over 10-20 s with a 1 s TTFT, so the queue splits into feasible
-and late), C++ vs the pure-Python reference (python/slocore/reference/slo_triage.py), with
+and late, and the count-optimal split demotes: 97 feasible waiting requests against the greedy
+split's 72), C++ vs the pure-Python reference (python/slocore/reference/slo_triage.py), with
 vLLM's priority scheduler on the same view for scale."""
 
 import numpy as np

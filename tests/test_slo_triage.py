@@ -5,7 +5,7 @@ priority scheduler and a light load is unchanged."""
 
 import math
 
-from hypothesis import given
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 import slocore as s
@@ -26,15 +26,108 @@ def timed_views(draw):
     return v, draw(st.floats(0.0, 14.0))
 
 
-@given(timed_views(), st.sampled_from([0, 1, 64, 512, 4096]), st.sampled_from([0.0, 0.2, 1.0]), st.booleans())
-def test_slo_triage_matches_reference(vn, budget, margin, guard):
+@st.composite
+def crowded_views(draw):
+    """Waiting requests that arrived shortly before `now` with first-token deadlines within
+    about 0.3 s of it and a prefill cost of 1e-4 s per token: many are predicted late behind
+    the feasible work ahead, so Moore-Hodgson's demotion within a priority level is reached."""
+    v, now = draw(timed_views())
+    waiting = []
+    for x in v.waiting:
+        r = x.request
+        ttft = draw(st.floats(0.05, 0.4))
+        arrival = max(0.0, now - draw(st.floats(0.0, 0.1)))
+        waiting.append(
+            s.RequestState(
+                s.Request(r.id, arrival, r.prompt_len, output_len=20, ttft=ttft, tpot=0.1, priority=r.priority), 0, 0
+            )
+        )
+    v.waiting = waiting
+    return v, now
+
+
+def _check_against_reference(vn, budget, margin, guard, count_optimal):
     v, now = vn
-    params = {"token_budget": budget, "margin": margin, "tpot_guard": guard}
+    params = {"token_budget": budget, "margin": margin, "tpot_guard": guard, "count_optimal": count_optimal}
     plan = _core.make_batch_scheduler("slo_triage", params).schedule(v, now)
     feasible(v, plan)
-    items, preempted = ref.slo_triage(v, now, budget, margin, guard)
+    items, preempted = ref.slo_triage(v, now, budget, margin, guard, count_optimal)
     assert [(i.request, i.tokens) for i in plan.items] == items
     assert list(plan.preempt) == preempted
+
+
+BUDGETS, MARGINS = st.sampled_from([0, 1, 64, 512, 4096]), st.sampled_from([0.0, 0.2, 1.0])
+
+
+@given(timed_views(), BUDGETS, MARGINS, st.booleans(), st.booleans())
+def test_slo_triage_matches_reference(vn, budget, margin, guard, count_optimal):
+    _check_against_reference(vn, budget, margin, guard, count_optimal)
+
+
+@given(crowded_views(), BUDGETS, MARGINS, st.booleans(), st.booleans())
+def test_slo_triage_matches_reference_when_crowded(vn, budget, margin, guard, count_optimal):
+    _check_against_reference(vn, budget, margin, guard, count_optimal)
+
+
+def _late_ids(v, now, count_optimal):
+    return [x.request.id for x in ref.split_waiting(v, now, v.max_batch_tokens, 0.2, count_optimal)[1]]
+
+
+def _demotes(vn) -> bool:
+    """Moore-Hodgson changes the reference's late split on this view."""
+    v, now = vn
+    return _late_ids(v, now, True) != _late_ids(v, now, False)
+
+
+def test_crowded_views_reach_the_demotion():
+    """The differential test's views do reach Moore-Hodgson's path (find raises if no view of
+    the strategy does within its example budget)."""
+    v, now = find(crowded_views(), _demotes, settings=settings(max_examples=2000, deadline=None))
+    greedy, count_optimal = set(_late_ids(v, now, False)), set(_late_ids(v, now, True))
+    assert count_optimal - greedy and greedy - count_optimal  # one demoted, one made feasible
+
+
+def _serve_one_at_a_time(count_optimal: bool):
+    """One engine, one sequence per iteration (max_num_seqs 1; a single machine in Moore's
+    sense), 1,000 tokens per iteration, 0.01 s + 1e-4 s per token, TTFT 0.23 s for all. At
+    t = 0 a 2,000-token prompt A arrives, then three 600-token prompts B, C, D (1 ms apart).
+    Runs the scheduler to the end (C++ and reference in lockstep; one output token each) and
+    returns the request ids whose first token came within the TTFT."""
+    reqs = [s.Request(i, 0.001 * i, n, output_len=1, ttft=0.23, tpot=0.1) for i, n in enumerate([2000, 600, 600, 600])]
+    computed = {r.id: 0 for r in reqs}
+    waiting, running, on_time, now = list(reqs), [], [], 0.0
+    sched = _core.make_batch_scheduler("slo_triage", {"count_optimal": count_optimal})
+    while waiting or running:
+        v = _view(
+            [s.RequestState(r, computed[r.id], 0) for r in running],
+            [s.RequestState(r, 0, 0) for r in waiting],
+            budget=1000,
+            seqs=1,
+        )
+        plan = sched.schedule(v, now)
+        items = [(i.request, i.tokens) for i in plan.items]
+        assert items == ref.slo_triage(v, now, count_optimal=count_optimal)[0]
+        now += ref.predicted_prefill_s(v, sum(k for _, k in items), 1000, 0.0)
+        for rid, k in items:
+            r = reqs[rid]
+            if r in waiting:
+                waiting.remove(r)
+                running.append(r)
+            computed[rid] += k
+            if computed[rid] == r.prompt_len:
+                running.remove(r)
+                if now < r.arrival + r.slo.ttft:
+                    on_time.append(rid)
+    return on_time
+
+
+def test_moore_hodgson_keeps_three_on_time_where_greedy_keeps_one():
+    """Greedy: A is predicted feasible (0.8 x 0.22 s) and B, C, D late behind it (0.8 x 0.29 s
+    >= 0.231 s); A runs first and only A is on time. Moore-Hodgson: B, predicted late, demotes
+    the longer feasible A (B alone: 0.07 s), then C and D fit: B, C, D on time (0.07, 0.14,
+    0.21 s), A late."""
+    assert _serve_one_at_a_time(False) == [0]
+    assert _serve_one_at_a_time(True) == [1, 2, 3]
 
 
 def test_late_waiting_request_goes_after_feasible_ones():

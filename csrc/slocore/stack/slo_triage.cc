@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <queue>
 #include <utility>
 
 namespace slocore::stack {
@@ -66,16 +67,40 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   std::vector<const RequestState*> waiting;
   for (const RequestState& s : v.waiting) waiting.push_back(&s);
   std::stable_sort(waiting.begin(), waiting.end(), [&](auto* a, auto* c) { return key(*a) < key(*c); });
-  std::vector<const RequestState*> feasible_waiting, late_waiting;
-  for (const RequestState* s : waiting) {
-    bool is_late = already_late(*s, now);
-    if (!is_late && std::isfinite(s->request.slo.ttft)) {
-      const double wait = predicted_prefill_s(v, ahead + s->to_compute(), budget, decode_s);
-      is_late = now + (1.0 - p_.margin) * wait >= ttft_deadline(s->request);
+  // Feasibility pass in (priority, arrival) order, with Moore-Hodgson's rule within a priority
+  // level (Moore 1968: in deadline order, when the current job would be late, drop the longest
+  // job taken so far): `level` holds this level's feasible waiting requests, longest (then
+  // newest) on top; running requests are never demoted, nor a higher level for a lower one.
+  std::vector<char> waiting_late(waiting.size());
+  std::priority_queue<std::pair<Tokens, size_t>> level;
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    const RequestState& s = *waiting[i];
+    if (i > 0 && s.request.priority != waiting[i - 1]->request.priority) level = {};
+    bool is_late = already_late(s, now);
+    if (!is_late && std::isfinite(s.request.slo.ttft)) {
+      auto late_behind = [&](Tokens work) {
+        const double wait = predicted_prefill_s(v, work + s.to_compute(), budget, decode_s);
+        return now + (1.0 - p_.margin) * wait >= ttft_deadline(s.request);
+      };
+      is_late = late_behind(ahead);
+      if (is_late && p_.count_optimal && !level.empty()) {
+        const auto [tokens, j] = level.top();
+        if (tokens > s.to_compute() && !late_behind(ahead - tokens)) {
+          level.pop();
+          waiting_late[j] = 1;
+          ahead -= tokens;
+          is_late = false;
+        }
+      }
     }
-    (is_late ? late_waiting : feasible_waiting).push_back(s);
-    if (!is_late) ahead += s->to_compute();
+    waiting_late[i] = is_late;
+    if (!is_late) {
+      ahead += s.to_compute();
+      level.emplace(s.to_compute(), i);
+    }
   }
+  std::vector<const RequestState*> feasible_waiting, late_waiting;
+  for (size_t i = 0; i < waiting.size(); ++i) (waiting_late[i] ? late_waiting : feasible_waiting).push_back(waiting[i]);
   // vLLM's priority scheduler (baselines/vllm_priority.cc) keyed (late, priority, arrival):
   // the running pass (feasible first, then late) with preemption from the back of `victims`
   // (late first, then the lowest priority, newest), then, only when nothing was preempted,

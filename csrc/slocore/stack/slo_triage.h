@@ -8,10 +8,17 @@
 //  * late: the first token came late or not before the deadline, which has passed, or the
 //    latency model predicts it past the deadline even with `margin` taken off the prediction.
 // A waiting request's first token is predicted behind the feasible prefill work ahead of it
-// (running prefills, then feasible waiting requests in (priority, arrival) order): T tokens
+// (running prefills, then feasible waiting requests in (priority, arrival) order; every
+// workload shares one TTFT SLO per priority level, so within a level this is deadline order): T tokens
 // take ceil(T / budget) iterations, each with the fixed cost and one decode step of the
 // running decodes (ProServe Eq. 5-7 with the instance's model), plus the prefill cost of T
-// tokens in full chunks. The plan is vLLM's priority scheduler keyed (late, priority,
+// tokens in full chunks. Count-optimal split (`count_optimal`; Moore-Hodgson, Moore 1968: in
+// deadline order, when the current job would be late, drop the longest job taken so far): when
+// a waiting request is predicted late, the longest feasible waiting request of its priority
+// level (ties: the newest) becomes late instead if it has more prefill tokens to compute and
+// taking them out of the work ahead makes the current one feasible. Running requests and higher
+// levels are never demoted; below capacity nothing is predicted late and the split is the
+// greedy one. The plan is vLLM's priority scheduler keyed (late, priority,
 // arrival): the running pass (feasible, then late, each in running order) with preemption of
 // late requests first, then the lowest (priority, arrival), newest; then, only when nothing
 // was preempted, waiting requests (feasible, then late, each by (priority, arrival)) until the
@@ -31,7 +38,8 @@ namespace slocore::stack {
 struct SloTriageParams {
   Tokens token_budget = 0;  // 0: the engine's max_batch_tokens
   double margin = 0.2;  // late when now + (1 - margin) x predicted wait >= deadline; TPOT guard at (1 - margin) x SLO
-  bool tpot_guard = true;  // cap prefill tokens so the iteration fits the on-time decodes' TPOT SLO
+  bool tpot_guard = true;     // cap prefill tokens so the iteration fits the on-time decodes' TPOT SLO
+  bool count_optimal = true;  // Moore-Hodgson within a priority level: demote the longest feasible waiting request
   template <class V>
   void visit(V& v) {
     v.field("token_budget", token_budget, "tokens per iteration; 0 = the engine's max_batch_tokens",
@@ -43,6 +51,9 @@ struct SloTriageParams {
     v.field("tpot_guard", tpot_guard,
             "cap an iteration's prefill tokens so its predicted time fits the tightest TPOT SLO of the on-time "
             "running decodes");
+    v.field("count_optimal", count_optimal,
+            "Moore-Hodgson within a priority level: when a waiting request would be late, demote the level's "
+            "longest feasible waiting request if it is longer and that makes the current one feasible");
   }
 };
 
