@@ -341,6 +341,14 @@ def test_engine_view_and_delivery():
     assert ev["tpot_mean_err"] == pytest.approx(-0.2) and ev["delivery_lag_s"] == pytest.approx(0.074)
     assert ev["api_ttft_mean"] == pytest.approx(0.05)
     assert compare.engine_view(None, m1, real, sim, 0.0) is None
+    assert "real_steps" not in ev  # no step counts, no wall time: no batch view
+    m0 |= {"inference": (10.0, 10.0), "steps": (900.0, 100.0)}
+    m1 |= {"inference": (14.0, 20.0), "steps": (1900.0, 300.0)}
+    sim |= {"iterations": 150, "e2e": {"mean": 0.206, "count": 10}, "duration_s": 2.0}
+    ev = compare.engine_view(m0, m1, real, sim, frontend=0.006, wall_s=2.0)
+    assert ev["real_steps"] == 200 and ev["sim_steps"] == 150
+    assert ev["real_running_mean"] == pytest.approx(2.0) and ev["real_waiting_mean"] == pytest.approx(0.05)
+    assert ev["sim_in_system_mean"] == pytest.approx(1.0)  # 10 requests x 0.2 s over 2 s
     eng = {"timing": "engine"}
     pts = [Point("decode", 0.01, [], [1], detail=dict(eng, client_s=c)) for c in (0.0101, 0.0, 0.001, 0.0099)]
     d = profiler._delivery(pts)

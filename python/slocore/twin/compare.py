@@ -200,7 +200,6 @@ async def run_loads(
     rows = []
     for load in loads:
         wl = at_rate(w, load * sat)
-        prompt = float(np.sum(wl.prompt_len))
         m0, c0 = await _engine_counters(url), cpu_wait.snapshot(engine_pid)
         real = await loadgen.run(
             url, wl, model=model, timeout=timeout, seed=seed, progress=progress, extra_body=count_by_token_ids(profile)
@@ -215,7 +214,7 @@ async def run_loads(
                 "sim": _slim(sim),
                 "errors": errors(real["summary"], sim),
                 "engine_view": engine_view(
-                    m0, m1, real["summary"], sim, frontend_s(profile), wall_s=real.get("wall_s"), prompt_tokens=prompt
+                    m0, m1, real["summary"], sim, frontend_s(profile), wall_s=real.get("wall_s")
                 ),
                 "failed": len(real["errors"]),
                 "first_errors": real["errors"][:3],
@@ -259,7 +258,6 @@ def engine_view(
     frontend: float,
     *,
     wall_s: float | None = None,
-    prompt_tokens: float | None = None,
 ) -> dict | None:
     """The comparison split at the engine's boundary (vLLM only): mean TTFT inside the engine
     (queue + prefill, engine-core timestamps) and mean TPOT as the engine produced tokens, real
@@ -292,33 +290,27 @@ def engine_view(
         # first token) against the engine core's queue + prefill
         "api_ttft_mean": d["api_ttft"][0] / d["api_ttft"][1] if d["api_ttft"][1] > 0 else None,
         "requests": d["prefill"][1],
-        **_batches(d, sim, frontend, wall_s, prompt_tokens),
+        **_batches(d, sim, frontend, wall_s),
     }
 
 
-def _batches(d: dict, sim: dict, frontend: float, wall_s: float | None, prompt_tokens: float | None) -> dict:
-    """How the engine batched, real against simulated: engine steps, tokens per step (prefill
-    and decode), and the time-averaged requests running and waiting (Little's law over the
-    load's wall time: vLLM's summed inference and queue times; the simulator's summed E2E
-    without the front end). A real engine that ran fewer, larger steps and held more requests
-    than the simulator was slower per step than the model, whatever the load."""
+def _batches(d: dict, sim: dict, frontend: float, wall_s: float | None) -> dict:
+    """How the engine batched, real against simulated: engine steps (vLLM's
+    iteration-token histogram count; the simulator's iterations) and the time-averaged
+    requests running and waiting (Little's law over the load's wall time: vLLM's summed
+    inference and queue times; the simulator's summed E2E without the front end). A real
+    engine that ran fewer, larger steps and held more requests than the simulator was slower
+    per step than the model, whatever the load."""
     if "steps" not in d or not wall_s or wall_s <= 0:
         return {}
-    tokens, steps = d["steps"]
     out = {
-        "real_steps": steps,
-        "real_tokens_per_step": tokens / steps if steps > 0 else None,
+        "real_steps": d["steps"][1],
         "real_running_mean": d["inference"][0] / wall_s,
         "real_waiting_mean": d["queue"][0] / wall_s,
     }
     it, e2e, dur = sim.get("iterations"), sim.get("e2e") or {}, sim.get("duration_s")
     if it and isinstance(e2e.get("mean"), float) and dur:
-        gen = float(sim.get("output_tokens") or 0)
-        out.update(
-            sim_steps=it,
-            sim_tokens_per_step=(gen + (prompt_tokens or 0.0)) / it if prompt_tokens is not None else None,
-            sim_in_system_mean=(e2e["mean"] - frontend) * e2e.get("count", 0) / dur,
-        )
+        out.update(sim_steps=it, sim_in_system_mean=(e2e["mean"] - frontend) * e2e.get("count", 0) / dur)
     return out
 
 
@@ -375,9 +367,7 @@ def table(out: dict, title: str) -> str:
             )
             if ev.get("real_steps") is not None and ev.get("sim_steps") is not None:
                 lines.append(
-                    f"  load {r['load']:.2f} batches: engine steps real {ev['real_steps']:.0f} sim {ev['sim_steps']}, "
-                    f"tokens per step real {ev['real_tokens_per_step'] or 0:.1f} "
-                    f"sim {ev['sim_tokens_per_step'] or 0:.1f}; "
+                    f"  load {r['load']:.2f} batches: engine steps real {ev['real_steps']:.0f} sim {ev['sim_steps']}; "
                     f"requests in the engine (mean) real {ev['real_running_mean']:.1f} running + "
                     f"{ev['real_waiting_mean']:.1f} waiting, sim {ev['sim_in_system_mean']:.1f}"
                 )
