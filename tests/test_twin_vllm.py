@@ -31,12 +31,21 @@ ENGINE_FACTOR = 3.0
 # at load average 9.
 MAX_CPU_WAIT = 0.3
 LIGHT_LOAD = 0.3  # the load at which the engine-side bound is asserted
+# The server runs at most 16 requests at once (the other vLLM tests: 32). vLLM-CPU's decode step
+# is convex in the batch (profiles here: ~3.5 ms at B <= 8, ~5 ms at 16, 7-12 ms at 32) and
+# ProServe's step is linear in it (Eq. 4-7): up to 16 the fit follows the measured steps, at
+# 32 it is a compromise, and the saturation estimate (full batches) was optimistic there; the
+# real engine then queued at 0.6 of it in CI (docs/fidelity.md, "The CI test's operating range").
+MAX_NUM_SEQS = 16
 
 
 @pytest.fixture(scope="module")
 def pinned_server(tiny_model, vllm_env, tmp_path_factory):  # noqa: F811
     s = VllmServer(
-        tiny_model, dict(vllm_env, VLLM_CPU_OMP_THREADS_BIND="0"), tmp_path_factory.mktemp("twin-logs") / "vllm.log"
+        tiny_model,
+        dict(vllm_env, VLLM_CPU_OMP_THREADS_BIND="0"),
+        tmp_path_factory.mktemp("twin-logs") / "vllm.log",
+        extra=("--max-num-seqs", str(MAX_NUM_SEQS)),  # after VllmServer's own 32: the last one counts
     )
     try:
         yield s.wait()
@@ -57,11 +66,12 @@ def test_profile_reads_vllm_metrics(vllm_profile):
     eng = prof["engine"]
     assert eng["kind"] == "vllm" and eng["version"] == "0.32.0" and eng["model"] == "tiny"
     assert eng["max_model_len"] == 1024
-    # --max-num-seqs 32, found by polling vllm:num_requests_running with 64 requests in flight:
-    # never more than the engine ran, and on a loaded machine less (the API server admits the
-    # 64 one by one while it streams; 25 seen once at load average 6-10); 32 on a quiet one.
-    print(f"max_num_seqs found by polling: {eng['max_num_seqs']} (--max-num-seqs 32)")
-    assert 16 <= eng["max_num_seqs"] <= 32
+    # --max-num-seqs, found by polling vllm:num_requests_running with 64 requests in flight:
+    # never more than the engine ran, and on a loaded machine it can be less (the API server
+    # admits the 64 one by one while it streams and renders /metrics: 25 of 32 seen once at load
+    # average 6-10 with polls every 5 ms; polls are 50 ms apart since).
+    print(f"max_num_seqs found by polling: {eng['max_num_seqs']} (--max-num-seqs {MAX_NUM_SEQS})")
+    assert MAX_NUM_SEQS // 2 <= eng["max_num_seqs"] <= MAX_NUM_SEQS
     # VLLM_CPU_KVCACHE_SPACE=1 (GiB): vllm:cache_config_info says 8192 blocks of 128 tokens
     assert prof["kv"] == {
         "block_size": 128,
