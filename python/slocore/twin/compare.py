@@ -105,8 +105,8 @@ def _prefill(co: dict, L: float) -> float:
 
 def full_batch_step(profile: dict, ctx: float) -> float:
     """The decode step of a full batch (max_num_seqs) at context `ctx`: the profile's own
-    measured decode steps at that batch where it has them (their median, moved to `ctx` by
-    the fitted a_d), the fitted step otherwise. ProServe's step (Eq. 4-7) is linear in the
+    measured decode steps at that batch where it has them (each moved to `ctx` by the fitted
+    a_d; their median), the fitted step otherwise. ProServe's step (Eq. 4-7) is linear in the
     batch, vLLM-CPU's measured step is convex (3.5 ms at B <= 8, 5 ms at 16, 7-8 ms at 32 in
     one profile), so the fit is a compromise that is low at the largest batch."""
     co = profile["per_request"]
@@ -119,9 +119,8 @@ def full_batch_step(profile: dict, ctx: float) -> float:
     ]
     if not pts:
         return fitted
-    med = float(np.median([q["seconds"] for q in pts]))
-    lkv = float(np.median([q.get("decode_context") or ctx for q in pts]))
-    return max(1e-9, med + S * co["a_d"] * (ctx - lkv))
+    moved = [q["seconds"] + S * co["a_d"] * (ctx - (q.get("decode_context") or ctx)) for q in pts]
+    return max(1e-9, float(np.median(moved)))
 
 
 def saturation_rate(profile: dict, workload, instances: int = 1) -> float:
