@@ -9,13 +9,14 @@ OUT=${1:-twin-out}
 VPY=${SLOCORE_VLLM_PYTHON:-/tmp/slocore-vllm-venv/bin/python}
 LOADS=${LOADS:-0.25,0.5,0.75,1.0}
 N=${N:-300}
+SEQS=${SEQS:-32}  # --max-num-seqs of both servers (tests/test_twin_vllm.py: 16)
 slocore() { python3 -m slocore.cli "$@"; }  # the build on PYTHONPATH, installed or not
 mkdir -p "$OUT"
 "$VPY" -c "import sys; sys.path.insert(0, 'python/slocore/integrations/vllm'); import tiny_model; tiny_model.write('$OUT/tiny')"
 serve() {  # PORT CORE
   HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 VLLM_CPU_KVCACHE_SPACE=1 TOKENIZERS_PARALLELISM=false \
   VLLM_CPU_OMP_THREADS_BIND=$2 "$VPY" -m vllm.entrypoints.openai.api_server --model "$OUT/tiny" \
-    --load-format dummy --dtype bfloat16 --max-model-len 1024 --max-num-seqs 32 --enforce-eager \
+    --load-format dummy --dtype bfloat16 --max-model-len 1024 --max-num-seqs "$SEQS" --enforce-eager \
     --served-model-name tiny --host 127.0.0.1 --port "$1" > "$OUT/vllm-$1.log" 2>&1 &
   echo $!
 }

@@ -341,8 +341,33 @@ def test_engine_view_and_delivery():
     assert ev["tpot_mean_err"] == pytest.approx(-0.2) and ev["delivery_lag_s"] == pytest.approx(0.074)
     assert ev["api_ttft_mean"] == pytest.approx(0.05)
     assert compare.engine_view(None, m1, real, sim, 0.0) is None
+    assert "real_steps" not in ev  # no step counts, no wall time: no batch view
+    m0 |= {"inference": (10.0, 10.0), "steps": (900.0, 100.0)}
+    m1 |= {"inference": (14.0, 20.0), "steps": (1900.0, 300.0)}
+    sim |= {"iterations": 150, "e2e": {"mean": 0.206, "count": 10}, "duration_s": 2.0}
+    ev = compare.engine_view(m0, m1, real, sim, frontend=0.006, wall_s=2.0)
+    assert ev["real_steps"] == 200 and ev["sim_steps"] == 150
+    assert ev["real_running_mean"] == pytest.approx(2.0) and ev["real_waiting_mean"] == pytest.approx(0.05)
+    assert ev["sim_in_system_mean"] == pytest.approx(1.0)  # 10 requests x 0.2 s over 2 s
     eng = {"timing": "engine"}
     pts = [Point("decode", 0.01, [], [1], detail=dict(eng, client_s=c)) for c in (0.0101, 0.0, 0.001, 0.0099)]
     d = profiler._delivery(pts)
     assert d["decode_points"] == 4 and d["burst_fraction"] == 0.5
     assert profiler._delivery([Point("prefill", 0.01, [(16, 0)], [])]) is None
+
+
+def test_saturation_uses_the_measured_full_batch_step():
+    from slocore.sim import workloads
+
+    co = {"t_c": 0.003, "a_p": 0.0, "b_p": 0.0, "c_p": 1e-5, "a_d": 0.0, "b_d": 1e-4}
+    base = {"per_request": co, "engine": {"max_num_seqs": 32}}
+    w = workloads.sharegpt_like(rate=3, n=60, seed=4, ttft=0.5, tpot=0.05)
+    fitted = compare.saturation_rate(base, w)
+    assert compare.full_batch_step(base, 100.0) == pytest.approx(0.003 + 32 * 1e-4)  # no points: the fit
+    pts = [{"kind": "decode", "decode_batch": 32, "decode_context": 48.0, "seconds": s} for s in (0.008, 0.007, 0.02)]
+    pts += [{"kind": "decode", "decode_batch": 16, "decode_context": 48.0, "seconds": 0.001}]  # not the full batch
+    measured = dict(base, measured={"points": pts})
+    assert compare.full_batch_step(measured, 100.0) == pytest.approx(0.008)  # the median at B = 32
+    assert compare.saturation_rate(measured, w) < fitted  # 8 ms against the fitted 6.2 ms
+    co_ctx = dict(co, a_d=1e-6)  # moved to the asked context by the fitted a_d
+    assert compare.full_batch_step(dict(measured, per_request=co_ctx), 148.0) == pytest.approx(0.008 + 32 * 1e-4)

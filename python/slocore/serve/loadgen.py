@@ -78,6 +78,9 @@ def build_workload(a):
     return w
 
 
+KEEPALIVE_S = 3.0  # < uvicorn's default timeout_keep_alive (5 s)
+
+
 async def run(
     url: str,
     workload,
@@ -117,7 +120,9 @@ async def run(
         except ImportError:
             bar = None
     sem = asyncio.Semaphore(max_concurrency) if max_concurrency > 0 else None
-    conn = aiohttp.TCPConnector(limit=0)
+    # idle connections closed before the server's own keep-alive ends (uvicorn, vLLM's API
+    # server: 5 s): reusing one the server is closing fails with "Server disconnected"
+    conn = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_S)
     async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=timeout)) as s:
         if model is None:
             try:

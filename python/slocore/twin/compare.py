@@ -91,6 +91,7 @@ def simulate(workload, profile: dict, *, instances: int = 1, policy: str = "leas
     for k in ("ttft", "e2e"):
         if isinstance(s.get(k), dict):
             s[k] = {q: (v + o if isinstance(v, float) and q != "count" else v) for q, v in s[k].items()}
+    s["iterations"] = int(res.stats["iterations"])
     return s
 
 
@@ -102,13 +103,34 @@ def _prefill(co: dict, L: float) -> float:
     return co["a_p"] * L * L + co["c_p"] * L
 
 
+def full_batch_step(profile: dict, ctx: float) -> float:
+    """The decode step of a full batch (max_num_seqs) at context `ctx`: the profile's own
+    measured decode steps at that batch where it has them (each moved to `ctx` by the fitted
+    a_d; their median), the fitted step otherwise. ProServe's step (Eq. 4-7) is linear in the
+    batch, vLLM-CPU's measured step is convex (3.5 ms at B <= 8, 5 ms at 16, 7-8 ms at 32 in
+    one profile), so the fit is a compromise that is low at the largest batch."""
+    co = profile["per_request"]
+    S = engine_kwargs(profile)["max_num_seqs"]
+    fitted = _step(co, S, ctx)
+    pts = [
+        q
+        for q in (profile.get("measured") or {}).get("points") or []
+        if q.get("kind") == "decode" and q.get("decode_batch") == S and (q.get("seconds") or 0) > 0
+    ]
+    if not pts:
+        return fitted
+    moved = [q["seconds"] + S * co["a_d"] * (ctx - (q.get("decode_context") or ctx)) for q in pts]
+    return max(1e-9, float(np.median(moved)))
+
+
 def saturation_rate(profile: dict, workload, instances: int = 1) -> float:
     """Requests/s the profile says `instances` engines sustain on this workload's mean
-    lengths: full batches (max_num_seqs) decoding, each request also paying its prefill."""
+    lengths: full batches (max_num_seqs) decoding at the measured full-batch step
+    (full_batch_step), each request also paying its prefill."""
     co = profile["per_request"]
     S = engine_kwargs(profile)["max_num_seqs"]
     P, O = float(np.mean(workload.prompt_len)), float(np.mean(workload.output_len))
-    per_req = O * _step(co, S, P + O / 2) / S + _prefill(co, P)
+    per_req = O * full_batch_step(profile, P + O / 2) / S + _prefill(co, P)
     return instances / per_req
 
 
@@ -190,7 +212,9 @@ async def run_loads(
                 "real": _slim(real["summary"]),
                 "sim": _slim(sim),
                 "errors": errors(real["summary"], sim),
-                "engine_view": engine_view(m0, m1, real["summary"], sim, frontend_s(profile)),
+                "engine_view": engine_view(
+                    m0, m1, real["summary"], sim, frontend_s(profile), wall_s=real.get("wall_s")
+                ),
                 "failed": len(real["errors"]),
                 "first_errors": real["errors"][:3],
                 "cpu_wait": cpu_wait.waited_share(c0, c1),
@@ -205,6 +229,8 @@ _ENGINE_HIST = {
     "prefill": "vllm:request_prefill_time_seconds",
     "tpot": "vllm:request_time_per_output_token_seconds",
     "api_ttft": "vllm:time_to_first_token_seconds",  # arrival to first token, in the API server
+    "inference": "vllm:request_inference_time_seconds",  # scheduled to finished (running)
+    "steps": "vllm:iteration_tokens_total",  # sum: tokens scheduled, count: engine steps
 }
 
 
@@ -223,7 +249,15 @@ async def _engine_counters(url: str) -> dict | None:
     return {k: (total(m, n + "_sum") or 0.0, total(m, n + "_count") or 0.0) for k, n in _ENGINE_HIST.items()}
 
 
-def engine_view(m0: dict | None, m1: dict | None, real: dict, sim: dict, frontend: float) -> dict | None:
+def engine_view(
+    m0: dict | None,
+    m1: dict | None,
+    real: dict,
+    sim: dict,
+    frontend: float,
+    *,
+    wall_s: float | None = None,
+) -> dict | None:
     """The comparison split at the engine's boundary (vLLM only): mean TTFT inside the engine
     (queue + prefill, engine-core timestamps) and mean TPOT as the engine produced tokens, real
     against simulated (simulated TTFT without the front-end term); and the delivery lag, the
@@ -255,7 +289,28 @@ def engine_view(m0: dict | None, m1: dict | None, real: dict, sim: dict, fronten
         # first token) against the engine core's queue + prefill
         "api_ttft_mean": d["api_ttft"][0] / d["api_ttft"][1] if d["api_ttft"][1] > 0 else None,
         "requests": d["prefill"][1],
+        **_batches(d, sim, frontend, wall_s),
     }
+
+
+def _batches(d: dict, sim: dict, frontend: float, wall_s: float | None) -> dict:
+    """How the engine batched, real against simulated: engine steps (vLLM's
+    iteration-token histogram count; the simulator's iterations) and the time-averaged
+    requests running and waiting (Little's law over the load's wall time: vLLM's summed
+    inference and queue times; the simulator's summed E2E without the front end). A real
+    engine that ran fewer, larger steps and held more requests than the simulator was slower
+    per step than the model, whatever the load."""
+    if "steps" not in d or not wall_s or wall_s <= 0:
+        return {}
+    out = {
+        "real_steps": d["steps"][1],
+        "real_running_mean": d["inference"][0] / wall_s,
+        "real_waiting_mean": d["queue"][0] / wall_s,
+    }
+    it, e2e, dur = sim.get("iterations"), sim.get("e2e") or {}, sim.get("duration_s")
+    if it and isinstance(e2e.get("mean"), float) and dur:
+        out.update(sim_steps=it, sim_in_system_mean=(e2e["mean"] - frontend) * e2e.get("count", 0) / dur)
+    return out
 
 
 def count_by_token_ids(profile: dict) -> dict | None:
@@ -309,6 +364,12 @@ def table(out: dict, title: str) -> str:
                 f"delivery lag (client TTFT - engine - front end) {(ev['delivery_lag_s'] or 0) * 1e3:.1f} ms"
                 + (f" (API server's TTFT {ev['api_ttft_mean'] * 1e3:.1f} ms)" if ev.get("api_ttft_mean") else "")
             )
+            if ev.get("real_steps") is not None and ev.get("sim_steps") is not None:
+                lines.append(
+                    f"  load {r['load']:.2f} batches: engine steps real {ev['real_steps']:.0f} sim {ev['sim_steps']}; "
+                    f"requests in the engine (mean) real {ev['real_running_mean']:.1f} running + "
+                    f"{ev['real_waiting_mean']:.1f} waiting, sim {ev['sim_in_system_mean']:.1f}"
+                )
         if r.get("cpu_wait") is not None:
             lines.append(
                 f"  load {r['load']:.2f}: the engine's busiest process waited for a CPU {r['cpu_wait']:.0%} of its "
