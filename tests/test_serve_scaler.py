@@ -230,18 +230,20 @@ def test_load_ramp_scales_2_to_4_and_back_every_request_answered_once():
             clients = [asyncio.create_task(client(url, s, stop)) for _ in range(16)]
             await until(lambda: ready() >= 4, 45)
             served_before = {b.name: b.served for b in router.pool}
-            await asyncio.sleep(1.0)  # the new engines take work
-            served_new = sum(
-                b.served - served_before.get(b.name, 0) for b in router.pool if b.name.startswith("scaled-")
-            )
+
+            def served_new():
+                return sum(b.served - served_before.get(b.name, 0) for b in router.pool if b.name.startswith("scaled-"))
+
+            # the new engines take work (a request there must finish first: seconds on a loaded machine)
+            await until(lambda: served_new() > 0, 45)
             stop.set()
             await asyncio.gather(*clients)
             await until(lambda: ready() == 2 and not sc.counts("colocated")["draining"] and not sc._jobs, 45)
             async with s.get(url + "/metrics") as r:
                 text = await r.text()
-            return router, text, seen_max[0], served_new
+            return router, text, seen_max[0], served_new()
 
-    router, text, seen_max, served_new = asyncio.run(asyncio.wait_for(go(), 120))
+    router, text, seen_max, served_new = asyncio.run(asyncio.wait_for(go(), 160))
     assert seen_max == 4 and served_new > 0
     # every request answered exactly once, completely
     assert answers and all(a == (200, True, 24) for a in answers), [a for a in answers if a != (200, True, 24)][:5]
