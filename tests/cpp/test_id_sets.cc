@@ -1,15 +1,15 @@
-// The flat id tables of one engine iteration (sim::IdIndex, PlanBuilder's IdSet) against
-// std::unordered_map over random inserts, lookups and clears (growth, stamp reuse, negative
-// and extreme ids), and SIBYL's survival lookup against its floor() definition.
+// The flat id table of one engine iteration or plan (IdIndex, also PlanBuilder's id set)
+// against std::unordered_map over random inserts, lookups and clears (growth, stamp reuse,
+// negative and extreme ids; fresh tables used without a first clear), and SIBYL's survival
+// lookup against its floor() definition.
 #include <climits>
 #include <cmath>
 #include <random>
 #include <unordered_map>
 #include <vector>
 
-#include "slocore/batch/plan_builder.h"
+#include "slocore/core/id_index.h"
 #include "slocore/sibyl/survival.h"
-#include "slocore/sim/id_index.h"
 
 #include "check.h"
 
@@ -22,7 +22,7 @@ int main() {
   for (int i = 0; i < 300; ++i) pool.push_back(Id(i * 64));  // same low bits
   std::uniform_int_distribution<size_t> pick(0, pool.size() - 1);
 
-  sim::IdIndex index;
+  IdIndex index;
   for (int round = 0; round < 2000; ++round) {
     const size_t n = round % 7 == 0 ? 600 : size_t(rng() % 40);  // grows now and then
     index.clear(round % 3 == 0 ? n : 1);                         // an expected size too small: grows
@@ -41,12 +41,12 @@ int main() {
   }
 
   for (int round = 0; round < 200; ++round) {
-    IdSet set;
+    IdIndex set;  // as PlanBuilder uses it: fresh, never cleared, values unused
     std::unordered_map<Id, int> ref;
     const size_t n = size_t(rng() % 500);
     for (size_t j = 0; j < n; ++j) {
       const Id id = pool[pick(rng)];
-      set.insert(id);
+      set.insert(id, 0);
       ref[id] = 1;
     }
     for (Id id : pool) CHECK(set.contains(id) == (ref.count(id) > 0));

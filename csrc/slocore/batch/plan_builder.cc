@@ -4,43 +4,6 @@
 
 namespace slocore {
 
-bool IdSet::contains(Id id) const {
-  if (id == kEmpty) return has_empty_key_;
-  if (slots_.empty()) return false;
-  const size_t mask = slots_.size() - 1;
-  for (size_t i = slot(id);; i = (i + 1) & mask) {
-    if (slots_[i] == id) return true;
-    if (slots_[i] == kEmpty) return false;
-  }
-}
-
-void IdSet::insert(Id id) {
-  if (id == kEmpty) {
-    has_empty_key_ = true;
-    return;
-  }
-  if (2 * (size_ + 1) > slots_.size()) grow();  // load <= 1/2
-  const size_t mask = slots_.size() - 1;
-  for (size_t i = slot(id);; i = (i + 1) & mask) {
-    if (slots_[i] == id) return;
-    if (slots_[i] == kEmpty) {
-      slots_[i] = id;
-      ++size_;
-      return;
-    }
-  }
-}
-
-void IdSet::grow() {
-  std::vector<Id> old = std::move(slots_);
-  const size_t n = old.empty() ? 64 : 2 * old.size();
-  slots_.assign(n, kEmpty);
-  shift_ = 64 - __builtin_ctzll(n);
-  size_ = 0;
-  for (Id id : old)
-    if (id != kEmpty) insert(id);
-}
-
 PlanBuilder::PlanBuilder(const InstanceView& v, Tokens token_budget)
     : view_(v), budget_(std::min(token_budget, v.max_batch_tokens)), blocks_(v.kv_blocks_free) {}
 
@@ -67,7 +30,7 @@ Tokens PlanBuilder::add(const RequestState& s, bool running, Tokens want, bool a
   blocks_ -= view_.blocks_needed(s, k, running);
   budget_ -= k;
   plan_.items.push_back({s.request.id, k});
-  ids_.insert(s.request.id);
+  ids_.insert(s.request.id, 0);
   return k;
 }
 
@@ -78,7 +41,7 @@ Tokens PlanBuilder::add_next(const RequestState& s, bool running, bool allow_par
 void PlanBuilder::preempt(const RequestState& s) {
   blocks_ += view_.blocks_for(s.computed);
   plan_.preempt.push_back(s.request.id);
-  ids_.insert(s.request.id);  // neither schedule nor preempt it twice
+  ids_.insert(s.request.id, 0);  // neither schedule nor preempt it twice
 }
 
 void run_with_preemption(PlanBuilder& b, const std::vector<size_t>& order, std::vector<size_t> victims) {

@@ -1,31 +1,13 @@
 // Builds a feasible BatchPlan (the contract in batch_scheduler.h): token budget, sequence
 // limit and KV blocks are accounted in one place, so each scheduler is only its ordering.
 #pragma once
-#include <cstdint>
 #include <functional>
 #include <vector>
 
 #include "slocore/batch/batch_scheduler.h"
+#include "slocore/core/id_index.h"
 
 namespace slocore {
-
-// A set of request ids in one flat open-addressing table (linear probing): a plan holds at
-// most max_num_seqs items plus its preemptions, and an iteration builds one plan, so this
-// replaces a node-per-id hash set (one allocation per planned id).
-class IdSet {
- public:
-  bool contains(Id id) const;
-  void insert(Id id);
-
- private:
-  static constexpr Id kEmpty = INT64_MIN;
-  size_t slot(Id id) const { return size_t((uint64_t(id) * 0x9E3779B97F4A7C15ull) >> shift_); }
-  void grow();
-  std::vector<Id> slots_;
-  int shift_ = 64;
-  size_t size_ = 0;
-  bool has_empty_key_ = false;  // kEmpty itself, kept aside
-};
 
 class PlanBuilder {
  public:
@@ -50,7 +32,7 @@ class PlanBuilder {
   Tokens budget_;
   int64_t blocks_;
   BatchPlan plan_;
-  IdSet ids_;  // planned or preempted
+  IdIndex ids_;  // planned or preempted (the value is unused)
 };
 
 // Runs the next step (decode token or prefill chunk) of every running request in `order`

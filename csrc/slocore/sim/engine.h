@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "slocore/batch/batch_scheduler.h"
+#include "slocore/core/id_index.h"
 #include "slocore/core/profile.h"
-#include "slocore/sim/id_index.h"
 #include "slocore/sim/prefix_cache.h"
 
 namespace slocore::sim {

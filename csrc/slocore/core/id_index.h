@@ -1,13 +1,15 @@
-// A map from request id to a small value, for the few ids of one engine iteration: a flat
+// A map from request id to a small value, for the few ids of one engine iteration or one
+// plan (sim::Engine's planned items, PlanBuilder's planned and preempted ids): a flat
 // open-addressing table (linear probing) whose slots carry a generation stamp, so clear() is
-// O(1) and nothing is allocated once the table has grown to the batch size.
+// O(1) and nothing is allocated once the table has grown to the batch size. Usable without a
+// first clear().
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "slocore/core/types.h"
 
-namespace slocore::sim {
+namespace slocore {
 
 class IdIndex {
  public:
@@ -73,4 +75,4 @@ class IdIndex {
   size_t size_ = 0;
 };
 
-}  // namespace slocore::sim
+}  // namespace slocore
