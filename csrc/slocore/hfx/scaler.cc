@@ -145,7 +145,7 @@ std::vector<ScaleDecision> HfxScaler::decide(Time now, const std::vector<Instanc
   if (pd && p_.role_switch && want[1] * want[2] == -1) {  // one shrinks, the other grows: switch
     const int from = want[1] < 0 ? 1 : 2, to = 3 - from;
     if (const InstanceView* v = victim(Role(from))) {
-      out.push_back({ScaleAction::SwitchRole, Role(to), v->id});
+      out.push_back({ScaleAction::SwitchRole, Role(to), v->id, {}});
       pools_[from].low_ticks = 0;
       pools_[to].cooldown_until = now + p_.cooldown;
       return out;
@@ -153,12 +153,12 @@ std::vector<ScaleDecision> HfxScaler::decide(Time now, const std::vector<Instanc
   }
   for (int s : stages) {
     if (want[s] > 0) {
-      out.push_back({ScaleAction::ScaleOut, Role(s), kNoInstance});
+      out.push_back({ScaleAction::ScaleOut, Role(s), kNoInstance, {}});
       pools_[s].cooldown_until = now + p_.cooldown;
       pools_[s].high_ticks = 0;
     } else if (want[s] < 0) {
       if (const InstanceView* v = victim(Role(s))) {
-        out.push_back({ScaleAction::ScaleIn, Role(s), v->id});
+        out.push_back({ScaleAction::ScaleIn, Role(s), v->id, {}});
         pools_[s].low_ticks = 0;
       }
     }
