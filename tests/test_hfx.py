@@ -318,6 +318,49 @@ def test_scaler_pd_switches_roles_instead_of_churning():
     ]
 
 
+def test_scaler_pd_borrows_a_spare_decode_instance_for_an_overloaded_prefill_pool():
+    # Prefill requests queued past half their TTFT (norm. wait 0.9 > 0.5: prefill wants to
+    # grow); decode instances nearly empty. HFX switches only when the other pool wants to
+    # shrink, which a decode pool fed by the prefill pool never signals (rho ~ 1): it asks
+    # for a new instance. borrow_spare takes the least-loaded decode instance instead.
+    views = [
+        _view(0, s.Role.PREFILL, 10),
+        _view(1, s.Role.PREFILL, 20),
+        _view(2, s.Role.DECODE, 50),
+        _view(3, s.Role.DECODE, 40),
+    ]
+
+    def decide(params):
+        sc = _core.make_scaler("hfx", {"warmup": 0.0, "min_samples": 4, **params})
+        for i in range(10):
+            sc.on_arrival(s.Request(i, 0.0, 10, output_len=5, ttft=1.0, tpot=0.1), 0.0)
+        return sc.decide(0.9, views)
+
+    assert [(d.action, d.role) for d in decide({})] == [(s.ScaleAction.SCALE_OUT, s.Role.PREFILL)]
+    (d,) = decide({"borrow_spare": True})
+    assert (d.action, d.role, d.instance) == (s.ScaleAction.SWITCH_ROLE, s.Role.PREFILL, 3)
+    # A decode pool whose KV would pass half of kv_high with one instance fewer is not spare.
+    views[2].kv_blocks_free = views[3].kv_blocks_free = 1000 - 300  # 0.3 * 2 / 1 > 0.45
+    assert [d.action for d in decide({"borrow_spare": True})] == [s.ScaleAction.SCALE_OUT]
+
+
+def test_slocore_pd_rebalances_a_prefill_bound_overload_on_its_own_budget():
+    # HFX 4-task mix past the capacity of 2 prefill + 2 decode instances: the prefill pool is
+    # the bottleneck (wikisql's long prompts), decode is light. The slocore P/D preset moves a
+    # decode instance to prefill (never more instances than it started with).
+    from slocore.sim import preset, simulate, workloads
+
+    wl = workloads.hfx_4task(rate=160.0, n_per_task=1200, seed=0)
+    cluster = dict(profile="ascend910b-qwen7b", prefill_instances=2, decode_instances=2)
+    kw = preset("slocore", mode="pd")
+    fixed = dict(kw, scaler=("hfx", {"borrow_spare": False}))
+    got, base = simulate(wl, seed=0, **cluster, **kw), simulate(wl, seed=0, **cluster, **fixed)
+    assert got.stats["role_switches"] >= 1 and got.stats["scale_outs"] == 0
+    assert got.stats["max_instances"] == 4
+    assert base.stats["role_switches"] == 0
+    assert got.summary["attainment"] > base.summary["attainment"] + 0.03, (got.summary, base.summary)
+
+
 def test_scaler_bad_params():
     with pytest.raises(ValueError, match="in_rate"):
         _core.make_scaler("hfx", {"in_rate": 2.0})

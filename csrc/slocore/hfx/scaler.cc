@@ -117,6 +117,7 @@ std::vector<ScaleDecision> HfxScaler::decide(Time now, const std::vector<Instanc
   for (const InstanceView& v : views) pd = pd || v.role != Role::Colocated;
   std::vector<int> stages = pd ? std::vector<int>{1, 2} : std::vector<int>{0};
   int want[3] = {0, 0, 0};  // +1 out, -1 in
+  bool spare[3] = {false, false, false};
   for (int s : stages) {
     const Indicators I = indicators(s, now, views);
     Pool& P = pools_[s];
@@ -126,6 +127,10 @@ std::vector<ScaleDecision> HfxScaler::decide(Time now, const std::vector<Instanc
     const bool low = I.rate_valid && I.rate_ratio < p_.in_rate && I.norm_wait < 0.5 * p_.out_wait && I.max_wait < 1.0 &&
                      I.kv_mean < 0.5 * p_.kv_high;
     P.low_ticks = low ? P.low_ticks + 1 : 0;
+    int n = 0;
+    for (const InstanceView& v : views) n += v.role == Role(s) && v.accepting;
+    spare[s] = !out && n > 1 && I.kv_mean * n / (n - 1) < 0.5 * p_.kv_high &&
+               (s == 2 || (I.norm_wait < 0.5 * p_.out_wait && I.max_wait < 1.0));
     if (out && now >= P.cooldown_until)
       want[s] = 1;
     else if (!out && P.low_ticks >= p_.in_patience)
@@ -142,8 +147,11 @@ std::vector<ScaleDecision> HfxScaler::decide(Time now, const std::vector<Instanc
     return n > 1 ? best : nullptr;
   };
   std::vector<ScaleDecision> out;
-  if (pd && p_.role_switch && want[1] * want[2] == -1) {  // one shrinks, the other grows: switch
-    const int from = want[1] < 0 ? 1 : 2, to = 3 - from;
+  // One pool shrinks and the other grows (HFX Sec. 6), or (borrow_spare) one grows and the
+  // other has spare capacity: switch.
+  const bool borrow = p_.borrow_spare && ((want[1] > 0 && spare[2]) || (want[2] > 0 && spare[1]));
+  if (pd && p_.role_switch && (want[1] * want[2] == -1 || borrow)) {
+    const int to = want[1] > 0 ? 1 : 2, from = 3 - to;
     if (const InstanceView* v = victim(Role(from))) {
       out.push_back({ScaleAction::SwitchRole, Role(to), v->id, {}});
       pools_[from].low_ticks = 0;

@@ -20,6 +20,13 @@
 // rho alone `out_patience` high ticks and some queueing (norm. wait >= rate_wait): over a
 // Poisson window with heavy-tailed latencies rho strays past 1.1 with nothing waiting; after a
 // scale-out the pool waits `cooldown` seconds (the cold start) before growing again.
+// `borrow_spare` (slocore's, not in the papers; off for HFX's own stacks): in P/D a pool that
+// wants to grow first takes the least-loaded instance of the other pool when that pool has
+// spare capacity (nothing in it wants to grow, its KV load with one instance fewer stays under
+// half of kv_high, and for prefill no queued request is past half its TTFT on average nor past
+// it at all). HFX switches only when the other pool wants to shrink, which a decode pool never
+// signals under a prefill-bound load: its rho (first tokens in vs completions out) stays near 1
+// however idle it is. On a fixed instance budget this is the only way the pools can rebalance.
 #pragma once
 #include <deque>
 #include <unordered_map>
@@ -42,8 +49,9 @@ struct ScalerParams {
   double rate_wait = 0.1;  // rho-driven scale-out also needs this much normalised wait
   double cooldown = 5.0;   // s
   bool role_switch = true;
-  double forget_s = 600.0;  // a request with no first token after this long is forgotten (lost or
-                            // rejected upstream: it must not hold the wait indicator up forever)
+  bool borrow_spare = false;  // P/D: grow by switching a spare instance of the other pool first
+  double forget_s = 600.0;    // a request with no first token after this long is forgotten (lost or
+                              // rejected upstream: it must not hold the wait indicator up forever)
   template <class V>
   void visit(V& v) {
     v.field("interval", interval, "decision period tau, s", Range::above(0));
@@ -60,6 +68,7 @@ struct ScalerParams {
     v.field("rate_wait", rate_wait, "normalised wait a rate-driven scale-out also needs", Range::at_least(0));
     v.field("cooldown", cooldown, "s a pool waits after a scale-out (the cold start)", Range::at_least(0));
     v.field("role_switch", role_switch, "P/D: switch a drained instance's role instead of scaling");
+    v.field("borrow_spare", borrow_spare, "P/D: a growing pool first takes a spare instance of the other pool");
     v.field("forget_s", forget_s, "s after which a request with no first token is forgotten", Range::above(0));
   }
   void validate() const;

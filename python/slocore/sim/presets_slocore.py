@@ -5,7 +5,8 @@ from the tightest SLO class, for the requests that can still meet their first-to
 deadline; those past it or predicted past it run after them from the budget left, so in
 overload a late request does not push feasible ones past theirs); in P/D the same prediction places
 prefills and SIBYL's projected load at the handoff, counted in requests (SIBYL Alg. 1, the
-REQLEVEL unit, with the prefill queue in tau; docs/sibyl.md), places decodes. One set of
+REQLEVEL unit, with the prefill queue in tau; docs/sibyl.md), places decodes, and the HFX
+scaler rebalances the two pools on the cluster's own instance budget (role switches only). One set of
 defaults for every workload. The engine's order below overload is vLLM priority, the one
 the benchmark matrix measured best behind this dispatch (docs/benchmark.md "The slocore
 stack": SlideBatching collapses on the 4k-16k-token rag prompts, its density ablation loses a
@@ -20,10 +21,19 @@ from slocore.sim.stacks import Preset, register
 DISPATCH = "slo_predict"
 ENGINE = "slo_triage"
 COLOCATED = dict(global_policy=DISPATCH, batch_scheduler=ENGINE)
+# P/D: the HFX scaler on the cluster's own instance budget (`max_instances=0`: never more
+# than it started with), so it only rebalances the pools: a pool that wants to grow takes a
+# spare instance of the other (`borrow_spare`, csrc/slocore/hfx/scaler.h). A switch drains
+# the instance and then takes ROLE_SWITCH_S, a new engine's start from local disk (HFX
+# Table 2: 4.14 s for Qwen-7B), since a live switch restarts the engine in its new role.
+ROLE_SWITCH_S = 5.0
+REBALANCE = dict(scaler=("hfx", {"borrow_spare": True}), role_switch_s=ROLE_SWITCH_S)
 PD = dict(
     prefill_policy=DISPATCH,
     decode_policy=("sibyl", {"reqlevel": True}),
     batch_scheduler=ENGINE,
+    **REBALANCE,
+    max_instances=0,
 )
 
 register(
@@ -32,8 +42,9 @@ register(
         "slocore",
         "slo_predict dispatch (predicted TTFT/TPOT per instance: queue, decodes, hardware, cached prefix) over "
         "slo_triage engines (vLLM priority order for requests that can still meet their first-token deadline, "
-        "late ones after them); P/D decodes by SIBYL's request-count projection at the handoff",
-        "ProServe Eq. 3-7; HFX Alg. 2; SIBYL Alg. 1 (REQLEVEL); vLLM V1 priority scheduler",
+        "late ones after them); P/D decodes by SIBYL's request-count projection at the handoff, and the pools "
+        "rebalanced by role switches on the cluster's own instance budget",
+        "ProServe Eq. 3-7; HFX Alg. 2, Alg. 3 (role switching); SIBYL Alg. 1 (REQLEVEL); vLLM V1 priority scheduler",
         colocated=dict(COLOCATED),
         pd=dict(PD),
     )
@@ -45,7 +56,7 @@ register(
         "the slocore stack with the HFX scaler (Fast Scaling cold start, role switching in P/D, up to 2x instances)",
         "as slocore; HFX Alg. 3, Sec. 7",
         colocated=dict(COLOCATED, scaler="hfx", cold_start="d2d"),
-        pd=dict(PD, scaler="hfx", cold_start="d2d"),
+        pd={**{k: v for k, v in PD.items() if k != "max_instances"}, "cold_start": "d2d"},
         tags=("scaling",),
     )
 )
