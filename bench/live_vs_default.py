@@ -1,8 +1,9 @@
 """The `slocore` stack with its engine scheduler (the plugin setting) against every baseline
 router over vLLM's own scheduler (the default setting), from one `slocore bench live` output:
 per trace and class, the difference paired by repetition index with its 95% CI (Student t).
-`bench live` pairs stacks within a setting; the two settings run as two blocks (the engines
-are restarted with the plugin in between), so this pairing is by repetition, not interleaved.
+For a run with `--blocks` (the two settings as two blocks, the engines restarted in between):
+this pairing is by repetition, not interleaved. Without `--blocks` the runs of both settings
+are interleaved and `live.md` has this comparison already ("across engine schedulers").
 
     python bench/live_vs_default.py OUT/live.json
 """

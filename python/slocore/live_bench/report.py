@@ -123,4 +123,15 @@ def markdown(res: dict, classes: list[str], title: str = "") -> str:
             extra = cache_table(t)
             if extra:
                 out += ["", *extra]
+    for trace, c in (res.get("across_settings") or {}).items():
+        n = max((x["n"] for summ in c["summary"].values() for x in summ.values()), default=0)
+        out += [
+            "",
+            f"### {trace}, across engine schedulers (runs interleaved)",
+            "",
+            "Every (stack, engine scheduler) pair, against the best baseline router over the engine's own "
+            f"scheduler, paired by repetition; {n} repetitions.",
+            "",
+            *trace_table({"comparison": c, "runs": []}, classes),
+        ]
     return "\n".join(out) + "\n"
