@@ -235,6 +235,26 @@ def test_cache_table_reports_hit_rate_ttft_and_events():
     assert cache_table({"runs": [{"stack": "rr", "prefix_cache": None}]}) == []
 
 
+def test_a_capacity_probe_is_the_median_of_its_runs(monkeypatch):
+    from slocore.live_bench import procs, runner, traces
+
+    atts = iter([0.95, 0.5, 0.92, 0.85, 0.2, 0.88])  # probe 1: median 0.92 (pass); probe 2: 0.85 (miss)
+    calls = []
+
+    def fake_run(stack, engines, profiles, w, prompts, out, tag, *a):
+        calls.append((tag, str(prompts[0])))
+        return {"attainment": {"overall": next(atts)}}
+
+    monkeypatch.setattr(runner, "one_run", fake_run)
+    cfg = runner.LiveConfig(procs.EngineSpec("emulated"), capacity_steps=0, capacity_runs=3)
+    base = traces.make("two_class", 20, 0)
+    cap, probes = runner.engines_capacity([], [], "two_class", base, 4.0, 16, cfg, None, None, lambda m: None)
+    assert [p["attainment"] for p in probes] == [0.92, 0.85] and cap == 4.0
+    assert len(calls) == 6 and len({p for _, p in calls}) == 6  # every run its own prompt texts
+    with pytest.raises(ValueError, match="capacity_runs"):
+        runner.LiveConfig(procs.EngineSpec("emulated"), capacity_runs=0)
+
+
 def test_measured_capacity_brackets_then_bisects_the_edge():
     from slocore.live_bench.runner import measure_capacity
 

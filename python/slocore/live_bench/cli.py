@@ -100,6 +100,13 @@ def add_arguments(p) -> None:
         default=3,
         help="bisection steps of the measured capacity after bracketing it (default 3)",
     )
+    p.add_argument(
+        "--capacity-runs",
+        dest="capacity_runs",
+        type=int,
+        default=1,
+        help="runs per capacity probe, their median attainment decides (default 1; 3 steadies a noisy edge)",
+    )
     p.add_argument("--profile", help="use this profile for every engine instead of measuring (path or bundled name)")
     p.add_argument("--profile-repeats", dest="profile_repeats", type=int, default=1)
     p.add_argument("--timeout", type=float, default=300.0, help="per-request timeout (s)")
@@ -139,6 +146,7 @@ def config_of(a):
         capacity=a.capacity,
         capacity_from=a.capacity_from,
         capacity_steps=a.capacity_steps,
+        capacity_runs=a.capacity_runs,
         profile=a.profile,
         profile_repeats=a.profile_repeats,
         plugin_scheduler=a.plugin_scheduler,
