@@ -53,6 +53,33 @@ def test_block_set_follows_events():
     assert s.match_blocks(chain) == 0
 
 
+def test_prompts_in_flight_count_as_held_until_released():
+    # The policies' view (`lookup`, slocore hashes) holds a sent prompt's blocks before its
+    # events come (the engine has not prefilled it yet), and after the request ends holds
+    # only what the events say the engine keeps.
+    h = VllmBlockHasher(4)
+    a = h.chain(list(range(16)))  # 4 blocks
+    b = h.chain(list(range(8)) + [9] * 8)  # shares a's first 2 blocks
+    ca, cb = [100 + i for i in range(4)], [100, 101, 202, 203]
+    s = KvBlockSet("v0")
+    s.apply(seq(0), batch())  # the stream is live, nothing stored
+    s.learn(a, ca, rid=1)
+    assert s.lookup.match_blocks(ca) == 4 and s.match_blocks(a) == 0  # in flight, not stored
+    s.learn(b, cb, rid=2)
+    s.apply(seq(1), batch(stored(a[:3])))  # request 1's first 3 blocks computed
+    s.apply(seq(2), batch({"type": "BlockRemoved", "block_hashes": [a[0]], "medium": "GPU"}))
+    assert s.lookup.match_blocks(ca) == 4  # evicted but in flight again: still counted
+    s.release(1)
+    # block 0 removed but in flight for request 2; blocks 1-2 stored; block 3 never was
+    assert s.lookup.match_blocks(ca) == 3 and s.lookup.match_blocks(ca[3:]) == 0
+    s.apply(seq(3), batch({"type": "AllBlocksCleared"}))
+    assert s.lookup.match_blocks(cb) == 4  # request 2 is still in flight
+    s.release(2)
+    s.release(2)  # twice, or an unknown id: nothing
+    assert s.lookup.match_blocks(cb) == 0 and s.lookup.match_blocks(ca) == 0
+    assert not s.inflight and not s.inflight_refs
+
+
 def test_bad_streams_degrade_never_raise(caplog):
     chain = VllmBlockHasher(4).chain(list(range(16)))
     s = KvBlockSet("v0", max_blocks=10)

@@ -17,6 +17,12 @@ big-endian: vLLM 0.32's default, ``VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1``) or a
 
 A stream that stops, lags (a sequence gap) or sends garbage marks the set stale; a stale set
 answers nothing, so the router falls back to its approximate index (never an error).
+
+Blocks in flight: the events name a block only once the engine has computed it, so a prompt
+the router has just sent is invisible until its prefill is done, and a session's next turn
+that comes sooner is routed as if nothing were cached. As Dynamo's KV router does, the view
+the policies read (``lookup``) also holds the blocks of every prompt sent to this engine and
+not yet finished (``learn(..., rid)`` / ``release(rid)``), whatever the events say of them.
 """
 
 from __future__ import annotations
@@ -125,21 +131,50 @@ class KvBlockSet:
         from slocore import _core
 
         self.lookup = _core.BlockSet()
+        # prompts sent here and not finished: request id -> its (vLLM key, slocore hash) blocks,
+        # and how many of them reference each slocore hash (they stay in `lookup` meanwhile)
+        self.inflight: dict = {}
+        self.inflight_refs: dict = {}
 
-    def learn(self, vllm_chain, slocore_chain) -> None:
+    def learn(self, vllm_chain, slocore_chain, rid=None) -> None:
         """The router sent a prompt whose vLLM block hashes are `vllm_chain` and whose slocore
-        chain is `slocore_chain` (same token ids, same block size)."""
-        held = []
+        chain is `slocore_chain` (same token ids, same block size); with `rid`, its blocks count
+        as held until `release(rid)` (in flight: the engine computes them)."""
+        held, pairs = [], []
         for v, c in zip(vllm_chain, slocore_chain):
             v = block_key(v)
             self.translate[v] = c
             self.translate.move_to_end(v)
+            pairs.append((v, c))
             if v in self.blocks:
                 held.append(c)
         while len(self.translate) > self.max_blocks:
             self.translate.popitem(last=False)
+        if rid is not None and pairs and rid not in self.inflight:
+            self.inflight[rid] = pairs
+            for _, c in pairs:
+                self.inflight_refs[c] = self.inflight_refs.get(c, 0) + 1
+            held = [c for _, c in pairs]
         if held:
             self.lookup.add(held)
+
+    def release(self, rid) -> None:
+        """The request `rid` sent here is done (finished, failed or cancelled): its blocks are
+        held again only if the events say so."""
+        pairs = self.inflight.pop(rid, None)
+        if not pairs:
+            return
+        gone = []
+        for v, c in pairs:
+            n = self.inflight_refs.get(c, 0) - 1
+            if n > 0:
+                self.inflight_refs[c] = n
+                continue
+            self.inflight_refs.pop(c, None)
+            if v not in self.blocks:
+                gone.append(c)
+        if gone:
+            self.lookup.remove(gone)
 
     def _mapped(self, keys) -> list:
         return [self.translate[k] for k in keys if k in self.translate]
@@ -147,6 +182,8 @@ class KvBlockSet:
     def _clear(self) -> None:
         self.blocks.clear()
         self.lookup.clear()
+        if self.inflight_refs:  # prompts in flight: the engine computes them again
+            self.lookup.add(list(self.inflight_refs))
 
     def _bad(self, why: str) -> None:
         self.errors += 1
@@ -175,7 +212,7 @@ class KvBlockSet:
                 self.counts["stored"] += len(hashes)
             elif kind == "BlockRemoved":
                 self.blocks.difference_update(hashes)
-                self.lookup.remove(self._mapped(hashes))
+                self.lookup.remove([c for c in self._mapped(hashes) if c not in self.inflight_refs])
                 self.counts["removed"] += len(hashes)
             else:
                 self._clear()

@@ -189,6 +189,13 @@ def record_sent(backend, req, identity: PromptIdentity | None = None) -> None:
     if ids is None or backend.block_size != identity.cfg.block_size:
         return
     try:
-        kv.learn(identity.vllm_hasher().chain(ids, len(chain)), chain)
+        kv.learn(identity.vllm_hasher().chain(ids, len(chain)), chain, req.id)
     except Exception as e:  # noqa: BLE001 - precise mode is an optimisation
         log.warning("backend %s: KV-event translation failed (%s: %s)", backend.name, type(e).__name__, e)
+
+
+def release_sent(backend, req) -> None:
+    """`req` sent to `backend` is done: its prompt no longer counts as in flight there."""
+    kv = getattr(backend, "kv_events", None)
+    if kv is not None:
+        kv.release(req.id)

@@ -23,7 +23,7 @@ from slocore.serve.backends import Backend
 from slocore.serve.config import Timeouts
 from slocore.serve.metrics import RouterMetrics
 from slocore.serve.pool import BackendPool
-from slocore.serve.prefix_index import record_sent
+from slocore.serve.prefix_index import record_sent, release_sent
 
 log = logging.getLogger("slocore.serve")
 
@@ -134,6 +134,7 @@ class Upstream:
             raise BackendError(backend, "connection", f"{what} failed: {msg}" if what else msg) from None
         finally:
             backend.inflight.pop(att.id, None)
+            release_sent(backend, att)
             policy.on_finished(att.id, backend.id, self.now())
 
     def fail(self, e: BackendError) -> None:
