@@ -282,3 +282,130 @@ def engines_capacity(engines, profiles, trace, base, start, bs, cfg, out, extra_
         return statistics.median(atts)
 
     return measure_capacity(probe, start, cfg.capacity_steps, log)
+
+
+def _start_setting(spec, setting: str, plugin: str, out: Path, profiles, log):
+    sched = plugin if setting == "plugin" else None
+    log(f"bench live: starting {spec.kind} engines ({'slocore ' + plugin if sched else 'default scheduler'})")
+    return procs.start_engines(spec, sched, out, profiles if sched else None)
+
+
+def across_settings(runs_by_setting: dict, live: list, classes: list[str]) -> dict:
+    """stats.compare over every (stack, setting) of one trace, as units named "stack (setting)":
+    the baselines are the baseline stacks over the engine's own scheduler (what a serving team
+    runs), so `slocore (plugin)` is compared with them, paired by repetition. Meaningful when
+    the settings' runs were interleaved (`interleave`): then repetition r of every unit ran in
+    the same stretch of time."""
+    from types import SimpleNamespace
+
+    units, runs = [], []
+    for setting, rs in runs_by_setting.items():
+        for st in live:
+            units.append(SimpleNamespace(name=f"{st.name} ({setting})", baseline=st.baseline and setting == "default"))
+        runs += [{**r, "stack": f"{r['stack']} ({setting})"} for r in rs if r["attainment"]]
+    return stats.compare(runs, units, classes)
+
+
+def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    live, notes = _stacks.available(cfg.stacks)
+    if not live:
+        raise ValueError("stacks: none of them can run here: " + "; ".join(notes))
+    plugin = cfg.plugin_scheduler or _stacks.plugin_scheduler()
+    spec = cfg.engines
+    if spec.kind == "vllm" and not spec.model_dir:
+        spec.model_dir = procs.tiny_model(spec.vllm_python, out)
+    total = len(cfg.settings) * len(cfg.traces) * cfg.repetitions * len(live)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="run", desc="bench live")
+    interleave = cfg.interleave and len(cfg.settings) > 1
+    results = {
+        "settings": {},
+        "notes": notes,
+        "plugin_scheduler": plugin,
+        "stacks": [s.__dict__ for s in live],
+        "interleaved": interleave,
+    }
+    if interleave:
+        results["across_settings"] = {}
+    classes = list(_traces.CLASSES)
+    k, profiles, measured = 0, None, {}  # measured: per trace, (capacity, probes), first setting's engines
+    extra_body = VLLM_BODY if spec.kind == "vllm" else None
+    # Interleaved: both engine sets run side by side (each pinned to the same cores; only one
+    # set serves at a time), the default set first so that its profiles configure the plugin.
+    # Otherwise one block per setting, the engines restarted in between.
+    order = sorted(cfg.settings, key=lambda s: s != "default") if interleave else list(cfg.settings)
+    groups = [order] if interleave else [[s] for s in order]
+    for group in groups:
+        engines: dict[str, list] = {}
+        try:
+            for setting in group:
+                engines[setting] = _start_setting(spec, setting, plugin, out, profiles, log)
+                # measured once, on the first engines: the same hardware in every setting
+                profiles = profiles or profile_engines(engines[setting], cfg, out, progress)
+            bs = block_size(profiles)
+            for setting in group:
+                results["settings"][setting] = {
+                    "engine_scheduler": plugin if setting == "plugin" else "engine default",
+                    "engines": [e.url for e in engines[setting]],
+                    "profiles": profiles,
+                    "traces": {},
+                }
+            for trace in cfg.traces:
+                base = _traces.make(trace, cfg.requests, cfg.seed)
+                cap, probes = cfg.capacity or capacity(profiles, base), []
+                if cfg.capacity is None and cfg.capacity_from == "measured":
+                    if trace not in measured:
+                        measured[trace] = engines_capacity(
+                            engines[group[0]], profiles, trace, base, cap, bs, cfg, out, extra_body, log
+                        )
+                    cap, probes = measured[trace]
+                w = _traces.at_rate(base, cfg.load * cap)
+                runs: dict[str, list] = {s: [] for s in group}
+                units = [(s, st) for s in group for st in live]
+                for rep in range(cfg.repetitions):
+                    # every unit once per repetition, starting at unit r mod U (ABC, BCA, ...)
+                    for setting, st in units[rep % len(units) :] + units[: rep % len(units)]:
+                        k += 1
+                        if bar:
+                            bar.set_postfix_str(f"{setting} {trace} rep {rep} {st.name}")
+                        r = one_run(
+                            st,
+                            engines[setting],
+                            profiles,
+                            w,
+                            _traces.prompts(w, salt=k + 1000 * cfg.seed),
+                            out,
+                            f"{setting}-{trace}-{rep}-{st.name}",
+                            bs,
+                            cfg.timeout_s,
+                            extra_body,
+                        )
+                        r["rep"] = rep
+                        runs[setting].append(r)
+                        if bar:
+                            bar.update(1)
+                for setting in group:
+                    results["settings"][setting]["traces"][trace] = {
+                        "capacity_req_s": cap,
+                        "capacity_from": "given" if cfg.capacity else cfg.capacity_from,
+                        "capacity_probes": probes,
+                        "rate_req_s": cfg.load * cap,
+                        "requests": len(w),
+                        "runs": runs[setting],
+                        "comparison": stats.compare([r for r in runs[setting] if r["attainment"]], live, classes),
+                    }
+                if interleave:
+                    results["across_settings"][trace] = across_settings(runs, live, classes)
+                # what is done so far survives a later failure
+                (out / "live.partial.json").write_text(json.dumps(results, indent=1, default=lambda x: None))
+        finally:
+            for kids in engines.values():
+                procs.stop_all(kids)
+    if bar:
+        bar.close()
+    return results
