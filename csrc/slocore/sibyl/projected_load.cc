@@ -24,6 +24,7 @@ Tracked& ProjectedLoad::get(Id request) {
 
 std::pair<ProjectedLoad::Instance*, size_t> ProjectedLoad::slot_of(Id request) {
   auto it = where_.find(request);
+  if (it == where_.end()) throw UnknownId("request: sibyl does not track id " + std::to_string(request));
   return {&by_instance_.at(it->second.first), it->second.second};
 }
 
@@ -50,18 +51,18 @@ void ProjectedLoad::assign(Id request, Id instance, Tokens prompt_len, Time tau)
 
 void ProjectedLoad::set_handoff(Id request, Time tau) {
   require_finite(tau, "tau");
-  Tracked& k = get(request);
+  auto [in, slot] = slot_of(request);
+  Tracked& k = in->full[slot];
   if (k.active) return;
   k.tau = tau;
-  auto [in, slot] = slot_of(request);
   in->lite[slot].x = tau;
 }
 
 void ProjectedLoad::token(Id request, Tokens generated, Time now) {
   require_finite(now, "now");
   require(generated >= 0, "generated", "must be >= 0");
-  Tracked& k = get(request);
   auto [in, slot] = slot_of(request);
+  Tracked& k = in->full[slot];
   Lite& l = in->lite[slot];
   if (!k.active) {  // first decode token: Type 2/3 -> Type 1
     k.active = true;
