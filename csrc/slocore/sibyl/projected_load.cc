@@ -154,18 +154,17 @@ LoadTerms ProjectedLoad::sum_terms(const Instance& in, Time now, Time tau) const
       s1 += m * (kProb ? std::min(1.0, S(l_tau) / std::max(S(l_now), 1e-9)) : 1.0);  // Eq. 6, Eq. 3
       continue;
     }
-    // Pending: both forms computed, one added (+0.0 leaves a sum >= +0 unchanged).
-    // Eq. 8's l_in - v_sys (tau_k - tau) is exactly l_in + g (negation is exact), so the
-    // penalty is max(0, l_in + g).
-    const bool t2 = x <= tau;
-    const double g = vs * (tau - x);         // Alg. 1 line 12
-    const double lg = code + g;              // l_in + g
-    const double m = kReqlevel ? 1.0 : lg;   // Alg. 1 line 14
-    const double v2 = kProb ? m * S(g) : m;  // Eq. 7 (m * 1.0 == m)
-    const double pen = std::max(0.0, lg);    // Eq. 8
-    const double v3 = kReqlevel ? (pen > 0 ? 1.0 : 0.0) : pen;
-    s2 += (t2 && type2) ? v2 : 0.0;
-    s3 += (!t2 && type3) ? v3 : 0.0;
+    // Pending: one form computed and added (+0.0 would leave a sum >= +0 unchanged, so the
+    // other sum is skipped). Eq. 8's l_in - v_sys (tau_k - tau) is exactly l_in + g
+    // (negation is exact), so the penalty is max(0, l_in + g).
+    const double g = vs * (tau - x);                                                 // Alg. 1 line 12
+    const double lg = code + g;                                                      // l_in + g
+    if (x <= tau) {                                                                  // Type 2, Eq. 7
+      if (type2) s2 += kReqlevel ? (kProb ? S(g) : 1.0) : (kProb ? lg * S(g) : lg);  // Alg. 1 line 14
+    } else if (type3) {                                                              // Type 3, Eq. 8
+      const double pen = std::max(0.0, lg);
+      s3 += kReqlevel ? (pen > 0 ? 1.0 : 0.0) : pen;
+    }
   }
   LoadTerms t;
   t.type1 = s1, t.type2 = s2, t.type3 = s3;
