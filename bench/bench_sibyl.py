@@ -1,6 +1,8 @@
 """SIBYL decision latency (SIBYL Table 5: 5.07 ms per decision in the
 paper's Python proxy): one Alg. 1 decision over 256 decode instances and 16,384 tracked
-requests (3/4 decoding, 1/4 in prefill), C++ vs the pure-Python reference in the same run."""
+requests (3/4 decoding, 1/4 in prefill), and one as in a P/D burst (8 decode instances,
+50,000 tracked requests, 1 in 50 decoding, handoffs spread over 95 s), C++ vs the
+pure-Python reference in the same run."""
 
 import numpy as np
 import pytest
@@ -29,6 +31,42 @@ def populate(table):
 
 TABLES = {}
 
+BURST_INST, BURST_REQ = 8, 50_000
+BURST_GROUP = "sibyl decision 8 inst x 50k req (burst)"
+
+
+def populate_burst(table):
+    """What a 100k P/D burst's decisions read halfway: nearly every request still pending."""
+    rng = np.random.default_rng(1)
+    est = table.est if isinstance(table, ref.ProjectedLoad) else table.estimator
+    for L in rng.integers(1, 2000, 200):
+        est.observe(int(L))
+    inst = rng.integers(0, BURST_INST, BURST_REQ)
+    prompt = rng.integers(1, 2048, BURST_REQ)
+    tau = np.sort(rng.uniform(0, 95, BURST_REQ))
+    for i in range(BURST_REQ):
+        table.assign(i, int(inst[i]), int(prompt[i]), float(tau[i]))
+        if i % 50 == 0:
+            table.token(i, 1, 0.0)
+            table.token(i, int(rng.integers(2, 600)), 5.0)
+    return table
+
+
+@pytest.mark.benchmark(group=BURST_GROUP)
+@pytest.mark.parametrize("impl", ["cpp", "python"])
+def test_sibyl_burst_decision(benchmark, record_ratio, impl):
+    key = "burst-" + impl
+    if key not in TABLES:
+        TABLES[key] = populate_burst(_core.SibylProjectedLoad() if impl == "cpp" else ref.ProjectedLoad())
+    t = TABLES[key]
+    insts = list(range(BURST_INST))
+    if impl == "cpp":
+        i, loads = benchmark(t.argmin, insts, 1.0, 50.0)
+    else:
+        i, loads = benchmark.pedantic(t.argmin, args=(insts, 1.0, 50.0), rounds=3, iterations=1)
+    assert 0 <= i < BURST_INST and len(loads) == BURST_INST
+    record_ratio(BURST_GROUP, impl)
+
 
 @pytest.mark.benchmark(group=GROUP)
 @pytest.mark.parametrize("impl", ["cpp", "python"])
@@ -50,4 +88,12 @@ def test_same_decision():
     p = TABLES.get("python") or populate(ref.ProjectedLoad())
     ci, cl = c.argmin(list(range(N_INST)), 10.0, 10.5)
     pi, pl = p.argmin(list(range(N_INST)), 10.0, 10.5)
+    assert ci == pi and np.allclose(cl, pl, rtol=1e-9)
+
+
+def test_same_burst_decision():
+    c = TABLES.get("burst-cpp") or populate_burst(_core.SibylProjectedLoad())
+    p = TABLES.get("burst-python") or populate_burst(ref.ProjectedLoad())
+    ci, cl = c.argmin(list(range(BURST_INST)), 1.0, 50.0)
+    pi, pl = p.argmin(list(range(BURST_INST)), 1.0, 50.0)
     assert ci == pi and np.allclose(cl, pl, rtol=1e-9)

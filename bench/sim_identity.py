@@ -88,6 +88,25 @@ def scenarios() -> dict:
             out[f"preset/{name}/{mode}/sharegpt_prio"] = (_prio, kw)
             if name in ("hfx", "slocore"):
                 out[f"preset/{name}/{mode}/hfx_4task"] = (_hfx, {**kw, "profile": ASCEND})
+    # SIBYL's decode policies in P/D with busy decode instances: bursts and steady loads
+    # (the decode instances are the bottleneck at 2 prefill + 2 decode), ablations, handoffs.
+    sibyl_decoders = {
+        "least_outstanding/sibyl": ("least_outstanding", "sibyl"),
+        "least_outstanding/sibyl_reqlevel": ("least_outstanding", ("sibyl", {"reqlevel": 1})),
+        "least_outstanding/sibyl_prefill": ("least_outstanding", ("sibyl", {"handoff": "prefill"})),
+        "least_outstanding/sibyl_prob1": ("least_outstanding", ("sibyl", {"prob": 0})),
+        "least_outstanding/sibyl_no_type3": ("least_outstanding", ("sibyl", {"type3": 0})),
+        "least_outstanding/early_ils": ("least_outstanding", ("early_assign", {"policy": "least_outstanding"})),
+        "goroute/sibyl": (("goroute", {"mode": "pd"}), "sibyl"),
+    }
+    for name, (p, d) in sibyl_decoders.items():
+        pd = dict(profile=H100, **PD_SMALL, prefill_policy=p, decode_policy=d, batch_scheduler="sarathi_fcfs")
+        out[f"sibyl/burst2k_pd/{name}"] = (lambda s: _burst(2000, s), pd)
+        for rate in (15.0, 40.0):
+            out[f"sibyl/rate{rate:g}_pd/{name}"] = (
+                lambda s, rate=rate: workloads.sharegpt_like(rate=rate, n=800, seed=s),
+                pd,
+            )
     out["burst3k/least_outstanding+sarathi_fcfs/noise"] = (
         lambda s: _burst(3000, s),
         dict(col, global_policy="least_outstanding", batch_scheduler="sarathi_fcfs", noise_sigma=0.2, belief_noise=0.2),

@@ -2,6 +2,7 @@
 pure-Python reference (hypothesis), the policy through the GlobalPolicy interface, params."""
 
 import math
+import random
 
 import pytest
 from hypothesis import given, settings
@@ -108,6 +109,110 @@ def test_projected_load_matches_reference(opts, events, horizon):
     gap = sorted(pl)[1] - sorted(pl)[0]
     if gap > 1e-6 * max(1.0, max(pl)):
         assert ci == pi  # same decision whenever the minimum is not a near-tie
+
+
+def _plain_terms(slots, opts, est, vs, now, tau):
+    """Eq. 6-8 summed over one instance's requests in the table's slot order, each term as
+    the plain per-request form computes it (rate and l(now) from the request's own fields,
+    S through the estimator's public lookups): the C++ table's sums must equal it exactly."""
+    type1, type2, type3 = opts["type1"], opts["type2"], opts["type3"]
+    prob, reqlevel = opts["prob"], opts["reqlevel"]
+    s1 = s2 = s3 = 0.0
+    for k in slots:
+        lin = float(k["prompt_len"])
+        if k["active"]:
+            if not type1:
+                continue
+            l_now = float(k["generated"])
+            dt = k["t_last"] - k["t0"]
+            v = (k["generated"] - k["g0"]) / dt if (dt > 1e-9 and k["generated"] > k["g0"]) else vs
+            l_tau = l_now + v * max(0.0, tau - now)
+            m = 1.0 if reqlevel else lin + l_tau
+            s1 += m * (est.conditional(l_now, l_tau) if prob else 1.0)
+        else:
+            t2 = k["tau"] <= tau
+            g = vs * (tau - k["tau"])
+            m = 1.0 if reqlevel else lin + g
+            v2 = m * (est.survival(g) if prob else 1.0)
+            pen = max(0.0, lin - vs * (k["tau"] - tau))
+            v3 = (1.0 if pen > 0 else 0.0) if reqlevel else pen
+            s2 += v2 if (t2 and type2) else 0.0
+            s3 += v3 if (not t2 and type3) else 0.0
+    return s1, s2, s3
+
+
+def _replay(opts, events):
+    """Applies (kind, id, instance, n, dt) events to the C++ table and mirrors its slots:
+    per instance, requests in slot order (appended; a finish swap-removes)."""
+    c = _core.SibylProjectedLoad(**opts)
+    slots: dict[int, list] = {}
+    where: dict[int, dict] = {}
+    now = 0.0
+    for kind, rid, inst, ln, dt in events:
+        now += dt
+        if kind == "assign" and rid not in where:
+            c.assign(rid, inst, ln, now + dt)
+            k = dict(
+                id=rid, inst=inst, prompt_len=ln, tau=now + dt, active=False, g0=0, generated=0, t0=0.0, t_last=0.0
+            )
+            slots.setdefault(inst, []).append(k)
+            where[rid] = k
+        elif rid in where:
+            k = where[rid]
+            if kind == "token":
+                gen = k["generated"] + ln % 40 if k["active"] else ln % 7
+                c.token(rid, gen, now)
+                if not k["active"]:
+                    k.update(active=True, g0=gen, generated=gen, t0=now, t_last=now)
+                else:
+                    k["t_last"], k["generated"] = max(k["t_last"], now), max(k["generated"], gen)
+            elif kind == "handoff":
+                c.set_handoff(rid, now)
+                if not k["active"]:
+                    k["tau"] = now
+            else:
+                c.finish(rid)
+                v = slots[k["inst"]]
+                i = next(j for j, x in enumerate(v) if x["id"] == rid)
+                v[i] = v[-1]  # the table's swap-remove
+                v.pop()
+                del where[rid]
+    return c, slots, now
+
+
+def _check_bit_for_bit(opts, events, horizon, n_inst):
+    c, slots, now = _replay(opts, events)
+    vs, tau = c.v_sys(), max(0.0, now + horizon)  # tau < now too: Eq. 6's max(0, tau - now)
+    plain = [_plain_terms(slots.get(i, []), opts, c.estimator, vs, now, tau) for i in range(n_inst)]
+    assert [c.terms(i, now, tau) for i in range(n_inst)] == plain
+    assert c.argmin(list(range(n_inst)), now, tau)[1] == [sum(t) for t in plain]
+
+
+@settings(max_examples=80, deadline=None)
+@given(opts=OPTS, type1=st.booleans(), events=st.lists(EVENT, max_size=150), horizon=st.floats(-1.0, 5.0))
+def test_projected_load_sums_are_the_plain_form_bit_for_bit(opts, type1, events, horizon):
+    """The C++ table keeps per slot only what a decision reads (l_in, tau_k or l(now), v_k);
+    its sums are the plain form's, same doubles in the same order (swap-remove slot order)."""
+    opts = {**opts, "type1": type1}
+    if not (opts["type1"] or opts["type2"] or opts["type3"]):
+        opts = {**opts, "type3": True}
+    _check_bit_for_bit(opts, events, horizon, 6)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("prob,reqlevel", [(True, False), (False, False), (True, True)])
+def test_projected_load_bit_for_bit_on_long_tables(seed, prob, reqlevel):
+    """Hundreds of requests per instance (sums long enough that another order would round
+    differently), with completions training the estimator, tokens and handoffs."""
+    rng = random.Random(seed)
+    kinds = ["assign"] * 4 + ["token"] * 4 + ["handoff", "finish"]
+    events = [
+        (rng.choice(kinds), rng.randrange(600), rng.randrange(3), rng.randint(1, 2000), rng.uniform(0, 0.05))
+        for _ in range(3000)
+    ]
+    opts = dict(prob=prob, reqlevel=reqlevel, type1=True, type2=True, type3=True, bucket=16)
+    for horizon in (-0.5, 0.0, 2.0, 30.0):
+        _check_bit_for_bit(opts, events, horizon, 3)
 
 
 def test_projection_types_by_hand():

@@ -22,9 +22,10 @@ Tracked& ProjectedLoad::get(Id request) {
   return by_instance_.at(it->second.first).full[it->second.second];
 }
 
-ProjectedLoad::Lite& ProjectedLoad::lite(Id request) {
+std::pair<ProjectedLoad::Instance*, size_t> ProjectedLoad::slot_of(Id request) {
   auto it = where_.find(request);
-  return by_instance_.at(it->second.first).lite[it->second.second];
+  if (it == where_.end()) throw UnknownId("request: sibyl does not track id " + std::to_string(request));
+  return {&by_instance_.at(it->second.first), it->second.second};
 }
 
 Id ProjectedLoad::instance_of(Id request) const {
@@ -44,28 +45,37 @@ void ProjectedLoad::assign(Id request, Id instance, Tokens prompt_len, Time tau)
   k.tau = tau;
   where_[request] = {instance, v.full.size()};
   v.full.push_back(k);
-  v.lite.push_back({tau, uint64_t(prompt_len), 0});
+  v.lite.push_back({tau, double(prompt_len)});
+  v.rate.push_back(-1.0);
 }
 
 void ProjectedLoad::set_handoff(Id request, Time tau) {
   require_finite(tau, "tau");
-  Tracked& k = get(request);
-  if (!k.active) k.tau = tau, lite(request).tau = tau;
+  auto [in, slot] = slot_of(request);
+  Tracked& k = in->full[slot];
+  if (k.active) return;
+  k.tau = tau;
+  in->lite[slot].x = tau;
 }
 
 void ProjectedLoad::token(Id request, Tokens generated, Time now) {
   require_finite(now, "now");
   require(generated >= 0, "generated", "must be >= 0");
-  Tracked& k = get(request);
+  auto [in, slot] = slot_of(request);
+  Tracked& k = in->full[slot];
+  Lite& l = in->lite[slot];
   if (!k.active) {  // first decode token: Type 2/3 -> Type 1
     k.active = true;
-    lite(request).active = 1;
     k.g0 = k.generated = generated;
     k.t0 = k.t_last = now;
-    return;
+    l.lin = -l.lin - 1.0;
+  } else {
+    if (now > k.t_last) time_sum_ += now - k.t_last, k.t_last = now;
+    if (generated > k.generated) tok_sum_ += double(generated - k.generated), k.generated = generated;
   }
-  if (now > k.t_last) time_sum_ += now - k.t_last, k.t_last = now;
-  if (generated > k.generated) tok_sum_ += double(generated - k.generated), k.generated = generated;
+  l.x = double(k.generated);  // what a decision reads: l(now) and v_k as rate() computes it
+  const double dt = k.t_last - k.t0;
+  in->rate[slot] = (dt > 1e-9 && k.generated > k.g0) ? double(k.generated - k.g0) / dt : -1.0;
 }
 
 void ProjectedLoad::unobserve(const Tracked& k) {
@@ -84,10 +94,12 @@ void ProjectedLoad::forget(Id request) {
   if (slot + 1 != v.size()) {  // swap-remove, fix the moved entry's slot
     v[slot] = v.back();
     in.lite[slot] = in.lite.back();
+    in.rate[slot] = in.rate.back();
     where_[v[slot].id].second = slot;
   }
   v.pop_back();
   in.lite.pop_back();
+  in.rate.pop_back();
   where_.erase(request);
 }
 
@@ -115,43 +127,57 @@ double ProjectedLoad::rate(const Tracked& k) const {
   return (k.active && dt > 1e-9 && k.generated > k.g0) ? double(k.generated - k.g0) / dt : v_sys();
 }
 
-LoadTerms ProjectedLoad::terms(Id instance, Time now, Time tau) const {
-  LoadTerms t;
-  auto it = by_instance_.find(instance);
-  if (it == by_instance_.end()) return t;
+// Eq. 1 over one instance's slots, in slot order, each sum in its own accumulator: the same
+// doubles added in the same order as the plain form (the reference's), so the result is
+// bit-identical; the options are template arguments, the survival lookups read a table
+// hoisted out of the loop, and the pending form has no branch on the value (a decision
+// reads every tracked request, so this loop is SIBYL's hot path).
+template <bool kProb, bool kReqlevel>
+LoadTerms ProjectedLoad::sum_terms(const Instance& in, Time now, Time tau) const {
   const double vs = v_sys();
-  const std::vector<Lite>& lite = it->second.lite;
-  const std::vector<Tracked>& full = it->second.full;
-  est_.prepare();
-  // The sums in locals and the options read once: the same terms added in the same order
-  // (a decision reads every tracked request, so this loop is SIBYL's hot path).
-  const bool type1 = opt_.type1, type2 = opt_.type2, type3 = opt_.type3, prob = opt_.prob, reqlevel = opt_.reqlevel;
-  double s1 = t.type1, s2 = t.type2, s3 = t.type3;
-  for (size_t i = 0; i < lite.size(); ++i) {
-    const Lite& k = lite[i];
-    const double lin = double(k.prompt_len);  // REQLEVEL replaces M by 1 below
-    if (k.active) {
+  const bool type1 = opt_.type1, type2 = opt_.type2, type3 = opt_.type3;
+  const double ahead = std::max(0.0, tau - now);
+  const SurvivalEstimator::Table S = est_.table();
+  double s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  const size_t n = in.lite.size();
+  const Lite* k = in.lite.data();
+  const double* rate = in.rate.data();
+  for (size_t i = 0; i < n; ++i) {
+    const double x = k[i].x, code = k[i].lin;
+    if (code < 0) [[unlikely]] {  // active: Type 1, Eq. 6
       if (!type1) continue;
-      const Tracked& f = full[i];
-      const double l_now = double(f.generated);  // Alg. 1 line 7
-      const double dt = f.t_last - f.t0;         // rate(f), with v_sys() read once above
-      const double v = (dt > 1e-9 && f.generated > f.g0) ? double(f.generated - f.g0) / dt : vs;
-      const double l_tau = l_now + v * std::max(0.0, tau - now);
-      const double m = reqlevel ? 1.0 : lin + l_tau;                     // Alg. 1 line 8
-      s1 += m * (prob ? est_.conditional_prepared(l_now, l_tau) : 1.0);  // Eq. 6
-    } else {  // both pending forms computed, one added (+0.0 leaves a sum unchanged): no branch
-      const bool t2 = k.tau <= tau;
-      const double g = vs * (tau - k.tau);                             // Alg. 1 line 12
-      const double m = reqlevel ? 1.0 : lin + g;                       // Alg. 1 line 14
-      const double v2 = m * (prob ? est_.survival_prepared(g) : 1.0);  // Eq. 7
-      const double pen = std::max(0.0, lin - vs * (k.tau - tau));      // Eq. 8
-      const double v3 = reqlevel ? (pen > 0 ? 1.0 : 0.0) : pen;
-      s2 += (t2 && type2) ? v2 : 0.0;
-      s3 += (!t2 && type3) ? v3 : 0.0;
+      const double lin = -code - 1.0;
+      const double l_now = x;  // Alg. 1 line 7
+      const double v = rate[i] < 0 ? vs : rate[i];
+      const double l_tau = l_now + v * ahead;
+      const double m = kReqlevel ? 1.0 : lin + l_tau;                                // Alg. 1 line 8
+      s1 += m * (kProb ? std::min(1.0, S(l_tau) / std::max(S(l_now), 1e-9)) : 1.0);  // Eq. 6, Eq. 3
+      continue;
+    }
+    // Pending: one form computed and added (+0.0 would leave a sum >= +0 unchanged, so the
+    // other sum is skipped). Eq. 8's l_in - v_sys (tau_k - tau) is exactly l_in + g
+    // (negation is exact), so the penalty is max(0, l_in + g).
+    const double g = vs * (tau - x);                                                 // Alg. 1 line 12
+    const double lg = code + g;                                                      // l_in + g
+    if (x <= tau) {                                                                  // Type 2, Eq. 7
+      if (type2) s2 += kReqlevel ? (kProb ? S(g) : 1.0) : (kProb ? lg * S(g) : lg);  // Alg. 1 line 14
+    } else if (type3) {                                                              // Type 3, Eq. 8
+      const double pen = std::max(0.0, lg);
+      s3 += kReqlevel ? (pen > 0 ? 1.0 : 0.0) : pen;
     }
   }
+  LoadTerms t;
   t.type1 = s1, t.type2 = s2, t.type3 = s3;
   return t;
+}
+
+LoadTerms ProjectedLoad::terms(Id instance, Time now, Time tau) const {
+  auto it = by_instance_.find(instance);
+  if (it == by_instance_.end()) return {};
+  est_.prepare();
+  const Instance& in = it->second;
+  if (opt_.prob) return opt_.reqlevel ? sum_terms<true, true>(in, now, tau) : sum_terms<true, false>(in, now, tau);
+  return opt_.reqlevel ? sum_terms<false, true>(in, now, tau) : sum_terms<false, false>(in, now, tau);
 }
 
 int ProjectedLoad::argmin(const std::vector<Id>& instances, Time now, Time tau, std::vector<double>* loads) const {

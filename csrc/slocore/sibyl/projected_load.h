@@ -87,20 +87,26 @@ class ProjectedLoad {
  private:
   // Per instance, the tracked requests and, slot for slot, what a decision reads of each:
   // a decision sums over every request on every instance (Alg. 1), so the loop walks 16
-  // bytes a request instead of a whole Tracked.
+  // bytes a request (and 8 more for an active one) instead of a whole Tracked.
+  //  * lin: l_in as a double for a pending request, -(l_in + 1) for an active one (exact:
+  //    l_in < 2^53), so its sign says which;
+  //  * x: tau_k while pending; l(now) = generated once active (tau_k is no longer read);
+  //  * rate[slot]: v_k as rate() computes it, or -1 while rate() falls back to v_sys.
   struct Lite {
-    Time tau;
-    uint64_t prompt_len : 63;  // >= 0 (assign checks)
-    uint64_t active : 1;
+    double x;
+    double lin;
   };
   static_assert(sizeof(Lite) == 16);
   struct Instance {
     std::vector<Tracked> full;
     std::vector<Lite> lite;
+    std::vector<double> rate;
   };
   Tracked& get(Id request);
-  Lite& lite(Id request);
+  std::pair<Instance*, size_t> slot_of(Id request);
   void unobserve(const Tracked& k);
+  template <bool kProb, bool kReqlevel>
+  LoadTerms sum_terms(const Instance& in, Time now, Time tau) const;
 
   Options opt_;
   SurvivalEstimator est_;

@@ -38,6 +38,18 @@ class SurvivalEstimator {
     const double x = inv_bucket_ > 0 ? len * inv_bucket_ : len / double(bucket_);
     return cache_[x >= double(nb_) ? size_t(nb_) : size_t(x)];
   }
+  // survival_prepared's lookup with the table's fields in locals (prepare() first; valid
+  // until the next observe()): the same bucket, so the same value. cache[0] is S(0) = 1,
+  // what len < bucket (and NaN) read, so the index needs no branch on len.
+  struct Table {
+    const double* cache;
+    double bucket, inv_bucket, nb;
+    double operator()(double len) const {
+      const double x = len >= bucket ? (inv_bucket > 0 ? len * inv_bucket : len / bucket) : 0.0;  // >= 1 if taken
+      return cache[size_t(std::min(x, nb))];
+    }
+  };
+  Table table() const { return {cache_.data(), double(bucket_), inv_bucket_, double(nb_)}; }
   double conditional_prepared(double l_from, double l_to) const {
     return std::min(1.0, survival_prepared(l_to) / std::max(survival_prepared(l_from), 1e-9));
   }
