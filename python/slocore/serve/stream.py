@@ -69,13 +69,20 @@ class RequestContext:
         if obj.get("kv_transfer_params"):
             self.extra["kv_transfer_params"] = obj["kv_transfer_params"]
         n = 0
-        for ch in obj.get("choices") or []:
+        self.finishing = False  # this chunk finishes a choice
+        choices = obj.get("choices")
+        if not isinstance(choices, list):
+            return 0
+        for ch in choices:
+            if not isinstance(ch, dict):
+                continue
             text = (ch.get("delta") or {}).get("content") if self.chat else ch.get("text")
             if text:
                 self.text.append(text)
             n += len(ch.get("token_ids") or ()) or (1 if text else 0)
             if ch.get("finish_reason"):
                 self.finish = ch["finish_reason"]
+                self.finishing = True
         return n
 
     def assembled(self, model_name: str | None) -> web.Response:
@@ -99,14 +106,18 @@ def _tokens(ctx: RequestContext, st, att, backend: Backend, policy, ntok: int, t
     """`ntok` tokens of attempt `att` arrived at `tnow`: the request state, the policy's
     ``on_token`` (not for a P/D decode's first token, which the prefill policy reported),
     the scaler's first-token event and the token times."""
+    if ntok <= 0:
+        return
+    gen, rid, bid, plen = st.generated, att.id, backend.id, att.prompt_len
     for _ in range(ntok):
-        st.generated = st.generated + 1
-        st.computed = att.prompt_len + st.generated - 1
-        if not (skip_first and st.generated == 1):
-            policy.on_token(att.id, backend.id, int(st.generated), tnow)
-            if st.generated == 1 and ctx.on_first_token is not None:
+        gen += 1
+        st.generated = gen
+        st.computed = plen + gen - 1
+        if not (skip_first and gen == 1):
+            policy.on_token(rid, bid, gen, tnow)
+            if gen == 1 and ctx.on_first_token is not None:
                 ctx.on_first_token(tnow)
-        ctx.times.append((tnow, backend.id))
+    ctx.times.extend([(tnow, bid)] * ntok)
 
 
 async def relay(
@@ -204,13 +215,9 @@ async def relay(
                 choices = obj.get("choices")
                 if ctx.client_stream and (choices or ctx.want_usage or not obj.get("usage")):
                     ev = line + b"\n\n"  # the engine's own line, as one SSE event
-                    if fix_fp:
-                        fin = isinstance(choices, list) and any(
-                            isinstance(c, dict) and c.get("finish_reason") for c in choices
-                        )
-                        if held or fin:
-                            held.append([ev, fin])
-                            continue
+                    if fix_fp and (held or ctx.finishing):
+                        held.append([ev, ctx.finishing])
+                        continue
                     out.append(ev)
                 elif held and obj.get("system_fingerprint") is not None:
                     for h in held:
