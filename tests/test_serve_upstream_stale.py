@@ -89,3 +89,14 @@ def test_a_stale_keepalive_connection_is_resent_and_blames_nobody(client):
             srv.close()
 
     asyncio.run(asyncio.wait_for(go(), 60))
+
+
+def test_upstream_client_option_is_validated():
+    from slocore.serve import config as cfgmod
+    from slocore.serve.upstream import default_client
+
+    assert cfgmod.from_dict({"upstream_client": "aiohttp"}).upstream_client == "aiohttp"
+    assert cfgmod.from_dict({}).upstream_client is None  # the default: serve.upstream.default_client()
+    with pytest.raises(ValueError, match="upstream_client"):
+        cfgmod.from_dict({"upstream_client": "curl"})
+    assert default_client() in ("lean", "aiohttp")
