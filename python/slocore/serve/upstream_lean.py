@@ -171,6 +171,12 @@ class _Pool:
 class LeanResponse:
     """One engine answer; also its own ``content`` (``r.content.readany()`` as in aiohttp)."""
 
+    __slots__ = (
+        "_conn", "_pool", "_loop", "_reused", "_parser", "status", "content_type", "_has_type", "_hbytes",
+        "_delimited", "_headers_done", "_done", "_keep_alive", "_got_bytes", "_buf", "_nbuf", "_limit", "_body",
+        "_exc", "_waiter", "_timer", "_released",
+    )  # fmt: skip
+
     def __init__(self, conn: _Conn, pool: _Pool, loop, reused: bool):
         self._conn, self._pool, self._loop, self._reused = conn, pool, loop, reused
         self._parser = httptools.HttpResponseParser(self)
@@ -279,10 +285,10 @@ class LeanResponse:
                     self._conn.paused = False
                     self._conn.transport.resume_reading()
                 return data
+            if self._done:  # whole: what the engine sends after it does not matter
+                return b""
             if self._exc is not None:
                 raise self._exc
-            if self._done:
-                return b""
             await self._wait()
 
     async def read(self) -> bytes:
