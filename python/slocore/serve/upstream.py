@@ -9,7 +9,7 @@ and a request that fails on a pooled connection the engine had already closed
 connection and does not count against the engine.
 
 Two HTTP clients do this: ``upstream_client: lean`` (the default where ``httptools`` is
-installed: ``serve.upstream_lean``, about a third of aiohttp's CPU per streamed request) and
+installed: ``serve.upstream_lean``, about half of aiohttp's CPU per streamed request) and
 ``upstream_client: aiohttp`` (aiohttp's ``ClientSession``). Both give the same response
 surface and the same failure kinds.
 """

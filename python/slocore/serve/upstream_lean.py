@@ -1,6 +1,6 @@
 """A lean HTTP/1.1 client for the router's requests to its engines: an asyncio ``Protocol``
 over ``httptools`` (the llhttp parser uvicorn uses), with a small keep-alive pool per engine.
-aiohttp's client costs ~3x the CPU per streamed request (bench/upstream_client_cost.py); this
+aiohttp's client costs about twice the CPU per streamed request (bench/upstream_client_cost.py); this
 one does only what ``serve.upstream`` needs, with the same response surface the router reads
 (``status``, ``content_type``, ``read()``, ``content.readany()``, ``close()``, ``release()``).
 
