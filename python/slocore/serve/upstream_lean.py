@@ -78,14 +78,21 @@ class _Conn(asyncio.Protocol):
             self.abort()
             return
         r._got_bytes = True
+        if not r._headers_done:
+            r._head_fed += len(data)
         try:
             r._parser.feed_data(data)
         except httptools.HttpParserCallbackError as e:
             ours = e.__context__  # raised by a callback below (a size bound)
             r._fail(ours if isinstance(ours, UpstreamProtocolError) else UpstreamProtocolError(str(e)))
             self.abort()
+            return
         except httptools.HttpParserError as e:
             r._fail(UpstreamProtocolError(f"bad HTTP answer: {e}"))
+            self.abort()
+            return
+        if not r._headers_done and r._head_fed > MAX_HEADER_BYTES:  # the parser keeps an unfinished header
+            r._fail(UpstreamProtocolError(f"answer headers larger than {MAX_HEADER_BYTES} bytes"))
             self.abort()
 
     def eof_received(self):
@@ -172,7 +179,7 @@ class LeanResponse:
     """One engine answer; also its own ``content`` (``r.content.readany()`` as in aiohttp)."""
 
     __slots__ = (
-        "_conn", "_pool", "_loop", "_reused", "_parser", "status", "content_type", "_has_type", "_hbytes",
+        "_conn", "_pool", "_loop", "_reused", "_parser", "status", "content_type", "_has_type", "_hbytes", "_head_fed",
         "_delimited", "_headers_done", "_done", "_keep_alive", "_got_bytes", "_buf", "_nbuf", "_limit", "_body",
         "_exc", "_waiter", "_timer", "_released",
     )  # fmt: skip
@@ -184,6 +191,7 @@ class LeanResponse:
         self.content_type = "application/octet-stream"
         self._has_type = False
         self._hbytes = 0
+        self._head_fed = 0  # bytes fed before the headers were complete
         self._delimited = False  # content-length or chunked (else the body ends at EOF)
         self._headers_done = False
         self._done = False
