@@ -392,3 +392,19 @@ def test_an_unread_answer_is_not_pooled_and_a_large_stream_flows():
             c.close()
 
     run(go())
+
+
+def test_an_engine_that_hangs_up_at_once_fails_the_request_not_hangs():
+    async def handler(s, reader, writer):
+        pass  # accept and close at once
+
+    async def go():
+        async with Script(handler) as s:
+            c = lean.LeanClient()
+            for _ in range(3):
+                with pytest.raises(lean.UpstreamConnectionError):
+                    r = await c.post(s.url, b"{}", 30, 10)
+                    await r.read()
+            c.close()
+
+    run(go())

@@ -403,6 +403,8 @@ class LeanClient:
         return await self._exchange(conn, target, data, deadline, loop, False)
 
     async def _exchange(self, conn: _Conn, target: _Target, data: bytes, deadline: float, loop, reused: bool):
+        if conn.closed:  # lost between connecting and now: nothing would ever wake us
+            raise UpstreamConnectionError("the engine closed the connection before the request was sent")
         r = LeanResponse(conn, target.pool, loop, reused)
         conn.resp = r
         r._timer = loop.call_at(deadline, r._timed_out)
