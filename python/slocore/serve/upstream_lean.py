@@ -11,7 +11,8 @@ one does only what ``serve.upstream`` needs, with the same response surface the 
 - a reused connection that the engine closed before any byte of the answer
   (``StaleConnection``) is retried once on a new connection and reported to ``on_stale``;
 - timeouts: connect (``connect_s``) and the whole exchange (``total_s``, to the end of the
-  body: a read past it raises ``asyncio.TimeoutError``);
+  body: a read past it raises ``asyncio.TimeoutError``); the read timeouts (first token,
+  between tokens) are the stream's watchdog's (``serve.stream.relay``), which ``close()``s;
 - ``close()`` (a client that left, a watchdog) drops the connection: a half-read answer never
   returns to the pool, and a pending read fails with ``UpstreamConnectionError``;
 - the engine is not trusted: headers over ``MAX_HEADER_BYTES``, a body read whole over
