@@ -5,6 +5,7 @@ through `slocore serve`, and through `vllm-router` (Rust, PyPI) when it is insta
     python -m pytest bench/bench_router.py -s --benchmark-disable
     SLOCORE_VLLM_ROUTER=/path/to/vllm-router python -m pytest bench/bench_router.py -s
     SLOCORE_BENCH_BASE=/other/checkout/python ...   # also that checkout's router ("slocore-base")
+    SLOCORE_BENCH_AIOHTTP=1 ...   # also this router with upstream_client aiohttp ("slocore-aiohttp")
     SLOCORE_BENCH_FLOOR=0 ...   # without "aiohttp-floor"
     SLOCORE_BENCH_PROMPT=2000 ...   # a longer prompt (token ids; default 16)
 
@@ -120,6 +121,12 @@ def targets(tmp_path_factory):
             procs.append(start(cmd, f"http://127.0.0.1:{bp}/health", dict(env, PYTHONPATH=base)))
             out["slocore-base"] = f"http://127.0.0.1:{bp}"
             PIDS["slocore-base"] = procs[-1].pid
+        if os.environ.get("SLOCORE_BENCH_AIOHTTP") == "1":  # this router on aiohttp's upstream client
+            ap = free_port()
+            cmd = [*py, "serve", "--config", str(cfg), "--port", str(ap)]
+            procs.append(start(cmd, f"http://127.0.0.1:{ap}/health", dict(env, SLOCORE_UPSTREAM_CLIENT="aiohttp")))
+            out["slocore-aiohttp"] = f"http://127.0.0.1:{ap}"
+            PIDS["slocore-aiohttp"] = procs[-1].pid
         if os.environ.get("SLOCORE_BENCH_FLOOR", "1") != "0":
             fp = free_port()
             cmd = [sys.executable, __file__, "--floor-proxy", str(fp), eng]
@@ -232,7 +239,7 @@ def report(rounds, names):
         f"{N_SEQ} sequential requests, then {CONC} clients x {THR_S:g} s; {len(rounds)} rounds"
     )
     print(
-        f"{'round':6s}{'target':13s}{'p50 c=1 ms':>11s}{'added ms':>10s}{'req/s c=32':>12s}{'p99 c=32 ms':>12s}"
+        f"{'round':6s}{'target':16s}{'p50 c=1 ms':>11s}{'added ms':>10s}{'req/s c=32':>12s}{'p99 c=32 ms':>12s}"
         f"{'CPU us/req':>11s}"
     )
     for i, r in enumerate(rounds):
@@ -240,7 +247,7 @@ def report(rounds, names):
         for k in names:
             x = r[k]
             print(
-                f"{i:<6d}{k:13s}{x['p50_c1'] * 1e3:11.2f}{(x['p50_c1'] - d['p50_c1']) * 1e3:10.2f}"
+                f"{i:<6d}{k:16s}{x['p50_c1'] * 1e3:11.2f}{(x['p50_c1'] - d['p50_c1']) * 1e3:10.2f}"
                 f"{x['rps']:12.0f}{x['p99_c32'] * 1e3:12.2f}{x['cpu_us']:11.0f}"
             )
 
@@ -251,7 +258,7 @@ def report(rounds, names):
     for k in names:
         x, add = med[k], median(k, "p50_c1", added=True)
         print(
-            f"median {k:12s} p50 c=1 {x['p50_c1'] * 1e3:.2f} ms (added {add * 1e3:.2f}), "
+            f"median {k:15s} p50 c=1 {x['p50_c1'] * 1e3:.2f} ms (added {add * 1e3:.2f}), "
             f"{x['rps']:.0f} req/s, p99 c=32 {x['p99_c32'] * 1e3:.2f} ms, {x['cpu_us']:.0f} CPU us/req"
         )
         x["added"] = add

@@ -1,8 +1,9 @@
 """CPU per streamed request of the router's upstream side alone: aiohttp's client (as
-``serve.upstream`` uses it: a pooled session, ``readany`` to the end) against a bare asyncio
-protocol on one kept-alive connection (send the request bytes, wait for the chunked
-terminator), both on uvloop, alternately, against the emulated engine (the bench_router
-request). The difference is what a leaner HTTP client than aiohttp's could save per request.
+``serve.upstream`` uses it with ``upstream_client: aiohttp``: a pooled session, ``readany``
+to the end), the lean client (``serve.upstream_lean``, the default: httptools, its own
+keep-alive pool, ``readany`` to the end) and a bare asyncio protocol on one kept-alive
+connection (send the request bytes, wait for the chunked terminator: the floor), all on
+uvloop, alternately, against the emulated engine (the bench_router request).
 
     python bench/upstream_client_cost.py [-n 600]
 """
@@ -52,6 +53,27 @@ async def aiohttp_cost(url: str, n: int) -> float:
         return await _cpu_us_per_call(one, n)
 
 
+async def lean_cost(url: str, n: int) -> float:
+    from slocore.serve.upstream_lean import LeanClient
+
+    data, c = orjson.dumps(BODY), LeanClient()
+
+    async def one():
+        r = await c.post(url + "/v1/completions", data, 60, 5)
+        try:
+            while await r.content.readany():
+                pass
+        except BaseException:
+            r.close()
+            raise
+        r.release()
+
+    try:
+        return await _cpu_us_per_call(one, n)
+    finally:
+        c.close()
+
+
 class _Raw(asyncio.Protocol):
     def __init__(self):
         self.buf, self.done = bytearray(), None
@@ -99,8 +121,12 @@ def main() -> None:
         loop = new_event_loop()
         for _ in range(a.reps):
             ah = loop.run_until_complete(aiohttp_cost(f"http://127.0.0.1:{ep}", a.n))
+            ln = loop.run_until_complete(lean_cost(f"http://127.0.0.1:{ep}", a.n))
             raw = loop.run_until_complete(raw_cost("127.0.0.1", ep, a.n))
-            print(f"CPU us per streamed request: aiohttp client {ah:.0f}, bare protocol {raw:.0f}", flush=True)
+            print(
+                f"CPU us per streamed request: aiohttp client {ah:.0f}, lean client {ln:.0f}, bare protocol {raw:.0f}",
+                flush=True,
+            )
         print(f"load average {os.getloadavg()[0]:.1f}")
     finally:
         eng.terminate()

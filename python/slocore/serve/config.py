@@ -30,6 +30,8 @@ SLO defaults and the priority-to-SLO table, timeouts, retries, the admin token.
         role_args: {}                    # extra argv per role
         profile: h100-llama2-7b          # the policies' latency model of a new engine
     prefix: {tokenizer: /models/llama/tokenizer.json, block_size: 16}   # serve/prefix_index.py
+    upstream_client: lean                # or aiohttp; default lean where httptools is installed
+                                         # (env SLOCORE_UPSTREAM_CLIENT overrides the default)
 
 No backends at all means one embedded emulated engine (profile ``h100-llama2-7b``).
 """
@@ -106,6 +108,7 @@ class ServeConfig:
     admission: AdmissionConfig = field(default_factory=AdmissionConfig)  # serve.admission: shedding
     scaler: ScalerConfig | None = None  # the scaler in the live loop (serve/scaler.py)
     prefix: dict = field(default_factory=dict)  # serve.prefix_index.PrefixConfig keyword arguments
+    upstream_client: str | None = None  # "lean" | "aiohttp"; None: serve.upstream.default_client()
 
     @property
     def disaggregated(self) -> bool:
@@ -257,6 +260,7 @@ class _File(_Section):
     admission: Optional[AdmissionConfig] = None
     scaler: Optional[_Scaler] = None
     prefix: Optional[dict] = None
+    upstream_client: Optional[Literal["lean", "aiohttp"]] = None
 
     @field_validator("policy", "prefill_policy", "decode_policy", mode="before")
     @classmethod
@@ -351,6 +355,7 @@ def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
     cfg.retry_budget = f.retry_budget or RetryBudgetConfig()
     cfg.tenants = f.tenants or TenantsConfig()
     cfg.admission = f.admission or AdmissionConfig()
+    cfg.upstream_client = f.upstream_client
     if f.scaler is not None:
         sc = f.scaler
         try:  # an unknown profile fails here, not at the first scale-out

@@ -18,6 +18,7 @@ import asyncio
 import collections
 import itertools
 import logging
+import operator
 
 from aiohttp import web
 
@@ -33,6 +34,7 @@ from slocore.serve.stream import ClientGone, RequestContext, read_whole, relay
 from slocore.serve.upstream import BackendError, ClientError, check_status
 
 log = logging.getLogger("slocore.serve")
+_second = operator.itemgetter(1)  # a prefix segment's token count
 
 
 class RequestHandler:
@@ -105,7 +107,7 @@ class RequestHandler:
             kw["max_output_len"] = f["max_tokens"]
         try:
             segs = r.prefix.segments(body, chat, rid)  # prefix identity (serve.prefix_index)
-            template = _s.Request(rid, arrival, max(plen, sum(n for _, n in segs)), prefix=segs, **kw)
+            template = _s.Request(rid, arrival, max(plen, sum(map(_second, segs))), prefix=segs, **kw)
             template.validate()
         except (ValueError, TypeError, OverflowError) as e:
             return _lim.error_response(request, str(e), 400)
@@ -251,8 +253,9 @@ class RequestHandler:
         # engine's usage count is the truth; the missing ones are dated at the end
         extra = int((ctx.usage or {}).get("completion_tokens") or 0) - len(ctx.times)
         ctx.times.extend([(r.now(), backend.id)] * max(0, extra))
+        token, rid = r.recorder.token, ctx.rid
         for tt, bid in ctx.times:  # only the attempt that succeeded counts
-            r.recorder.token(ctx.rid, tt, bid)
+            token(rid, tt, bid)
         t_end = r.now()
         r.recorder.finish(ctx.rid, t_end)
         if r.scaler is not None:

@@ -45,7 +45,7 @@ from slocore.serve.pd import PDFlow
 from slocore.serve.pool import BackendPool
 from slocore.serve.prefix_index import PrefixConfig, PromptIdentity
 from slocore.serve.slo import SloResolver
-from slocore.serve.upstream import Upstream, connector
+from slocore.serve.upstream import Upstream, connector, default_client, lean_client
 
 log = logging.getLogger("slocore.serve")
 
@@ -57,6 +57,7 @@ class Router:
         self.metrics = RouterMetrics(cfg.metrics_window_s)
         self.recorder = _s.Recorder()
         self.session: aiohttp.ClientSession | None = None
+        self.lean = None  # serve.upstream_lean.LeanClient when upstream_client is lean
         self.upstream: Upstream | None = None
         self.health: HealthChecker | None = None
         self._engines = []  # in-process emulated engines (runner, engine)
@@ -117,7 +118,11 @@ class Router:
     async def start(self):
         self.session = aiohttp.ClientSession(connector=connector())
         self.fresh_session = aiohttp.ClientSession(connector=connector(force_close=True))
-        self.upstream = Upstream(self.session, self.pool, self.cfg.timeouts, self.metrics, self.now, self.fresh_session)
+        client = self.cfg.upstream_client or default_client()
+        self.lean = lean_client(self.metrics.stale_retries.inc) if client == "lean" else None
+        self.upstream = Upstream(
+            self.session, self.pool, self.cfg.timeouts, self.metrics, self.now, self.fresh_session, self.lean
+        )
         self.upstream.prefix = self.prefix
         self.health = HealthChecker(self.pool, self.session, self.cfg.poll_interval_s)
         backends = list(self.cfg.backends)
@@ -148,6 +153,8 @@ class Router:
         if self.session:
             await self.session.close()
             await self.fresh_session.close()
+        if self.lean is not None:
+            self.lean.close()
         for runner, _ in self._engines:
             await runner.cleanup()
 

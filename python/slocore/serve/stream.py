@@ -15,7 +15,6 @@ from aiohttp import web
 from slocore.serve import fastjson
 from slocore.serve.backends import Backend
 from slocore.serve.config import Timeouts
-from slocore.serve.openai import full_response
 from slocore.serve.upstream import BackendError
 
 
@@ -37,10 +36,9 @@ class RequestContext:
 
     def reset(self):
         """Forget what a failed attempt produced (a retry starts clean)."""
-        self.id = self.model = self.finish = self.usage = None
-        self.text: list[str] = []
+        self.finish = self.usage = None
+        self.finishing = False
         self.times: list = []
-        self.extra: dict = {}
         self.handoff = None  # P/D: (prefill instance, early decode assignment future or None)
 
     async def write(self, data: bytes, last: bool = False):
@@ -61,35 +59,30 @@ class RequestContext:
             raise ClientGone(str(e)) from None
 
     def absorb(self, obj: dict) -> int:
-        """Count the tokens in one streamed chunk and keep what the assembled answer needs."""
-        self.id = self.id or obj.get("id")
-        self.model = self.model or obj.get("model")
-        if obj.get("usage"):
-            self.usage = obj["usage"]
-        if obj.get("kv_transfer_params"):
-            self.extra["kv_transfer_params"] = obj["kv_transfer_params"]
+        """Count the tokens in one streamed chunk (a choice's token ids, else one per piece of
+        text); keep the engine's usage and the finish reason (``finishing``: this chunk's)."""
+        usage = obj.get("usage")
+        if usage:
+            self.usage = usage
+        self.finishing = False
+        choices = obj.get("choices")
+        if not choices or not isinstance(choices, list):
+            return 0
         n = 0
-        for ch in obj.get("choices") or []:
-            text = (ch.get("delta") or {}).get("content") if self.chat else ch.get("text")
-            if text:
-                self.text.append(text)
-            n += len(ch.get("token_ids") or ()) or (1 if text else 0)
-            if ch.get("finish_reason"):
-                self.finish = ch["finish_reason"]
+        chat = self.chat
+        for ch in choices:
+            if not isinstance(ch, dict):
+                continue
+            ids = ch.get("token_ids")
+            if ids:
+                n += len(ids)
+            elif (ch.get("delta") or {}).get("content") if chat else ch.get("text"):
+                n += 1
+            fin = ch.get("finish_reason")
+            if fin:
+                self.finish = fin
+                self.finishing = True
         return n
-
-    def assembled(self, model_name: str | None) -> web.Response:
-        """The non-streaming answer, built from the streamed chunks."""
-        out = full_response(
-            self.id or "",
-            self.model or (model_name or ""),
-            self.chat,
-            ["".join(self.text)],
-            [self.finish],
-            self.usage,
-            self.extra or None,
-        )
-        return web.json_response(out)
 
 
 MAX_SSE_LINE = 16 << 20  # an engine line longer than this is a protocol error, not a buffer
@@ -99,14 +92,18 @@ def _tokens(ctx: RequestContext, st, att, backend: Backend, policy, ntok: int, t
     """`ntok` tokens of attempt `att` arrived at `tnow`: the request state, the policy's
     ``on_token`` (not for a P/D decode's first token, which the prefill policy reported),
     the scaler's first-token event and the token times."""
+    if ntok <= 0:
+        return
+    gen, rid, bid, plen = st.generated, att.id, backend.id, att.prompt_len
     for _ in range(ntok):
-        st.generated = st.generated + 1
-        st.computed = att.prompt_len + st.generated - 1
-        if not (skip_first and st.generated == 1):
-            policy.on_token(att.id, backend.id, int(st.generated), tnow)
-            if st.generated == 1 and ctx.on_first_token is not None:
+        gen += 1
+        st.generated = gen
+        st.computed = plen + gen - 1
+        if not (skip_first and gen == 1):
+            policy.on_token(rid, bid, gen, tnow)
+            if gen == 1 and ctx.on_first_token is not None:
                 ctx.on_first_token(tnow)
-        ctx.times.append((tnow, backend.id))
+    ctx.times.extend([(tnow, bid)] * ntok)
 
 
 async def relay(
@@ -152,7 +149,8 @@ async def relay(
     # instead of the finishing chunks; a client that did not ask for usage gets it where the
     # engine puts it for that client: finishing chunks (and what follows them) wait for the
     # usage chunk, [DONE] or a failure, and take its fingerprint (serve.stream.fingerprinted).
-    fix_fp = ctx.client_stream and not ctx.want_usage
+    client_stream, want_usage = ctx.client_stream, ctx.want_usage
+    fix_fp = client_stream and not want_usage
     held: list[list] = []  # [event bytes, is a finishing chunk]
     try:
         while not done:
@@ -200,17 +198,14 @@ async def relay(
                 if "error" in obj and not obj.get("choices"):
                     err = BackendError(backend, "engine_error", f"engine error: {obj['error']}")
                     break
-                _tokens(ctx, st, att, backend, policy, ctx.absorb(obj), tnow, skip_first)
-                choices = obj.get("choices")
-                if ctx.client_stream and (choices or ctx.want_usage or not obj.get("usage")):
+                ntok = ctx.absorb(obj)
+                if ntok:
+                    _tokens(ctx, st, att, backend, policy, ntok, tnow, skip_first)
+                if client_stream and (obj.get("choices") or want_usage or not obj.get("usage")):
                     ev = line + b"\n\n"  # the engine's own line, as one SSE event
-                    if fix_fp:
-                        fin = isinstance(choices, list) and any(
-                            isinstance(c, dict) and c.get("finish_reason") for c in choices
-                        )
-                        if held or fin:
-                            held.append([ev, fin])
-                            continue
+                    if fix_fp and (held or ctx.finishing):
+                        held.append([ev, ctx.finishing])
+                        continue
                     out.append(ev)
                 elif held and obj.get("system_fingerprint") is not None:
                     for h in held:
@@ -219,7 +214,7 @@ async def relay(
             if held and (done or err is not None):
                 out += [h[0] for h in held]
                 held.clear()
-            if done and ctx.client_stream:  # the last events, [DONE] and the end in one write
+            if done and client_stream:  # the last events, [DONE] and the end in one write
                 out.append(b"data: [DONE]\n\n")
                 await ctx.write(b"".join(out), last=True)
             elif out:  # what came before a failure still reaches the client, as it would one by one

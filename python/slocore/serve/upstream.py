@@ -7,6 +7,11 @@ Pooled connections live shorter than the engine's keep-alive (``KEEPALIVE_S`` < 
 and a request that fails on a pooled connection the engine had already closed
 (``ServerDisconnectedError``, "Can not write request body") is sent once more on a fresh
 connection and does not count against the engine.
+
+Two HTTP clients do this: ``upstream_client: lean`` (the default where ``httptools`` is
+installed: ``serve.upstream_lean``, about half of aiohttp's CPU per streamed request) and
+``upstream_client: aiohttp`` (aiohttp's ``ClientSession``). Both give the same response
+surface and the same failure kinds.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 
 import aiohttp
 
@@ -25,10 +31,31 @@ from slocore.serve.metrics import RouterMetrics
 from slocore.serve.pool import BackendPool
 from slocore.serve.prefix_index import record_sent, release_sent
 
+try:
+    from slocore.serve import upstream_lean as _lean
+except ImportError:  # httptools absent: aiohttp's client only
+    _lean = None
+
 log = logging.getLogger("slocore.serve")
 
 
 KEEPALIVE_S = 3.0  # < uvicorn's (vLLM's) default keep-alive of 5 s
+CLIENTS = ("lean", "aiohttp")
+
+
+def default_client() -> str:
+    """``SLOCORE_UPSTREAM_CLIENT`` if set (the tests run both), else lean where httptools is."""
+    name = os.environ.get("SLOCORE_UPSTREAM_CLIENT") or ("lean" if _lean is not None else "aiohttp")
+    if name not in CLIENTS:
+        raise ValueError(f"SLOCORE_UPSTREAM_CLIENT: must be one of {CLIENTS}, got {name!r}")
+    return name
+
+
+def lean_client(on_stale=None):
+    """The lean client (serve.upstream_lean); ValueError naming httptools if it is absent."""
+    if _lean is None:
+        raise ValueError("upstream_client: lean needs httptools (pip install httptools, or slocore[serve])")
+    return _lean.LeanClient(KEEPALIVE_S, on_stale)
 
 
 def connector(force_close: bool = False) -> aiohttp.TCPConnector:
@@ -55,6 +82,8 @@ class BackendError(Exception):
 
 
 _JSON = {"Content-Type": "application/json"}
+_LEAN_PROTOCOL = _lean.UpstreamProtocolError if _lean is not None else ()
+_LEAN_CONNECTION = _lean.UpstreamConnectionError if _lean is not None else ()
 
 
 class ClientError(Exception):
@@ -87,10 +116,12 @@ class Upstream:
         metrics: RouterMetrics,
         now,
         fresh: aiohttp.ClientSession | None = None,
+        lean=None,
     ):
         self.session, self.pool, self.timeouts, self.metrics, self.now = session, pool, timeouts, metrics, now
         self.prefix = None  # serve.prefix_index.PromptIdentity (set by the router)
         self.fresh = fresh or session  # a session whose connections are never reused (the retry)
+        self.lean = lean  # a serve.upstream_lean.LeanClient: used instead of the sessions
 
     async def _send(self, url: str, body: dict, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
         data = fastjson.dumps(body)
@@ -112,11 +143,15 @@ class Upstream:
         backend.inflight[att.id] = st
         record_sent(backend, att, self.prefix)
         try:
-            r = await self._send(
-                endpoint(backend, chat),
-                body,
-                aiohttp.ClientTimeout(total=total_s, sock_connect=self.timeouts.connect_s),
-            )
+            if self.lean is not None:
+                data = fastjson.dumps(body)
+                r = await self.lean.post(endpoint(backend, chat), data, total_s, self.timeouts.connect_s)
+            else:
+                r = await self._send(
+                    endpoint(backend, chat),
+                    body,
+                    aiohttp.ClientTimeout(total=total_s, sock_connect=self.timeouts.connect_s),
+                )
             try:
                 yield r, st
             except BaseException:
@@ -126,6 +161,12 @@ class Upstream:
         except asyncio.TimeoutError:
             msg = f"{what} gave no answer" if what else "no answer"
             raise BackendError(backend, "timeout", f"{msg} within {total_s:g} s", 504) from None
+        except _LEAN_PROTOCOL as e:  # garbled or oversized answer (the lean client)
+            msg = f"{type(e).__name__}: {e}"
+            raise BackendError(backend, "http", f"{what} failed: {msg}" if what else msg) from None
+        except _LEAN_CONNECTION as e:
+            msg = f"{type(e).__name__}: {e}"
+            raise BackendError(backend, "connection", f"{what} failed: {msg}" if what else msg) from None
         except aiohttp.ClientResponseError as e:
             msg = f"{type(e).__name__}: {e}"
             raise BackendError(backend, "http", f"{what} failed: {msg}" if what else msg) from None
