@@ -92,6 +92,7 @@ class GoRoutePolicy : public PushPolicy {
   std::mt19937_64 rng_;
   std::unordered_map<Id, RouteQueue> queues_;
   std::unordered_map<Id, bool> decoding_;  // request -> counted in n_d
+  std::vector<const Request*> scratch_;    // a queue in deadline order (kept for its storage)
 };
 
 }  // namespace slocore::proserve
