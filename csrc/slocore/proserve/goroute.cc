@@ -108,13 +108,14 @@ struct Evaluation {
 };
 
 bool evaluate(const GoRouteParams& p, const RouteQueue& q, const LatencyModel& m, const Request& rk, const Request& req,
-              Time now, std::vector<const Request*>& scratch, Evaluation& out) {
+              Time now, std::vector<Queued>& scratch, Evaluation& out) {
+  if (q.brief.size() != q.queue.size()) return false;
   const double el = elapsed(p, q, now);
   if (p.mode == GoMode::Colocated && p.gain_phi == Phi::Aggressive) {
     double work = 0.0, t_budget = req.slo.tpot;
-    for (const Request& r : q.queue) {
+    for (const Queued& r : q.brief) {
       work += m.prefill_cost(r.prompt_len, 0);
-      const double remain = ttft_deadline(r) - now;
+      const double remain = r.deadline - now;
       if (remain > 0) t_budget = std::min(t_budget, remain);
     }
     const double work1 = work + m.prefill_cost(rk.prompt_len, 0);
@@ -134,10 +135,9 @@ bool evaluate(const GoRouteParams& p, const RouteQueue& q, const LatencyModel& m
     out.exec1 = exec(q.queue.size() + 1, factor(t_budget1), work1);
     const double done0 = now + out.exec0, done1 = now + out.exec1;
     double gain0 = 0.0, gain1 = 0.0;
-    for (const Request& r : q.queue) {
-      const double dl = ttft_deadline(r), w = token_weight(r, 1, p.weights);
-      gain0 += done0 < dl ? w : 0.0;
-      gain1 += done1 < dl ? w : 0.0;
+    for (const Queued& r : q.brief) {
+      gain0 += done0 < r.deadline ? r.weight : 0.0;
+      gain1 += done1 < r.deadline ? r.weight : 0.0;
     }
     if (done1 < ttft_deadline(rk)) gain1 += token_weight(rk, 1, p.weights);
     out.delta = gain1 - gain0;
@@ -148,32 +148,32 @@ bool evaluate(const GoRouteParams& p, const RouteQueue& q, const LatencyModel& m
   scratch.clear();
   double work = 0.0;
   bool sorted = true;
-  for (const Request& r : q.queue) {
-    const double dl = ttft_deadline(r);
-    if (std::isnan(dl)) return false;
-    sorted = sorted && (scratch.empty() || !(dl < ttft_deadline(*scratch.back())));
-    scratch.push_back(&r);
-    work += m.prefill_cost(r.prompt_len, 0);
+  for (const Queued& r : q.brief) {
+    if (std::isnan(r.deadline)) return false;
+    sorted = sorted && (scratch.empty() || !(r.deadline < scratch.back().deadline));
+    scratch.push_back(r);
+    work += scratch.back().cost = m.prefill_cost(r.prompt_len, 0);
   }
-  const double dk = ttft_deadline(rk);
-  if (std::isnan(dk)) return false;
-  auto by_deadline = [](const Request* a, const Request* b) { return ttft_deadline(*a) < ttft_deadline(*b); };
+  const double cost_k = m.prefill_cost(rk.prompt_len, 0);
+  const Queued k{ttft_deadline(rk), token_weight(rk, 1, p.weights), rk.prompt_len, cost_k};
+  if (std::isnan(k.deadline)) return false;
+  auto by_deadline = [](const Queued& a, const Queued& b) { return a.deadline < b.deadline; };
   if (!sorted) std::stable_sort(scratch.begin(), scratch.end(), by_deadline);
-  const size_t at = size_t(std::upper_bound(scratch.begin(), scratch.end(), &rk, by_deadline) - scratch.begin());
+  const size_t at = size_t(std::upper_bound(scratch.begin(), scratch.end(), k, by_deadline) - scratch.begin());
   const double n0 = double(q.queue.size()), n1 = double(q.queue.size() + 1);
   out.exec0 = std::max(0.0, work + n0 * m.overhead() - el);
-  out.exec1 = std::max(0.0, (work + m.prefill_cost(rk.prompt_len, 0)) + n1 * m.overhead() - el);
+  out.exec1 = std::max(0.0, (work + cost_k) + n1 * m.overhead() - el);
   const double start = now - el;
   double t0 = start, t1 = start, gain0 = 0.0, gain1 = 0.0;
-  auto step = [&](const Request& r, double& t, double& gain) {
-    t += m.prefill_cost(r.prompt_len, 0) + m.overhead();
-    if (std::max(t, now) < ttft_deadline(r)) gain += token_weight(r, 1, p.weights);
+  auto step = [&](const Queued& c, double& t, double& gain) {
+    t += c.cost + m.overhead();  // prefill_cost(prompt, 0) + overhead, as estimate_gain
+    if (std::max(t, now) < c.deadline) gain += c.weight;
   };
   for (size_t i = 0; i <= scratch.size(); ++i) {
-    if (i == at) step(rk, t1, gain1);
+    if (i == at) step(k, t1, gain1);
     if (i == scratch.size()) break;
-    step(*scratch[i], t0, gain0);
-    step(*scratch[i], t1, gain1);
+    step(scratch[i], t0, gain0);
+    step(scratch[i], t1, gain1);
   }
   out.delta = gain1 - gain0;
   return true;
@@ -253,6 +253,8 @@ int GoRoutePolicy::choose(const Request& r, Time now, const std::vector<Instance
   pick = ok[chosen];
   RouteQueue& q = queues_[views[size_t(pick)].id];  // PrefillQueueMap[p].add(r)
   q.queue.push_back(uncached[chosen]);
+  const Request& added = q.queue.back();
+  q.brief.push_back({ttft_deadline(added), token_weight(added, 1, p_.weights), added.prompt_len});
   q.ts = now;
   return pick;
 }
@@ -263,6 +265,8 @@ void GoRoutePolicy::first_token(Id request, Id instance, Time now) {
   auto& qq = it->second.queue;
   auto r = std::find_if(qq.begin(), qq.end(), [&](const Request& x) { return x.id == request; });
   if (r == qq.end()) return;
+  auto& brief = it->second.brief;
+  if (brief.size() == qq.size()) brief.erase(brief.begin() + (r - qq.begin()));
   qq.erase(r);
   it->second.ts = now;
   if (p_.mode == GoMode::Colocated) {
