@@ -52,7 +52,16 @@ def scenarios() -> dict:
     """name -> (workload factory(seed), simulate() kwargs)."""
     out = {}
     col = dict(profile=H100, instances=4)
-    for sched in ("sarathi_fcfs", "edf", "vllm_priority", "slide_batching", "slice", "sarathi_priority", "vllm_fcfs"):
+    for sched in (
+        "sarathi_fcfs",
+        "edf",
+        "vllm_priority",
+        "slide_batching",
+        "slice",
+        "sarathi_priority",
+        "vllm_fcfs",
+        "mlfq",
+    ):
         out[f"burst3k/least_outstanding+{sched}"] = (
             lambda s: _burst(3000, s),
             dict(col, global_policy="least_outstanding", batch_scheduler=sched),
@@ -61,7 +70,22 @@ def scenarios() -> dict:
             _prio,
             dict(profile=ASCEND, instances=4, global_policy="least_outstanding", batch_scheduler=sched),
         )
+    goroute_col = ("goroute", {"mode": "colocated"})
+    for gp, sched in ((goroute_col, "sarathi_fcfs"), (goroute_col, "edf"), ("round_robin", "edf"), ("hfx", "edf")):
+        out[f"burst3k/{gp if isinstance(gp, str) else gp[0]}+{sched}"] = (
+            lambda s: _burst(3000, s),
+            dict(col, global_policy=gp, batch_scheduler=sched),
+        )
+    for mode, cluster in (("colocated", dict(instances=4)), ("pd", PD_SMALL)):  # two TTFT classes: unsorted queues
+        pol = ("goroute", {"mode": mode})
+        kw = dict(profile=ASCEND, **cluster, batch_scheduler="sarathi_fcfs")
+        if mode == "colocated":
+            kw["global_policy"] = pol
+        else:
+            kw.update(prefill_policy=pol, decode_policy=("goroute", {"mode": "decode"}))
+        out[f"prio/goroute/{mode}"] = (_prio, kw)
     for p, d in (
+        (("goroute", {"mode": "pd"}), ("goroute", {"mode": "decode"})),
         ("least_outstanding", "least_outstanding"),
         ("least_tokens", "least_tokens"),
         ("least_outstanding", "sibyl"),
@@ -72,7 +96,8 @@ def scenarios() -> dict:
         ("slo_predict", "slo_predict"),
     ):
         for sched in ("sarathi_fcfs", "edf"):
-            out[f"burst3k_pd/{p}/{d}+{sched}"] = (
+            pname, dname = (x if isinstance(x, str) else x[0] for x in (p, d))
+            out[f"burst3k_pd/{pname}/{dname}+{sched}"] = (
                 lambda s: _burst(3000, s),
                 dict(profile=H100, **PD_SMALL, prefill_policy=p, decode_policy=d, batch_scheduler=sched),
             )

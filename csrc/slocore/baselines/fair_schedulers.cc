@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "slocore/core/errors.h"
+
 namespace slocore {
 
 // ---- weighted_vtc ------------------------------------------------------------------------
@@ -88,14 +90,28 @@ MlfqScheduler::State& MlfqScheduler::state_of(const RequestState& s, const Insta
 }
 
 BatchPlan MlfqScheduler::schedule(const InstanceView& v, Time now) {
-  std::vector<std::pair<std::pair<int, Time>, Candidate>> c;  // (level, arrival)
+  auto& c = sorted_;  // (level, arrival) -> candidate; kept between iterations for its storage
+  c.clear();
+  bool nan = false;
   for (size_t i = 0; i < v.running.size(); ++i)
     c.push_back({{state_of(v.running[i], v, now).level, v.running[i].request.arrival}, {&v.running[i], true, i}});
   for (size_t i = 0; i < v.waiting.size(); ++i)
     c.push_back({{state_of(v.waiting[i], v, now).level, v.waiting[i].request.arrival}, {&v.waiting[i], false, i}});
-  std::stable_sort(c.begin(), c.end(), [](const auto& a, const auto& d) { return a.first < d.first; });
+  for (const auto& x : c) nan |= std::isnan(x.first.second);
+  if (nan) {  // no strict weak order: the stable sort as it was
+    std::stable_sort(c.begin(), c.end(), [](const auto& a, const auto& d) { return a.first < d.first; });
+  } else {  // the stable sort's order: ties by position (running, then waiting), without its buffer
+    const size_t nr = v.running.size();
+    auto pos = [nr](const Candidate& x) { return x.running ? x.index : nr + x.index; };
+    std::sort(c.begin(), c.end(), [&](const auto& a, const auto& d) {
+      if (a.first != d.first) return a.first < d.first;
+      return pos(a.second) < pos(d.second);
+    });
+  }
   std::vector<Candidate> order;
   std::vector<size_t> victims;  // from the back: the lowest level, newest, yields KV first
+  order.reserve(c.size());
+  victims.reserve(v.running.size());
   for (const auto& [key, x] : c) {
     order.push_back(x);
     if (x.running) victims.push_back(x.index);
@@ -108,11 +124,19 @@ BatchPlan MlfqScheduler::schedule(const InstanceView& v, Time now) {
     for (const Candidate& x : order) keep.emplace(x.s->request.id, state_.at(x.s->request.id));
     state_.swap(keep);
   }
-  // Account the estimated service; demote after a used-up quantum.
-  std::unordered_map<Id, const RequestState*> by_id;
-  v.for_each_request([&](const RequestState& s, bool) { by_id[s.request.id] = &s; });
-  for (const ScheduledItem& it : plan.items) {
-    const RequestState& s = *by_id.at(it.request);
+  // Account the estimated service; demote after a used-up quantum. The planned requests are
+  // found among the candidates in plan order's prefix (a plan takes them from its front).
+  item_of_.clear(plan.items.size());
+  for (size_t k = 0; k < plan.items.size(); ++k) item_of_.insert(plan.items[k].request, int64_t(k));
+  state_at_.assign(plan.items.size(), nullptr);
+  size_t found = 0;
+  for (size_t i = 0; i < order.size() && found < plan.items.size(); ++i)
+    if (const int64_t* k = item_of_.find(order[i].s->request.id); k && !state_at_[size_t(*k)])
+      state_at_[size_t(*k)] = order[i].s, ++found;
+  for (size_t k = 0; k < plan.items.size(); ++k) {
+    const ScheduledItem& it = plan.items[k];
+    require(state_at_[k] != nullptr, "plan", "names a request that is not on this instance");
+    const RequestState& s = *state_at_[k];
     State& st = state_.at(it.request);
     st.served += s.in_prefill() ? v.model.prefill_cost(it.tokens, s.computed) : v.model.decode_cost(s.computed);
     st.last_run = now;

@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "slocore/batch/plan_builder.h"
+#include "slocore/core/id_index.h"
 
 namespace slocore {
 
@@ -82,6 +83,11 @@ class MlfqScheduler : public BatchScheduler {
   State& state_of(const RequestState& s, const InstanceView& v, Time now);
   MlfqParams p_;
   std::unordered_map<Id, State> state_;
+  // schedule() scratch, kept for its storage: candidates by (level, arrival); a plan item's
+  // index by request id; each plan item's request.
+  std::vector<std::pair<std::pair<int, Time>, Candidate>> sorted_;
+  IdIndex item_of_;
+  std::vector<const RequestState*> state_at_;
 };
 
 }  // namespace slocore

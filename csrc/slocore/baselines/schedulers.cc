@@ -109,9 +109,10 @@ double EdfScheduler::next_deadline(const RequestState& s) {
 BatchPlan EdfScheduler::schedule(const InstanceView& v, Time) {
   // Every step by (deadline, running before waiting, queue position): the running ones
   // sorted, the waiting ones popped lazily from a heap, as far as the batch reaches.
-  std::vector<std::pair<double, size_t>> run, wait;
-  run.reserve(v.running.size());
-  wait.reserve(v.waiting.size());
+  auto& run = run_;  // kept between iterations for their storage
+  auto& wait = wait_;
+  run.clear();
+  wait.clear();
   bool nan = false;
   for (size_t i = 0; i < v.running.size(); ++i) run.push_back({next_deadline(v.running[i]), i});
   for (size_t i = 0; i < v.waiting.size(); ++i) wait.push_back({next_deadline(v.waiting[i]), i});
@@ -120,6 +121,7 @@ BatchPlan EdfScheduler::schedule(const InstanceView& v, Time) {
   if (nan) return schedule_sorted(v);
   std::stable_sort(run.begin(), run.end(), [](const auto& a, const auto& d) { return a.first < d.first; });
   std::vector<size_t> victims;  // running by deadline: the latest deadline is evicted first
+  victims.reserve(run.size());
   for (const auto& x : run) victims.push_back(x.second);
   auto after = [](const std::pair<double, size_t>& a, const std::pair<double, size_t>& d) { return a > d; };
   std::make_heap(wait.begin(), wait.end(), after);

@@ -77,6 +77,7 @@ class EdfScheduler : public BatchScheduler {
  private:
   BatchPlan schedule_sorted(const InstanceView& v);  // one full sort (NaN deadlines)
   TokenBudgetParams p_;
+  std::vector<std::pair<double, size_t>> run_, wait_;  // schedule() scratch: (deadline, index)
 };
 
 }  // namespace slocore

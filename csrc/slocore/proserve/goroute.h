@@ -58,9 +58,21 @@ struct GoRouteParams {
   void validate() const;
 };
 
+// A queued request and its prefill cost (estimate_gain's phi_p walk, in deadline order).
+// A queued request as ESTIMATEGAIN reads it: its first-token deadline, its Eq. 3 weight, its
+// prompt (and, in a deadline-ordered copy, its prefill cost). Compact, so that the per-decision
+// reads of a long queue stay in cache.
+struct Queued {
+  double deadline;
+  double weight;
+  Tokens prompt_len;
+  double cost = 0.0;
+};
+
 // The router's view of one instance (PrefillQueueMap entry plus n_d).
 struct RouteQueue {
   std::vector<Request> queue;  // dispatched, first token not yet out
+  std::vector<Queued> brief;   // queue's entries, index for index (kept by GoRoutePolicy)
   Time ts = 0.0;               // last update of `queue`
   int64_t n_d = 0;             // requests in their decode phase (colocated)
 };
@@ -92,6 +104,7 @@ class GoRoutePolicy : public PushPolicy {
   std::mt19937_64 rng_;
   std::unordered_map<Id, RouteQueue> queues_;
   std::unordered_map<Id, bool> decoding_;  // request -> counted in n_d
+  std::vector<Queued> scratch_;            // a queue in deadline order (kept for its storage)
 };
 
 }  // namespace slocore::proserve

@@ -123,16 +123,27 @@ void Engine::sanitize(BatchPlan& plan) {
     auto evict = [&](const RequestState& s) {
       return std::find(preempt.begin(), preempt.end(), s.request.id) != preempt.end();
     };
-    std::vector<RequestState> keep, evicted;
-    for (RequestState& s : v_->running) (evict(s) ? evicted : keep).push_back(std::move(s));
-    for (RequestState& s : evicted) {
+    // The evicted ones leave `running` (the rest keep their order, compacted in place).
+    auto& running = v_->running;
+    evicted_.clear();
+    size_t kept = 0;
+    for (size_t i = 0; i < running.size(); ++i) {
+      if (evict(running[i])) {
+        evicted_.push_back(std::move(running[i]));
+      } else {
+        if (kept != i) running[kept] = std::move(running[i]);
+        ++kept;
+      }
+    }
+    running.erase(running.begin() + std::ptrdiff_t(kept), running.end());
+    for (RequestState& s : evicted_) {
       release_kv(s);
       s.computed = s.cached = 0;  // recompute later (vLLM's recompute preemption)
       ++preemptions_;
     }
-    v_->running = std::move(keep);
-    v_->waiting.insert(v_->waiting.begin(), std::make_move_iterator(evicted.begin()),
-                       std::make_move_iterator(evicted.end()));
+    v_->waiting.insert(v_->waiting.begin(), std::make_move_iterator(evicted_.begin()),
+                       std::make_move_iterator(evicted_.end()));
+    evicted_.clear();
   }
   plan.preempt = std::move(preempt);
 

@@ -119,10 +119,11 @@ class Engine {
     RequestState* s = nullptr;
     bool running = false, seen = false;
   };
-  std::vector<Where> where_;       // sanitize() scratch
-  std::vector<ScheduledItem> ok_;  // sanitize() scratch
-  std::vector<BatchItem> items_;   // start() scratch
-  size_t queued_n_ = 0;            // waiting requests summed in queued_sum_ (a prefix)
+  std::vector<Where> where_;           // sanitize() scratch
+  std::vector<ScheduledItem> ok_;      // sanitize() scratch
+  std::vector<RequestState> evicted_;  // sanitize() scratch: the plan's preempted requests
+  std::vector<BatchItem> items_;       // start() scratch
+  size_t queued_n_ = 0;                // waiting requests summed in queued_sum_ (a prefix)
   double queued_sum_ = 0.0;
   bool queued_valid_ = false;
   double predicted_ = 0.0, actual_ = 0.0;

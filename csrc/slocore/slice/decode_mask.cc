@@ -64,6 +64,26 @@ double period_eq7(const std::vector<int>& v, const BatchLatencyCurve& l) {
   return t;
 }
 
+namespace {
+
+// period_eq7 and DecodeMask::period with l(k) read from a table of l at 0..n (every batch a
+// trial selection can form): the same values, summed in the same order.
+double period_eq7_table(const std::vector<int>& v, const std::vector<double>& l) {
+  if (v.empty()) return 0.0;
+  const size_t b = v.size() - 1;
+  double t = double(v[b]) * l[b + 1];
+  for (size_t j = 0; j < b; ++j) t += double(v[j] - v[j + 1]) * l[j + 1];
+  return t;
+}
+
+double mask_period_table(const DecodeMask& m, const std::vector<double>& l) {
+  double t = 0.0;
+  for (int c = 0; c < m.cols(); ++c) t += l[m.column(c).size()];
+  return t;
+}
+
+}  // namespace
+
 std::vector<size_t> select_slice_tasks(const std::vector<SliceTask>& tasks, const BatchLatencyCurve& l,
                                        double max_cycle, bool spread, size_t max_tasks) {
   require(max_cycle > 0, "max_cycle", "must be > 0");
@@ -78,13 +98,18 @@ std::vector<size_t> select_slice_tasks(const std::vector<SliceTask>& tasks, cons
   std::stable_sort(by_rate.begin(), by_rate.end(), [&](size_t a, size_t b) { return ur[a] > ur[b]; });  // line 7
   std::vector<size_t> chosen;
   std::vector<int> rates;  // of the chosen, sorted descending (line 11)
+  // A trial holds at most min(max_tasks, tasks) tasks: l at every batch size it can form, once
+  // (the periods below evaluate l O(selected) times per trial).
+  std::vector<double> lt(std::min(max_tasks, tasks.size()) + 1);
+  for (size_t k = 0; k < lt.size(); ++k) lt[k] = l(double(k));
   for (size_t i : by_rate) {
     if (chosen.size() >= max_tasks) break;
     const int v = rate_of(tasks[i].tpot);
     std::vector<int> trial = rates;
     trial.insert(std::upper_bound(trial.begin(), trial.end(), v, std::greater<int>()), v);
-    const double period = spread ? DecodeMask(trial, true).period(l) : period_eq7(trial, l);  // line 12
-    if (period >= max_cycle) break;                                                           // lines 13-16
+    const double period =
+        spread ? mask_period_table(DecodeMask(trial, true), lt) : period_eq7_table(trial, lt);  // line 12
+    if (period >= max_cycle) break;                                                             // lines 13-16
     rates = std::move(trial);
     chosen.push_back(i);
   }

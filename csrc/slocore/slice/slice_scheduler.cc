@@ -51,23 +51,37 @@ void SliceScheduler::reschedule(const InstanceView& v, Time now) {
 }
 
 BatchPlan SliceScheduler::schedule(const InstanceView& v, Time now) {
-  std::vector<Id> ids;
-  ids.reserve(v.num_requests());
+  std::vector<Id>& ids = ids_;
+  ids.clear();
   v.for_each_request([&](const RequestState& s, bool) { ids.push_back(s.request.id); });
   std::sort(ids.begin(), ids.end());
   if (ids != known_) {  // an arrival or a departure: Alg. 4 restarts SLICE-offline
-    known_ = std::move(ids);
+    known_.swap(ids);
     reschedule(v, now);
   }
   using Where = Candidate;  // plan_builder.h
-  std::unordered_map<Id, Where> where;
-  for (size_t i = 0; i < v.running.size(); ++i) where[v.running[i].request.id] = {&v.running[i], true, i};
-  for (size_t i = 0; i < v.waiting.size(); ++i) where[v.waiting[i].request.id] = {&v.waiting[i], false, i};
+  // Where each request is: a flat id table, filled from the back (insert keeps the first value,
+  // so an id seen twice maps where a map's assignment in queue order would leave it).
+  const size_t nr = v.running.size();
+  where_.clear(v.num_requests());
+  for (size_t i = v.waiting.size(); i-- > 0;) where_.insert(v.waiting[i].request.id, int64_t(nr + i));
+  for (size_t i = nr; i-- > 0;) where_.insert(v.running[i].request.id, int64_t(i));
+  struct {
+    const InstanceView& v;
+    const IdIndex& ix;
+    size_t nr;
+    Where at(Id id) const {
+      const int64_t* k = ix.find(id);
+      require(k != nullptr, "selected", "names a request that is not on this instance");
+      const size_t i = size_t(*k);
+      return i < nr ? Where{&v.running[i], true, i} : Where{&v.waiting[i - nr], false, i - nr};
+    }
+  } where{v, where_, nr};
   // Victims: selected running tasks in selection order, then the unselected (evicted first).
   std::vector<size_t> victims;
   std::vector<char> is_sel(v.running.size(), 0);
   for (Id id : selected_) {
-    const Where& w = where.at(id);
+    const Where w = where.at(id);
     if (w.running) victims.push_back(w.index), is_sel[w.index] = 1;
   }
   for (size_t i = 0; i < v.running.size(); ++i)
@@ -78,7 +92,7 @@ BatchPlan SliceScheduler::schedule(const InstanceView& v, Time now) {
     if (mask_.cols() > 0) {  // the current column's decodes (Alg. 3 lines 14-19)
       std::vector<size_t> order;
       for (size_t pos : mask_.column(col_)) {
-        const Where& w = where.at(selected_[pos]);
+        const Where w = where.at(selected_[pos]);
         if (w.s->in_prefill()) continue;
         if (w.running)
           order.push_back(w.index);
@@ -89,7 +103,7 @@ BatchPlan SliceScheduler::schedule(const InstanceView& v, Time now) {
       col_ = (col_ + 1) % mask_.cols();
     }
     for (Id id : selected_) {  // selected tasks still to prefill join this iteration
-      const Where& w = where.at(id);
+      const Where w = where.at(id);
       if (!w.s->in_prefill() || b.planned(id)) continue;
       // KV short: evict unselected running tasks (the back of `victims`) to make room.
       size_t back = victims.size();

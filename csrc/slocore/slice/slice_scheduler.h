@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "slocore/batch/plan_builder.h"
+#include "slocore/core/id_index.h"
 #include "slocore/slice/decode_mask.h"
 
 namespace slocore::slice {
@@ -61,6 +62,8 @@ class SliceScheduler : public BatchScheduler {
   DecodeMask mask_;           // rows over selected_ positions
   int col_ = 0;
   int64_t reschedules_ = 0;
+  std::vector<Id> ids_;  // schedule() scratch: this iteration's sorted ids
+  IdIndex where_;        // schedule() scratch: id -> running index, or running.size() + waiting index
 };
 
 }  // namespace slocore::slice
