@@ -52,35 +52,30 @@ def populate_burst(table):
     return table
 
 
+def _decide(benchmark, record_ratio, group, impl, key, populate_fn, n_inst, args, rounds):
+    """One SIBYL decision over `n_inst` instances of the table `key` (built once)."""
+    if key not in TABLES:
+        TABLES[key] = populate_fn(_core.SibylProjectedLoad() if impl == "cpp" else ref.ProjectedLoad())
+    t = TABLES[key]
+    insts = list(range(n_inst))
+    if impl == "cpp":
+        i, loads = benchmark(t.argmin, insts, *args)
+    else:
+        i, loads = benchmark.pedantic(t.argmin, args=(insts, *args), rounds=rounds, iterations=1)
+    assert 0 <= i < n_inst and len(loads) == n_inst
+    record_ratio(group, impl)
+
+
 @pytest.mark.benchmark(group=BURST_GROUP)
 @pytest.mark.parametrize("impl", ["cpp", "python"])
 def test_sibyl_burst_decision(benchmark, record_ratio, impl):
-    key = "burst-" + impl
-    if key not in TABLES:
-        TABLES[key] = populate_burst(_core.SibylProjectedLoad() if impl == "cpp" else ref.ProjectedLoad())
-    t = TABLES[key]
-    insts = list(range(BURST_INST))
-    if impl == "cpp":
-        i, loads = benchmark(t.argmin, insts, 1.0, 50.0)
-    else:
-        i, loads = benchmark.pedantic(t.argmin, args=(insts, 1.0, 50.0), rounds=3, iterations=1)
-    assert 0 <= i < BURST_INST and len(loads) == BURST_INST
-    record_ratio(BURST_GROUP, impl)
+    _decide(benchmark, record_ratio, BURST_GROUP, impl, "burst-" + impl, populate_burst, BURST_INST, (1.0, 50.0), 3)
 
 
 @pytest.mark.benchmark(group=GROUP)
 @pytest.mark.parametrize("impl", ["cpp", "python"])
 def test_sibyl_decision(benchmark, record_ratio, impl):
-    if impl not in TABLES:
-        TABLES[impl] = populate(_core.SibylProjectedLoad() if impl == "cpp" else ref.ProjectedLoad())
-    t = TABLES[impl]
-    insts = list(range(N_INST))
-    if impl == "cpp":
-        i, loads = benchmark(t.argmin, insts, 10.0, 10.5)
-    else:
-        i, loads = benchmark.pedantic(t.argmin, args=(insts, 10.0, 10.5), rounds=5, iterations=1)
-    assert 0 <= i < N_INST and len(loads) == N_INST
-    record_ratio(GROUP, impl)
+    _decide(benchmark, record_ratio, GROUP, impl, impl, populate, N_INST, (10.0, 10.5), 5)
 
 
 def test_same_decision():
