@@ -78,17 +78,15 @@ def test_sibyl_decision(benchmark, record_ratio, impl):
     _decide(benchmark, record_ratio, GROUP, impl, impl, populate, N_INST, (10.0, 10.5), 5)
 
 
-def test_same_decision():
-    c = TABLES.get("cpp") or populate(_core.SibylProjectedLoad())
-    p = TABLES.get("python") or populate(ref.ProjectedLoad())
-    ci, cl = c.argmin(list(range(N_INST)), 10.0, 10.5)
-    pi, pl = p.argmin(list(range(N_INST)), 10.0, 10.5)
-    assert ci == pi and np.allclose(cl, pl, rtol=1e-9)
-
-
-def test_same_burst_decision():
-    c = TABLES.get("burst-cpp") or populate_burst(_core.SibylProjectedLoad())
-    p = TABLES.get("burst-python") or populate_burst(ref.ProjectedLoad())
-    ci, cl = c.argmin(list(range(BURST_INST)), 1.0, 50.0)
-    pi, pl = p.argmin(list(range(BURST_INST)), 1.0, 50.0)
+@pytest.mark.parametrize("kind", ["decision", "burst"])
+def test_same_decision(kind):
+    key, populate_fn, n_inst, args = (
+        ("", populate, N_INST, (10.0, 10.5))
+        if kind == "decision"
+        else ("burst-", populate_burst, BURST_INST, (1.0, 50.0))
+    )
+    c = TABLES.get(key + "cpp") or populate_fn(_core.SibylProjectedLoad())
+    p = TABLES.get(key + "python") or populate_fn(ref.ProjectedLoad())
+    ci, cl = c.argmin(list(range(n_inst)), *args)
+    pi, pl = p.argmin(list(range(n_inst)), *args)
     assert ci == pi and np.allclose(cl, pl, rtol=1e-9)
