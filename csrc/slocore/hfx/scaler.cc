@@ -124,13 +124,13 @@ std::vector<ScaleDecision> HfxScaler::decide(Time now, const std::vector<Instanc
     const bool rate_high = I.rate_valid && I.rate_ratio > p_.out_rate && (s == 2 || I.norm_wait >= p_.rate_wait);
     P.high_ticks = rate_high ? P.high_ticks + 1 : 0;
     const bool out = P.high_ticks >= p_.out_patience || I.norm_wait > p_.out_wait || I.kv_mean > p_.kv_high;
-    const bool low = I.rate_valid && I.rate_ratio < p_.in_rate && I.norm_wait < 0.5 * p_.out_wait && I.max_wait < 1.0 &&
-                     I.kv_mean < 0.5 * p_.kv_high;
+    // No queued request waits long (a decode pool has no queue to time: both waits are 0).
+    const bool quiet = I.norm_wait < 0.5 * p_.out_wait && I.max_wait < 1.0;
+    const bool low = I.rate_valid && I.rate_ratio < p_.in_rate && quiet && I.kv_mean < 0.5 * p_.kv_high;
     P.low_ticks = low ? P.low_ticks + 1 : 0;
     int n = 0;
     for (const InstanceView& v : views) n += v.role == Role(s) && v.accepting;
-    spare[s] = !out && n > 1 && I.kv_mean * n / (n - 1) < 0.5 * p_.kv_high &&
-               (s == 2 || (I.norm_wait < 0.5 * p_.out_wait && I.max_wait < 1.0));
+    spare[s] = !out && quiet && n > 1 && I.kv_mean * n / (n - 1) < 0.5 * p_.kv_high;
     if (out && now >= P.cooldown_until)
       want[s] = 1;
     else if (!out && P.low_ticks >= p_.in_patience)
