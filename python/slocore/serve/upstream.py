@@ -82,8 +82,10 @@ class BackendError(Exception):
 
 
 _JSON = {"Content-Type": "application/json"}
-_LEAN_PROTOCOL = _lean.UpstreamProtocolError if _lean is not None else ()
-_LEAN_CONNECTION = _lean.UpstreamConnectionError if _lean is not None else ()
+# The failures of an exchange, by kind, from either client (a garbled or oversized answer is
+# "http"; aiohttp's ClientResponseError is a ClientError, so "http" is tested first).
+_HTTP_ERRORS = (aiohttp.ClientResponseError,) + ((_lean.UpstreamProtocolError,) if _lean is not None else ())
+_CONNECTION_ERRORS = (aiohttp.ClientError,) + ((_lean.UpstreamConnectionError,) if _lean is not None else ())
 
 
 class ClientError(Exception):
@@ -161,16 +163,10 @@ class Upstream:
         except asyncio.TimeoutError:
             msg = f"{what} gave no answer" if what else "no answer"
             raise BackendError(backend, "timeout", f"{msg} within {total_s:g} s", 504) from None
-        except _LEAN_PROTOCOL as e:  # garbled or oversized answer (the lean client)
+        except _HTTP_ERRORS as e:
             msg = f"{type(e).__name__}: {e}"
             raise BackendError(backend, "http", f"{what} failed: {msg}" if what else msg) from None
-        except _LEAN_CONNECTION as e:
-            msg = f"{type(e).__name__}: {e}"
-            raise BackendError(backend, "connection", f"{what} failed: {msg}" if what else msg) from None
-        except aiohttp.ClientResponseError as e:
-            msg = f"{type(e).__name__}: {e}"
-            raise BackendError(backend, "http", f"{what} failed: {msg}" if what else msg) from None
-        except aiohttp.ClientError as e:
+        except _CONNECTION_ERRORS as e:
             msg = f"{type(e).__name__}: {e or 'connection lost'}"
             raise BackendError(backend, "connection", f"{what} failed: {msg}" if what else msg) from None
         finally:

@@ -116,6 +116,12 @@ class _Conn(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
+    def resume(self):
+        """Read from the engine again (after pausing at HIGH_WATER unread bytes)."""
+        if self.paused and not self.closed:
+            self.paused = False
+            self.transport.resume_reading()
+
 
 class _Pool:
     """Idle keep-alive connections to one engine (host, port), most recent last."""
@@ -290,9 +296,7 @@ class LeanResponse:
                 data = buf[0] if len(buf) == 1 else b"".join(buf)
                 buf.clear()
                 self._nbuf = 0
-                if self._conn.paused and not self._conn.closed:
-                    self._conn.paused = False
-                    self._conn.transport.resume_reading()
+                self._conn.resume()
                 return data
             if self._done:  # whole: what the engine sends after it does not matter
                 return b""
@@ -305,9 +309,7 @@ class LeanResponse:
         if self._body is not None:
             return self._body
         self._limit = MAX_BODY_BYTES
-        if self._conn.paused and not self._conn.closed:
-            self._conn.paused = False
-            self._conn.transport.resume_reading()
+        self._conn.resume()
         while True:
             if self._nbuf > MAX_BODY_BYTES:
                 self.close()
@@ -322,11 +324,14 @@ class LeanResponse:
         self._nbuf = 0
         return self._body
 
-    def close(self) -> None:
-        """Drop the connection (a half-read answer never goes back to the pool)."""
+    def _stop_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    def close(self) -> None:
+        """Drop the connection (a half-read answer never goes back to the pool)."""
+        self._stop_timer()
         self._released = True
         self._buf.clear()
         self._nbuf = 0
@@ -339,14 +344,10 @@ class LeanResponse:
         if self._released:
             return
         self._released = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._stop_timer()
         c = self._conn
         if self._done and self._keep_alive and self._exc is None and not c.closed:
-            if c.paused:
-                c.paused = False
-                c.transport.resume_reading()
+            c.resume()
             self._pool.put(c, self._loop)
         else:
             c.abort()
