@@ -49,6 +49,20 @@ class Script:
         return body
 
 
+def with_client(handler, check):
+    """`await check(s, c)` against a `Script(handler)` server `s` with a new client `c`."""
+
+    async def go():
+        async with Script(handler) as s:
+            c = lean.LeanClient()
+            try:
+                await check(s, c)
+            finally:
+                c.close()
+
+    run(go())
+
+
 async def keepalive_server(s, reader, writer):
     """Answers every request on the connection with a content-length body echoing it."""
     while True:
@@ -59,19 +73,16 @@ async def keepalive_server(s, reader, writer):
 
 
 def test_content_length_body_and_request_bytes():
-    async def go():
-        async with Script(keepalive_server) as s:
-            c = lean.LeanClient()
-            r = await c.post(s.url, b'{"a": 1}', 30, 10)
-            assert r.status == 200 and r.content_type == "application/json"
-            assert await r.read() == b'{"a": 1}'
-            r.release()
-            head, body = s.requests[0]
-            assert head.startswith(b"POST /v1/completions HTTP/1.1\r\n") and b"Content-Type: application/json" in head
-            assert body == b'{"a": 1}'
-            c.close()
+    async def check(s, c):
+        r = await c.post(s.url, b'{"a": 1}', 30, 10)
+        assert r.status == 200 and r.content_type == "application/json"
+        assert await r.read() == b'{"a": 1}'
+        r.release()
+        head, body = s.requests[0]
+        assert head.startswith(b"POST /v1/completions HTTP/1.1\r\n") and b"Content-Type: application/json" in head
+        assert body == b'{"a": 1}'
 
-    run(go())
+    with_client(keepalive_server, check)
 
 
 def test_chunked_stream_split_across_reads():
@@ -87,19 +98,16 @@ def test_chunked_stream_split_across_reads():
             await asyncio.sleep(0)
         await reader.read()
 
-    async def go():
-        async with Script(handler) as s:
-            c = lean.LeanClient()
-            r = await c.post(s.url, b"{}", 30, 10)
-            assert r.status == 200 and r.content_type == "text/event-stream"
-            got = b""
-            while chunk := await r.content.readany():
-                got += chunk
-            assert got == b"data: 1\n\ndata: 2\n\ndata: [DONE]\n\n"
-            r.release()
-            c.close()
+    async def check(s, c):
+        r = await c.post(s.url, b"{}", 30, 10)
+        assert r.status == 200 and r.content_type == "text/event-stream"
+        got = b""
+        while chunk := await r.content.readany():
+            got += chunk
+        assert got == b"data: 1\n\ndata: 2\n\ndata: [DONE]\n\n"
+        r.release()
 
-    run(go())
+    with_client(handler, check)
 
 
 def test_keep_alive_reuses_one_connection_and_connection_close_does_not():
@@ -137,15 +145,12 @@ def test_body_until_close_when_neither_length_nor_chunked():
         writer.write(b"part two")
         await writer.drain()
 
-    async def go():
-        async with Script(handler) as s:
-            c = lean.LeanClient()
-            r = await c.post(s.url, b"{}", 30, 10)
-            assert await r.read() == b"part one, part two"
-            r.release()
-            c.close()
+    async def check(s, c):
+        r = await c.post(s.url, b"{}", 30, 10)
+        assert await r.read() == b"part one, part two"
+        r.release()
 
-    run(go())
+    with_client(handler, check)
 
 
 def test_connection_closed_mid_body_fails_the_read():
@@ -154,19 +159,16 @@ def test_connection_closed_mid_body_fails_the_read():
         writer.write(HEAD + b"Content-Length: 100\r\n\r\ndata: 1\n\n")
         await writer.drain()
 
-    async def go():
-        async with Script(handler) as s:
-            c = lean.LeanClient()
-            r = await c.post(s.url, b"{}", 30, 10)
-            assert await r.content.readany() == b"data: 1\n\n"
-            with pytest.raises(lean.UpstreamConnectionError):
-                await r.content.readany()
-            with pytest.raises(lean.UpstreamConnectionError):
-                await r.read()
-            r.release()
-            c.close()
+    async def check(s, c):
+        r = await c.post(s.url, b"{}", 30, 10)
+        assert await r.content.readany() == b"data: 1\n\n"
+        with pytest.raises(lean.UpstreamConnectionError):
+            await r.content.readany()
+        with pytest.raises(lean.UpstreamConnectionError):
+            await r.read()
+        r.release()
 
-    run(go())
+    with_client(handler, check)
 
 
 @pytest.mark.parametrize(
@@ -187,15 +189,12 @@ def test_garbled_or_oversized_answers_are_protocol_errors(answer):
         await writer.drain()
         await reader.read()
 
-    async def go():
-        async with Script(handler) as s:
-            c = lean.LeanClient()
-            with pytest.raises(lean.UpstreamProtocolError):
-                r = await c.post(s.url, b"{}", 30, 10)
-                await r.read()
-            c.close()
+    async def check(s, c):
+        with pytest.raises(lean.UpstreamProtocolError):
+            r = await c.post(s.url, b"{}", 30, 10)
+            await r.read()
 
-    run(go())
+    with_client(handler, check)
 
 
 def test_a_body_read_whole_is_bounded(monkeypatch):
@@ -207,15 +206,12 @@ def test_a_body_read_whole_is_bounded(monkeypatch):
         await writer.drain()
         await reader.read()
 
-    async def go():
-        async with Script(handler) as s:
-            c = lean.LeanClient()
-            r = await c.post(s.url, b"{}", 30, 10)
-            with pytest.raises(lean.UpstreamProtocolError, match="larger than 1000"):
-                await r.read()
-            c.close()
+    async def check(s, c):
+        r = await c.post(s.url, b"{}", 30, 10)
+        with pytest.raises(lean.UpstreamProtocolError, match="larger than 1000"):
+            await r.read()
 
-    run(go())
+    with_client(handler, check)
 
 
 def test_a_stale_pooled_connection_is_retried_once_on_a_new_one():
@@ -300,25 +296,22 @@ def test_close_mid_body_drops_the_connection_and_fails_a_pending_read():
         await writer.drain()
         s.lost = await reader.read() == b""  # the router hung up: EOF here
 
-    async def go():
-        async with Script(handler) as s:
-            c = lean.LeanClient()
-            r = await c.post(s.url, b"{}", 30, 10)
-            assert await r.content.readany() == b"data: 1\n\n"
-            pending = asyncio.ensure_future(r.content.readany())
-            await asyncio.sleep(0)
-            r.close()  # a watchdog or a client that left
-            with pytest.raises(lean.UpstreamConnectionError):
-                await pending
-            r.release()
-            for _ in range(600):
-                if getattr(s, "lost", False):
-                    break
-                await asyncio.sleep(0.05)
-            assert s.lost and not any(p.idle for p in c._pools.values())  # not back in the pool
-            c.close()
+    async def check(s, c):
+        r = await c.post(s.url, b"{}", 30, 10)
+        assert await r.content.readany() == b"data: 1\n\n"
+        pending = asyncio.ensure_future(r.content.readany())
+        await asyncio.sleep(0)
+        r.close()  # a watchdog or a client that left
+        with pytest.raises(lean.UpstreamConnectionError):
+            await pending
+        r.release()
+        for _ in range(600):
+            if getattr(s, "lost", False):
+                break
+            await asyncio.sleep(0.05)
+        assert s.lost and not any(p.idle for p in c._pools.values())  # not back in the pool
 
-    run(go())
+    with_client(handler, check)
 
 
 def test_cancelled_while_waiting_for_headers_closes_the_connection():
@@ -326,25 +319,22 @@ def test_cancelled_while_waiting_for_headers_closes_the_connection():
         await s.read_request(reader)
         s.lost = await reader.read() == b""
 
-    async def go():
-        async with Script(handler) as s:
-            c = lean.LeanClient()
-            t = asyncio.ensure_future(c.post(s.url, b"{}", 30, 10))
-            for _ in range(600):
-                if s.requests:
-                    break
-                await asyncio.sleep(0.05)
-            t.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await t
-            for _ in range(600):
-                if getattr(s, "lost", False):
-                    break
-                await asyncio.sleep(0.05)
-            assert s.lost and not any(p.idle for p in c._pools.values())
-            c.close()
+    async def check(s, c):
+        t = asyncio.ensure_future(c.post(s.url, b"{}", 30, 10))
+        for _ in range(600):
+            if s.requests:
+                break
+            await asyncio.sleep(0.05)
+        t.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await t
+        for _ in range(600):
+            if getattr(s, "lost", False):
+                break
+            await asyncio.sleep(0.05)
+        assert s.lost and not any(p.idle for p in c._pools.values())
 
-    run(go())
+    with_client(handler, check)
 
 
 def test_an_idle_connection_is_never_reused_past_keepalive():
@@ -376,35 +366,29 @@ def test_an_unread_answer_is_not_pooled_and_a_large_stream_flows():
             await writer.drain()
         await reader.read()
 
-    async def go():
-        async with Script(handler) as s:
-            c = lean.LeanClient()
-            r = await c.post(s.url, b"{}", 30, 10)
-            n = len(await r.content.readany())
-            r.release()  # half read: dropped
-            assert n > 0 and not any(p.idle for p in c._pools.values())
-            r = await c.post(s.url, b"{}", 30, 10)
-            got = 0
-            while chunk := await r.content.readany():
-                got += len(chunk)
-            assert got == len(big) * 40
-            r.release()
-            c.close()
+    async def check(s, c):
+        r = await c.post(s.url, b"{}", 30, 10)
+        n = len(await r.content.readany())
+        r.release()  # half read: dropped
+        assert n > 0 and not any(p.idle for p in c._pools.values())
+        r = await c.post(s.url, b"{}", 30, 10)
+        got = 0
+        while chunk := await r.content.readany():
+            got += len(chunk)
+        assert got == len(big) * 40
+        r.release()
 
-    run(go())
+    with_client(handler, check)
 
 
 def test_an_engine_that_hangs_up_at_once_fails_the_request_not_hangs():
     async def handler(s, reader, writer):
         pass  # accept and close at once
 
-    async def go():
-        async with Script(handler) as s:
-            c = lean.LeanClient()
-            for _ in range(3):
-                with pytest.raises(lean.UpstreamConnectionError):
-                    r = await c.post(s.url, b"{}", 30, 10)
-                    await r.read()
-            c.close()
+    async def check(s, c):
+        for _ in range(3):
+            with pytest.raises(lean.UpstreamConnectionError):
+                r = await c.post(s.url, b"{}", 30, 10)
+                await r.read()
 
-    run(go())
+    with_client(handler, check)
