@@ -140,21 +140,21 @@ class KvBlockSet:
         """The router sent a prompt whose vLLM block hashes are `vllm_chain` and whose slocore
         chain is `slocore_chain` (same token ids, same block size); with `rid`, its blocks count
         as held until `release(rid)` (in flight: the engine computes them)."""
-        held, pairs = [], []
+        pairs = []
         for v, c in zip(vllm_chain, slocore_chain):
             v = block_key(v)
             self.translate[v] = c
             self.translate.move_to_end(v)
             pairs.append((v, c))
-            if v in self.blocks:
-                held.append(c)
         while len(self.translate) > self.max_blocks:
             self.translate.popitem(last=False)
-        if rid is not None and pairs and rid not in self.inflight:
+        if rid is not None and pairs and rid not in self.inflight:  # every block, in flight
             self.inflight[rid] = pairs
             for _, c in pairs:
                 self.inflight_refs[c] = self.inflight_refs.get(c, 0) + 1
             held = [c for _, c in pairs]
+        else:  # the blocks the engine already holds
+            held = [c for v, c in pairs if v in self.blocks]
         if held:
             self.lookup.add(held)
 
