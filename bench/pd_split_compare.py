@@ -25,20 +25,26 @@ def main() -> None:
     ap.add_argument("--presets", default="vllm_priority,least_outstanding+vllm_priority,slocore")
     ap.add_argument("--seeds", default="0,1,2")
     a = ap.parse_args()
+    pd_names = [n for n, w in M.WORKLOADS.items() if w.mode == "pd"]
+    if a.workload not in pd_names:
+        raise SystemExit(f"--workload: {a.workload!r} is not a P/D matrix workload (known: {', '.join(pd_names)})")
+    try:
+        loads = [float(x) for x in a.loads.split(",")]
+        seeds = [int(x) for x in a.seeds.split(",")]
+    except ValueError as e:
+        raise SystemExit(f"--loads/--seeds: comma-separated numbers ({e})") from None
     wl = M.WORKLOADS[a.workload]
-    if wl.mode != "pd":
-        raise SystemExit(f"{a.workload} is not a P/D workload")
     cap = M.capacity(a.workload)
     per, total = cap["rate_arg_per_req_s"], M._instances(wl)
     print(f"{a.workload}: capacity {cap['req_s']:.1f} req/s, {total} instances")
-    for load in map(float, a.loads.split(",")):
+    for load in loads:
         rate = cap["req_s"] * load
         n = max(10, int(round(rate * 30.0)))
         for p in a.presets.split(","):
             for prefill in range(1, total):
                 split = dict(prefill_instances=prefill, decode_instances=total - prefill)
                 att = []
-                for seed in map(int, a.seeds.split(",")):
+                for seed in seeds:
                     kw = {**wl.cluster, **M.stack_kwargs(p, wl), **split}
                     att.append(simulate(wl.make(rate * per, seed, n), seed=seed, **kw).summary["attainment"])
                 m, sd = 100 * np.mean(att), 100 * np.std(att)
