@@ -371,3 +371,47 @@ def test_saturation_uses_the_measured_full_batch_step():
     assert compare.saturation_rate(measured, w) < fitted  # 8 ms against the fitted 6.2 ms
     co_ctx = dict(co, a_d=1e-6)  # moved to the asked context by the fitted a_d
     assert compare.full_batch_step(dict(measured, per_request=co_ctx), 148.0) == pytest.approx(0.008 + 32 * 1e-4)
+
+
+def test_a_stream_is_sent_again_when_the_engine_drops_the_connection_first():
+    """A pooled connection the engine closed as the request went out (its keep-alive ran
+    out) costs a resend, not the profile; an engine that keeps dropping still fails clearly."""
+    from aiohttp import web
+
+    from slocore.twin.client import STALE_RETRIES
+
+    chunk = b'data: {"choices": [{"token_ids": [7]}]}\n\n'
+
+    async def run(drops: int):
+        calls = []
+        app = web.Application()
+
+        async def complete(request):
+            await request.read()
+            calls.append(1)
+            if len(calls) <= drops:
+                request.transport.close()  # the client sees ServerDisconnectedError
+                return web.Response()
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await resp.prepare(request)
+            for _ in range(3):
+                await resp.write(chunk)
+            await resp.write(b'data: {"choices": [], "usage": {"completion_tokens": 3}}\n\ndata: [DONE]\n\n')
+            return resp
+
+        app.router.add_post("/v1/completions", complete)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        try:
+            async with EngineClient(url, model="m") as c:
+                return await c.stream(8, 3), len(calls)
+        finally:
+            await runner.cleanup()
+
+    st, calls = asyncio.run(run(drops=STALE_RETRIES))
+    assert len(st.tokens) == 3 and calls == STALE_RETRIES + 1
+    with pytest.raises(EngineError, match="ServerDisconnectedError"):
+        asyncio.run(run(drops=STALE_RETRIES + 1))

