@@ -81,3 +81,33 @@ def test_batch_time(benchmark, record_ratio, impl):
         m = ref_lat.LatencyModel(ref_lat.Coeffs(**COEF))
         benchmark(m.batch_time, ITEMS)
     record_ratio("batch_time 256 items", impl)
+
+
+FIT_ROWS = [
+    [1.0, float(l * l), float(l * k), float(l), float(k * 40), 40.0]
+    for l, k in zip(np.random.default_rng(4).integers(16, 2048, 512), np.random.default_rng(5).integers(0, 4096, 512))
+]
+FIT_Y = [0.01 + 1e-8 * r[1] + 1e-4 * r[3] + 1e-6 * r[4] + 1e-4 * r[5] for r in FIT_ROWS]
+
+
+def _online_fit(fit):
+    for x, y in zip(FIT_ROWS, FIT_Y):  # 512 iterations observed, solved every 32 (the engine's window)
+        fit.observe(x, y)
+    return [fit.solve() for _ in range(len(FIT_ROWS) // 32)]
+
+
+@pytest.mark.benchmark(group="online fit: 512 iterations, 16 solves")
+@pytest.mark.parametrize("impl", ["cpp", "python"])
+def test_online_fit(benchmark, record_ratio, impl):
+    from slocore.reference import online_fit as ref_fit
+
+    prior = dict(COEF, a_d=3e-6)  # a wrong shape
+    if impl == "cpp":
+        out = benchmark(lambda: _online_fit(s.OnlineFit(s.LatencyCoeffs(**prior))))
+        assert out[-1].a_d == pytest.approx(1e-6, rel=0.05)
+    else:
+        out = benchmark.pedantic(
+            lambda: _online_fit(ref_fit.OnlineFit(ref_lat.Coeffs(**prior))), rounds=3, iterations=1
+        )
+        assert out[-1].a_d == pytest.approx(1e-6, rel=0.05)
+    record_ratio("online fit: 512 iterations, 16 solves", impl)

@@ -9,6 +9,7 @@
 #include "slocore/core/input_checks.h"
 #include "slocore/core/instance_view.h"
 #include "slocore/core/metrics.h"
+#include "slocore/core/online_fit.h"
 #include "slocore/core/prefix.h"
 #include "slocore/core/profile.h"
 #include "slocore/core/recorder.h"
@@ -206,7 +207,27 @@ void init_core(py::module_& m) {
           py::arg("sum_cur_len"), py::arg("batch"))
       .def("observe", &LatencyModel::observe, py::arg("real_s"), py::arg("predicted_s"))
       .def("update", &LatencyModel::update)
-      .def("set_correction", &LatencyModel::set_correction, py::arg("beta"));
+      .def("set_correction", &LatencyModel::set_correction, py::arg("beta"))
+      .def("set_coeffs", &LatencyModel::set_coeffs, py::arg("coeffs"));
+
+  py::class_<OnlineFit>(m, "OnlineFit",
+                        "Online refit of the latency coefficients from observed iterations "
+                        "(csrc/slocore/core/online_fit.h)")
+      .def(py::init<const LatencyCoeffs&, double, double>(), py::arg("prior"), py::arg("forget") = 0.997,
+           py::arg("ridge") = 0.1)
+      .def_static(
+          "features",
+          [](const std::vector<BatchItem>& items) {
+            for (const BatchItem& it : items) {
+              check_tokens(it.lq, "items.lq");
+              check_tokens(it.lkv, "items.lkv");
+            }
+            return OnlineFit::features(items);
+          },
+          py::arg("items"))
+      .def("observe", &OnlineFit::observe, py::arg("x"), py::arg("real_s"))
+      .def("solve", &OnlineFit::solve)
+      .def_property_readonly("observations", &OnlineFit::observations);
 
   py::class_<BatchLatencyCurve>(m, "BatchLatencyCurve")
       .def(py::init<std::vector<double>, std::vector<double>>(), py::arg("batch_sizes"), py::arg("latencies"))

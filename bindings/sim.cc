@@ -83,7 +83,8 @@ struct SteppableEngine {
 std::unique_ptr<SteppableEngine> make_engine(const HardwareProfile& profile, std::shared_ptr<BatchScheduler> sched,
                                              Tokens max_batch_tokens, int max_num_seqs, int64_t kv_blocks,
                                              std::optional<LatencyCoeffs> belief, int correction_window,
-                                             double noise_sigma, uint64_t seed, Role role, bool processor_sharing) {
+                                             double noise_sigma, uint64_t seed, Role role, bool processor_sharing,
+                                             bool online_fit) {
   profile.validate();
   require(max_batch_tokens >= 1, "max_batch_tokens", "must be >= 1");
   require(max_num_seqs >= 1, "max_num_seqs", "must be >= 1");
@@ -101,6 +102,7 @@ std::unique_ptr<SteppableEngine> make_engine(const HardwareProfile& profile, std
   v.model = LatencyModel(belief.value_or(profile.coeffs));
   out->engine =
       std::make_unique<Engine>(&v, profile, std::move(sched), processor_sharing, noise_sigma, seed, correction_window);
+  if (online_fit) out->engine->enable_online_fit();
   out->engine->state = EngineState::Active;
   return out;
 }
@@ -183,6 +185,7 @@ void init_sim(py::module_& m) {
       .def_readwrite("role_switch_s", &SimConfig::role_switch_s)
       .def_readwrite("processor_sharing", &SimConfig::processor_sharing)
       .def_readwrite("correction_window", &SimConfig::correction_window)
+      .def_readwrite("online_fit", &SimConfig::online_fit)
       .def_readwrite("timeline_interval_s", &SimConfig::timeline_interval_s)
       .def_readwrite("max_time", &SimConfig::max_time)
       .def_readwrite("stall_timeout_s", &SimConfig::stall_timeout_s)
@@ -210,7 +213,8 @@ void init_sim(py::module_& m) {
       .def(py::init(&make_engine), py::arg("profile"), py::arg("scheduler"), py::arg("max_batch_tokens") = 8192,
            py::arg("max_num_seqs") = 256, py::arg("kv_blocks") = 0, py::arg("belief") = py::none(),
            py::arg("correction_window") = 32, py::arg("noise_sigma") = 0.0, py::arg("seed") = 0,
-           py::arg_v("role", Role::Colocated, "Role.COLOCATED"), py::arg("processor_sharing") = false)
+           py::arg_v("role", Role::Colocated, "Role.COLOCATED"), py::arg("processor_sharing") = false,
+           py::arg("online_fit") = false)
       .def(
           "add", [](SteppableEngine& e, RequestState s) { e.engine->enqueue(std::move(s)); }, py::arg("state"),
           "Queue a request (waiting) on the engine.")

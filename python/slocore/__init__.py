@@ -20,6 +20,7 @@ from slocore._core import (
     LatencyCoeffs,
     LatencyModel,
     MetricsOptions,
+    OnlineFit,
     Outcome,
     PriorityMapper,
     Recorder,

@@ -55,6 +55,22 @@ class Role:
     @property
     def value(self) -> int:
         ...
+class OnlineFit:
+    """
+    Online refit of the latency coefficients from observed iterations (csrc/slocore/core/online_fit.h)
+    """
+    @staticmethod
+    def features(items: collections.abc.Sequence[BatchItem]) -> typing.Annotated[list[float], "FixedSize(6)"]:
+        ...
+    def __init__(self, prior: LatencyCoeffs, forget: typing.SupportsFloat | typing.SupportsIndex = 0.997, ridge: typing.SupportsFloat | typing.SupportsIndex = 0.1) -> None:
+        ...
+    def observe(self, x: typing.Annotated[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], "FixedSize(6)"], real_s: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    def solve(self) -> LatencyCoeffs:
+        ...
+    @property
+    def observations(self) -> float:
+        ...
 class Outcome:
     """
     Members:
@@ -317,6 +333,8 @@ class LatencyModel:
     def overhead(self) -> float:
         ...
     def prefill_cost(self, lq: typing.SupportsInt | typing.SupportsIndex, lkv: typing.SupportsInt | typing.SupportsIndex = 0) -> float:
+        ...
+    def set_coeffs(self, coeffs: LatencyCoeffs) -> None:
         ...
     def set_correction(self, beta: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
@@ -960,6 +978,12 @@ class SimConfig:
     def noise_sigma(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
+    def online_fit(self) -> bool:
+        ...
+    @online_fit.setter
+    def online_fit(self, arg0: bool) -> None:
+        ...
+    @property
     def prefill_instances(self) -> int:
         ...
     @prefill_instances.setter
@@ -1040,7 +1064,7 @@ class EngineModel:
     """
     One simulator engine (csrc/slocore/sim/engine.h) stepped by the caller: same planning, plan sanitising, online correction, on_batch_done and iteration times.
     """
-    def __init__(self, profile: HardwareProfile, scheduler: BatchScheduler, max_batch_tokens: typing.SupportsInt | typing.SupportsIndex = 8192, max_num_seqs: typing.SupportsInt | typing.SupportsIndex = 256, kv_blocks: typing.SupportsInt | typing.SupportsIndex = 0, belief: LatencyCoeffs | None = None, correction_window: typing.SupportsInt | typing.SupportsIndex = 32, noise_sigma: typing.SupportsFloat | typing.SupportsIndex = 0.0, seed: typing.SupportsInt | typing.SupportsIndex = 0, role: Role = ..., processor_sharing: bool = False) -> None:
+    def __init__(self, profile: HardwareProfile, scheduler: BatchScheduler, max_batch_tokens: typing.SupportsInt | typing.SupportsIndex = 8192, max_num_seqs: typing.SupportsInt | typing.SupportsIndex = 256, kv_blocks: typing.SupportsInt | typing.SupportsIndex = 0, belief: LatencyCoeffs | None = None, correction_window: typing.SupportsInt | typing.SupportsIndex = 32, noise_sigma: typing.SupportsFloat | typing.SupportsIndex = 0.0, seed: typing.SupportsInt | typing.SupportsIndex = 0, role: Role = ..., processor_sharing: bool = False, online_fit: bool = False) -> None:
         ...
     def add(self, state: RequestState) -> None:
         """

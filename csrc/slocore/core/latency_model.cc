@@ -59,6 +59,11 @@ void LatencyModel::update() {
   window_n_ = 0;
 }
 
+void LatencyModel::set_coeffs(const LatencyCoeffs& c) {
+  c.validate();
+  c_ = c;
+}
+
 void LatencyModel::set_correction(double beta) {
   require(std::isfinite(beta) && beta > 0, "beta", "must be finite and > 0");
   beta_ = beta;

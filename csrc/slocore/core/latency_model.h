@@ -59,6 +59,8 @@ class LatencyModel {
   void observe(double real_s, double predicted_s);
   void update();
   void set_correction(double beta);
+  // Replaces the coefficients (an online refit, core/online_fit.h); validated as at construction.
+  void set_coeffs(const LatencyCoeffs& c);
 
  private:
   LatencyCoeffs c_{};

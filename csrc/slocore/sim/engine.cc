@@ -257,6 +257,7 @@ double Engine::start(Time now) {
     items.push_back(BatchItem{k, s.computed, prefill});
   }
   predicted_ = v_->model.batch_time(items);
+  if (fit_) fit_x_ = OnlineFit::features(items);
   double t = truth_time(items, decodes);
   if (noise_sigma_ > 0) {
     std::normal_distribution<double> n(-0.5 * noise_sigma_ * noise_sigma_, noise_sigma_);
@@ -308,7 +309,10 @@ IterationOutcome Engine::finish(Time now) {
   running.erase(running.begin() + std::ptrdiff_t(keep), running.end());
   busy_ = false;
   v_->busy_until = now;
-  if (correction_window_ > 0 && predicted_ > 0) {  // ProServe 4.1 online correction
+  if (fit_ && correction_window_ > 0 && actual_ > 0) {  // online refit of the coefficients
+    fit_->observe(fit_x_, actual_);
+    if (iterations_ % correction_window_ == 0) v_->model.set_coeffs(fit_->solve());
+  } else if (correction_window_ > 0 && predicted_ > 0) {  // ProServe 4.1 online correction
     v_->model.observe(actual_, predicted_);
     if (iterations_ % correction_window_ == 0) v_->model.update();
   }
@@ -316,6 +320,15 @@ IterationOutcome Engine::finish(Time now) {
   for (const RequestState& s : out.finished) sched_->on_finished(s.request.id, now);
   for (const RequestState& s : out.handed_off) sched_->on_finished(s.request.id, now);
   return out;
+}
+
+void Engine::enable_online_fit() {
+  // The prior is the belief as it stands (its correction factor folded into the coefficients).
+  const LatencyCoeffs& c = v_->model.coeffs();
+  const double b = v_->model.correction();
+  fit_ = std::make_unique<OnlineFit>(LatencyCoeffs{b * c.t_c, b * c.a_p, b * c.b_p, b * c.c_p, b * c.a_d, b * c.b_d});
+  v_->model.set_coeffs(fit_->solve());
+  v_->model.set_correction(1.0);
 }
 
 bool Engine::cancel(Id request, Time now) {

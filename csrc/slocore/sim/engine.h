@@ -13,6 +13,7 @@
 
 #include "slocore/batch/batch_scheduler.h"
 #include "slocore/core/id_index.h"
+#include "slocore/core/online_fit.h"
 #include "slocore/core/profile.h"
 #include "slocore/sim/prefix_cache.h"
 
@@ -38,6 +39,11 @@ class Engine {
   // requests with prefix identity (Request::prefix) ever hit or fill it.
   Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr<BatchScheduler> sched,
          bool processor_sharing, double noise_sigma, uint64_t seed, int correction_window, bool prefix_caching = false);
+
+  // Refit the belief's coefficients from the iterations run (core/online_fit.h) in place of
+  // ProServe's single correction factor, every correction_window iterations (0: neither).
+  void enable_online_fit();
+  bool online_fit() const { return fit_ != nullptr; }
 
   InstanceView& view() { return *v_; }
   const InstanceView& view() const { return *v_; }
@@ -123,6 +129,8 @@ class Engine {
   std::vector<ScheduledItem> ok_;      // sanitize() scratch
   std::vector<RequestState> evicted_;  // sanitize() scratch: the plan's preempted requests
   std::vector<BatchItem> items_;       // start() scratch
+  std::unique_ptr<OnlineFit> fit_;     // null: ProServe's correction factor
+  OnlineFit::Vec fit_x_{};             // the features of the iteration in flight
   size_t queued_n_ = 0;                // waiting requests summed in queued_sum_ (a prefix)
   double queued_sum_ = 0.0;
   bool queued_valid_ = false;

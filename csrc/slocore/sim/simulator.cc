@@ -204,6 +204,7 @@ Engine& Simulation::add_engine(Role role, Time now, bool ready, const HardwarePr
   auto e = std::make_unique<Engine>(&it->second, prof, std::move(sched), cfg_.processor_sharing && role == Role::Decode,
                                     cfg_.noise_sigma, cfg_.seed * 1000003ULL + uint64_t(id), cfg_.correction_window,
                                     cfg_.prefix_caching);
+  if (cfg_.online_fit) e->enable_online_fit();
   e->started_at = now;
   Engine& ref = *e;
   engines_.emplace(id, std::move(e));

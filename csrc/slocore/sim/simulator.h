@@ -50,6 +50,7 @@ struct SimConfig {
   double role_switch_s = 0.0;
   bool processor_sharing = false;  // SIBYL decode model on decode instances
   int correction_window = 32;      // belief correction every N iterations (0: off)
+  bool online_fit = false;         // refit the belief's coefficients online (core/online_fit.h), not one factor
   double timeline_interval_s = 1.0;
   double max_time = kNever;
   double stall_timeout_s = 600.0;  // no progress for this long (simulated) ends the run as stalled

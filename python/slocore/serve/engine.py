@@ -83,6 +83,7 @@ class EmulatedEngine:
         engine_id: str | None = None,
         correction_window: int = 32,
         max_model_len: int | None = None,
+        online_fit: bool = False,
     ):
         from slocore.profiles import hardware_profile
 
@@ -114,6 +115,7 @@ class EmulatedEngine:
             max_num_seqs=int(max_num_seqs),
             kv_blocks=self.kv_total,
             correction_window=int(correction_window),
+            online_fit=bool(online_fit),
         )
         self.model = self.core.view.model
         self.reqs: dict[int, _Req] = {}

@@ -195,6 +195,7 @@ def simulate(
     belief_noise: float = 0.0,
     belief_profile: str | dict | None = None,
     correction_window: int = 32,
+    online_fit: bool = False,
     tdg_weights_: tuple[float, float] | None = None,
     max_time: float = math.inf,
     seed: int = 0,
@@ -209,7 +210,9 @@ def simulate(
     another (any profile given here or in `scale_profiles`); each listed profile cold-starts
     by its own model class. `prefix_caching` (on, as in vLLM) only matters for workloads with
     prefix identity. `warmup_s` leaves requests arriving before it out of the summary (None:
-    the workload's params["warmup_s"], e.g. from `workloads.steady`, else 0)."""
+    the workload's params["warmup_s"], e.g. from `workloads.steady`, else 0). `online_fit`:
+    every `correction_window` iterations each engine refits its belief's six coefficients to
+    the iterations it ran (core/online_fit.h) instead of ProServe's single correction factor."""
     if warmup_s is None:
         warmup_s = float(getattr(workload, "params", {}).get("warmup_s", 0.0))
     if mode not in (COLOCATED, "pd"):
@@ -267,6 +270,9 @@ def simulate(
     cfg.max_batch_tokens, cfg.max_num_seqs = max_batch_tokens, max_num_seqs
     cfg.processor_sharing = decode_model == "processor_sharing"
     cfg.noise_sigma, cfg.belief_scale, cfg.correction_window = noise_sigma, belief_scale, correction_window
+    if not isinstance(online_fit, bool):
+        raise TypeError(f"online_fit: must be True or False, got {online_fit!r}")
+    cfg.online_fit = online_fit
     if not (isinstance(belief_noise, (int, float)) and 0 <= belief_noise < 1):
         raise ValueError(f"belief_noise: must be a number in [0, 1), got {belief_noise!r}")
     cfg.belief_noise = float(belief_noise)  # per instance, uniform in [1 - x, 1 + x] (sim/belief_noise.h)
