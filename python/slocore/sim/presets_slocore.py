@@ -3,7 +3,8 @@ candidate instance, csrc/slocore/stack/slo_predict.h) over `slo_triage` engines
 (csrc/slocore/stack/slo_triage.h: vLLM's priority order, the workloads numbering priorities
 from the tightest SLO class, for the requests that can still meet their first-token
 deadline; those past it or predicted past it run after them from the budget left, so in
-overload a late request does not push feasible ones past theirs); in P/D the same prediction places
+overload a late request does not push feasible ones past theirs), which refit their latency
+model's coefficients online to the iterations they run (core/online_fit.h); in P/D the same prediction places
 prefills and SIBYL's projected load at the handoff, counted in requests (SIBYL Alg. 1, the
 REQLEVEL unit, with the prefill queue in tau; docs/sibyl.md), places decodes, and the HFX
 scaler rebalances the two pools on the cluster's own instance budget (role switches only). One set of
@@ -20,7 +21,9 @@ from slocore.sim.stacks import Preset, register
 
 DISPATCH = "slo_predict"
 ENGINE = "slo_triage"
-COLOCATED = dict(global_policy=DISPATCH, batch_scheduler=ENGINE)
+# The engines refit their belief's coefficients to the iterations they run (core/online_fit.h):
+# a belief of the wrong shape (another GPU's profile) converges to the truth's.
+COLOCATED = dict(global_policy=DISPATCH, batch_scheduler=ENGINE, online_fit=True)
 # P/D: the HFX scaler on the cluster's own instance budget (`max_instances=0`: never more
 # than it started with), so it only rebalances the pools: a pool that wants to grow takes a
 # spare instance of the other (`borrow_spare`, csrc/slocore/hfx/scaler.h). A switch drains
@@ -32,6 +35,7 @@ PD = dict(
     prefill_policy=DISPATCH,
     decode_policy=("sibyl", {"reqlevel": True}),
     batch_scheduler=ENGINE,
+    online_fit=True,
     **REBALANCE,
     max_instances=0,
 )
@@ -42,9 +46,11 @@ register(
         "slocore",
         "slo_predict dispatch (predicted TTFT/TPOT per instance: queue, decodes, hardware, cached prefix) over "
         "slo_triage engines (vLLM priority order for requests that can still meet their first-token deadline, "
-        "late ones after them); P/D decodes by SIBYL's request-count projection at the handoff, and the pools "
+        "late ones after them) whose latency model is refitted online to the iterations run; "
+        "P/D decodes by SIBYL's request-count projection at the handoff, and the pools "
         "rebalanced by role switches on the cluster's own instance budget",
-        "ProServe Eq. 3-7; HFX Alg. 2, Alg. 3 (role switching); SIBYL Alg. 1 (REQLEVEL); vLLM V1 priority scheduler",
+        "ProServe Eq. 3-7; HFX appendix A (relative least squares, online); HFX Alg. 2, Alg. 3 (role "
+        "switching); SIBYL Alg. 1 (REQLEVEL); vLLM V1 priority scheduler",
         colocated=dict(COLOCATED),
         pd=dict(PD),
     )
