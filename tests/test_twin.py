@@ -3,6 +3,7 @@ the fit recovers a known latency model, the profile file round-trips through `sl
 profiles` and simulate(), the simulator tracks the engine, and bad endpoints fail clearly."""
 
 import asyncio
+import contextlib
 import json
 import socket
 import subprocess
@@ -186,6 +187,21 @@ def test_twin_tracks_the_emulated_engine(emulated, measured):
     assert abs(e["attainment_pts"]) < 20, row
 
 
+@contextlib.asynccontextmanager
+async def serving(app):
+    """An aiohttp app on a free local port: yields its URL, cleans up after."""
+    from aiohttp import web
+
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+    finally:
+        await runner.cleanup()
+
+
 def test_not_an_engine_and_too_slow_fail_clearly(tmp_path):
     from aiohttp import web
 
@@ -196,16 +212,9 @@ def test_not_an_engine_and_too_slow_fail_clearly(tmp_path):
             return web.Response(text="<html>hello</html>")
 
         app.router.add_get("/v1/models", page)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
-        try:
+        async with serving(app) as url:
             with pytest.raises(EngineError, match="not an OpenAI-compatible engine"):
                 await profiler.measure(url, progress=False)
-        finally:
-            await runner.cleanup()
 
     asyncio.run(not_engine())
     with pytest.raises(EngineError, match="cannot connect"):
@@ -400,16 +409,8 @@ def test_a_stream_is_sent_again_when_the_engine_drops_the_connection_first():
             return resp
 
         app.router.add_post("/v1/completions", complete)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
-        try:
-            async with EngineClient(url, model="m") as c:
-                return await c.stream(8, 3), len(calls)
-        finally:
-            await runner.cleanup()
+        async with serving(app) as url, EngineClient(url, model="m") as c:
+            return await c.stream(8, 3), len(calls)
 
     st, calls = asyncio.run(run(drops=STALE_RETRIES))
     assert len(st.tokens) == 3 and calls == STALE_RETRIES + 1
