@@ -27,7 +27,7 @@ from slocore.serve import limits as _lim
 from slocore.serve import tenants as _ten
 from slocore.serve.admission import Admission, Shed
 from slocore.serve.dispatch import NoBackend
-from slocore.serve.openai import BadRequest, common_fields, error_body, prompt_tokens, sse
+from slocore.serve.openai import BadRequest, common_fields, error_body, prompt_tokens, sse, token_ids
 from slocore.serve.retry import RetryBudget
 from slocore.serve.slo import ROUTER_FIELDS
 from slocore.serve.stream import ClientGone, RequestContext, read_whole, relay
@@ -80,9 +80,10 @@ class RequestHandler:
         r = self.r
         try:
             body = await _lim.read_body(request, r.cfg.limits)
-            _lim.check_fields(body, chat, r.cfg.limits)
+            tids = token_ids(body, r.prefix.cfg.block_size, r.prefix.max_blocks())  # read once
+            _lim.check_fields(body, chat, r.cfg.limits, tids)
             f = common_fields(body)
-            plen = prompt_tokens(body, chat)
+            plen = prompt_tokens(body, chat, tids)
             tenant = self.tenants.identify(request.headers)
             sbody, shdrs = tenant.slo_inputs(body, request.headers)
             ttft, tpot, deadline, prio, cls = r.slo.resolve(sbody, shdrs)
@@ -106,7 +107,7 @@ class RequestHandler:
         if f["max_tokens"]:
             kw["max_output_len"] = f["max_tokens"]
         try:
-            segs = r.prefix.segments(body, chat, rid)  # prefix identity (serve.prefix_index)
+            segs = r.prefix.segments(body, chat, rid, tids)  # prefix identity (serve.prefix_index)
             template = _s.Request(rid, arrival, max(plen, sum(map(_second, segs))), prefix=segs, **kw)
             template.validate()
         except (ValueError, TypeError, OverflowError) as e:
