@@ -116,14 +116,14 @@ class RequestHandler:
         self.retry.on_request()
         try:
             return await self._admitted(
-                request, ctx_args=(chat, rid, template, cls), body=body, f=f, slo=(ttft, tpot, prio)
+                request, ctx_args=(chat, rid, template, cls, segs), body=body, f=f, slo=(ttft, tpot, prio)
             )
         finally:
             self.records.done(rid)
 
     async def _admitted(self, request, ctx_args, body: dict, f: dict, slo):
         r = self.r
-        chat, rid, template, cls = ctx_args
+        chat, rid, template, cls, segs = ctx_args
         ttft, tpot, prio = slo
         # everything the client sent reaches the engine except the router's own fields;
         # `priority` stays (vLLM's own priority scheduling) and also goes to the policy's xargs
@@ -134,6 +134,7 @@ class RequestHandler:
         want_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         client_stream = f["stream"]
         ctx = RequestContext(request, chat, rid, template, cls, client_stream, want_usage)
+        ctx.prefix = segs
         if client_stream:
             # the router owns only include_usage (it needs the engine's token count); the
             # client's other stream options (continuous_usage_stats) pass through
@@ -167,9 +168,8 @@ class RequestHandler:
             kw["deadline"] = t.slo.deadline
         if t.max_output_len:
             kw["max_output_len"] = t.max_output_len
-        att = _s.Request(ctx.rid, t.arrival, t.prompt_len, **kw)
-        att.prefix = t.prefix
-        return att
+        # the segments as the handler made them: one conversion, not template -> list -> attempt
+        return _s.Request(ctx.rid, t.arrival, t.prompt_len, prefix=t.prefix if ctx.prefix is None else ctx.prefix, **kw)
 
     async def _run_attempts(self, ctx: RequestContext, fwd: dict):
         r = self.r

@@ -17,8 +17,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
-import uuid
 from typing import Annotated, Optional
 
 from aiohttp import web
@@ -49,7 +49,7 @@ def request_id(request: web.Request) -> str:
     rid = request.get(REQUEST_ID)
     if rid is None:
         sent = request.headers.get("x-request-id", "")
-        rid = request[REQUEST_ID] = sent if _ID_RE.match(sent) else uuid.uuid4().hex
+        rid = request[REQUEST_ID] = sent if _ID_RE.match(sent) else os.urandom(16).hex()  # uuid4's 5 us: 1 us
     return rid
 
 
