@@ -150,6 +150,7 @@ class RouterMetrics:
         )
         self._children: dict = {}
         self._finish_kids: dict = {}  # (class, backend, met) -> the children finished() updates
+        self._decision_kids: dict = {}  # (role, policy) -> decision()'s counter and histogram children
         self._met = collections.Counter()
         self._fin = collections.Counter()
         self._win: collections.deque = collections.deque()  # (end time, class, met) in the window
@@ -169,11 +170,20 @@ class RouterMetrics:
         self.child(self.policy_info, role, name).set(1)
 
     def decision(self, role: str, policy: str, seconds: float, n: int = 1):
-        self.child(self.decisions, role, policy).inc(n)
-        self.child(self.decision_latency, role, policy).observe(seconds)
+        key = (role, policy)
+        kids = self._decision_kids.get(key)
+        if kids is None:
+            kids = self._decision_kids[key] = (
+                self.child(self.decisions, role, policy),
+                self.child(self.decision_latency, role, policy),
+            )
+        kids[0].inc(n)
+        kids[1].observe(seconds)
         now = time.monotonic()
-        for _ in range(n):
+        if n == 1:
             self._dec_times.append(now)
+        else:
+            self._dec_times.extend([now] * n)
 
     def _count(self, cls: str, met: bool, outcome: str) -> None:
         """One request of `cls` into the cumulative and windowed attainment."""
