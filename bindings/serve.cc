@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "slocore/core/request.h"
 #include "slocore/serve/token_prompt.h"
 
 using namespace slocore;
@@ -34,4 +35,7 @@ void init_serve(py::module_& m) {
       py::arg("ids"), py::arg("block_size"), py::arg("max_blocks"),
       "(min id, max id, id_block_segments(ids, block_size, block_size, max_blocks)) of a non-empty list of "
       "exact ints that fit 64 bits, in one pass; None for anything else (serve/token_prompt.h)");
+  m.def(
+      "copy_request", [](const Request& r) { return Request(r); }, py::arg("request"),
+      "a copy of `request`, every field (the router's attempt of a client request: no prefix list through Python)");
 }

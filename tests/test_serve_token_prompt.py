@@ -101,3 +101,19 @@ def test_identity_off_asks_for_no_segments():
     ident = PromptIdentity(PrefixConfig(enabled=False))
     tids = openai.token_ids({"prompt": [1, 2, 3]}, 16, ident.max_blocks())
     assert tids.segments == [] and ident.segments({"prompt": [1, 2, 3]}, False, 1, tids) == []
+
+
+FIELDS = ("id", "arrival", "prompt_len", "output_len", "expected_output_len", "max_output_len", "priority")
+MORE = ("priority_weight", "utility", "task", "prefix")
+
+
+@pytest.mark.parametrize("deadline", [None, 2.5])
+def test_an_attempt_is_a_copy_of_its_template(deadline):
+    kw = {"deadline": deadline} if deadline is not None else {}
+    t = _core.Request(7, 1.5, 40, max_output_len=8, ttft=0.5, tpot=0.05, priority=2, task="c", prefix=[(3, 16)], **kw)
+    a = _core.copy_request(t)
+    for f in FIELDS + MORE:
+        assert getattr(a, f) == getattr(t, f), f
+    assert (a.slo.ttft, a.slo.tpot, a.slo.deadline) == (t.slo.ttft, t.slo.tpot, t.slo.deadline)
+    a.prefix = []
+    assert t.prefix == [(3, 16)]  # a copy, not the same request

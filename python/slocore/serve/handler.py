@@ -23,6 +23,7 @@ import operator
 from aiohttp import web
 
 import slocore as _s
+from slocore import _core
 from slocore.serve import limits as _lim
 from slocore.serve import tenants as _ten
 from slocore.serve.admission import Admission, Shed
@@ -116,14 +117,14 @@ class RequestHandler:
         self.retry.on_request()
         try:
             return await self._admitted(
-                request, ctx_args=(chat, rid, template, cls, segs), body=body, f=f, slo=(ttft, tpot, prio)
+                request, ctx_args=(chat, rid, template, cls), body=body, f=f, slo=(ttft, tpot, prio)
             )
         finally:
             self.records.done(rid)
 
     async def _admitted(self, request, ctx_args, body: dict, f: dict, slo):
         r = self.r
-        chat, rid, template, cls, segs = ctx_args
+        chat, rid, template, cls = ctx_args
         ttft, tpot, prio = slo
         # everything the client sent reaches the engine except the router's own fields;
         # `priority` stays (vLLM's own priority scheduling) and also goes to the policy's xargs
@@ -134,7 +135,6 @@ class RequestHandler:
         want_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         client_stream = f["stream"]
         ctx = RequestContext(request, chat, rid, template, cls, client_stream, want_usage)
-        ctx.prefix = segs
         if client_stream:
             # the router owns only include_usage (it needs the engine's token count); the
             # client's other stream options (continuous_usage_stats) pass through
@@ -160,16 +160,10 @@ class RequestHandler:
                 sc.finished(rid)
 
     def new_attempt(self, ctx) -> _s.Request:
-        """The policy-side request for one attempt of client request ctx: the client
-        request's id (one id per request, across retries and P/D stages)."""
-        t = ctx.template
-        kw = dict(ttft=t.slo.ttft, tpot=t.slo.tpot, priority=t.priority, priority_weight=t.priority_weight, task=t.task)
-        if t.slo.deadline is not None:
-            kw["deadline"] = t.slo.deadline
-        if t.max_output_len:
-            kw["max_output_len"] = t.max_output_len
-        # the segments as the handler made them: one conversion, not template -> list -> attempt
-        return _s.Request(ctx.rid, t.arrival, t.prompt_len, prefix=t.prefix if ctx.prefix is None else ctx.prefix, **kw)
+        """The policy-side request for one attempt of client request ctx: a copy of its
+        template (the client request's id: one id per request, across retries and P/D
+        stages; copied in C++, the prefix segments never go through a Python list)."""
+        return _core.copy_request(ctx.template)
 
     async def _run_attempts(self, ctx: RequestContext, fwd: dict):
         r = self.r

@@ -32,7 +32,6 @@ class RequestContext:
         self.dispatched = False
         self.queue_time = 0.0
         self.on_first_token = None  # the scaler's event (serve/scaler.py): called with the token time
-        self.prefix = None  # the template's prefix segments as a Python list (each attempt gets them)
         self.reset()
 
     def reset(self):
