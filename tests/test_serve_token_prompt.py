@@ -117,3 +117,11 @@ def test_an_attempt_is_a_copy_of_its_template(deadline):
     assert (a.slo.ttft, a.slo.tpot, a.slo.deadline) == (t.slo.ttft, t.slo.tpot, t.slo.deadline)
     a.prefix = []
     assert t.prefix == [(3, 16)]  # a copy, not the same request
+
+
+def test_a_chat_body_with_token_ids_is_still_range_checked():
+    lim = ServeConfig().limits.model_copy(update={"vocab_size": 100})
+    body = {"messages": [{"role": "user", "content": "hi"}], "prompt": [5, 100]}
+    with pytest.raises(openai.BadRequest, match="token id 100 out of range"):
+        limits.check_fields(body, True, lim, openai.token_ids(body))
+    assert openai.prompt_tokens(body, True, openai.token_ids(body)) == openai._prompt_tokens(body, True)
