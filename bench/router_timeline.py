@@ -4,7 +4,8 @@ requests (the bench_router request: 16-token prompt, 8 tokens, emulated engine
 ``--time-scale 0.01``).
 
     python bench/router_timeline.py [-n 500]
-    python bench/router_timeline.py --calls   # instead: Python calls per request (cProfile)
+    python bench/router_timeline.py --calls   # instead: Python calls per request and the
+                                              # functions with the most own time (cProfile)
 
 Steps (from the handler's start): ``body`` read and parsed; ``assigned`` (validation, SLO,
 policy submit + poll); ``send`` (the POST to the engine starts); ``engine_headers`` (the
@@ -117,8 +118,16 @@ def patched_router(cfg_path: str, port: int, calls: bool = False) -> None:
         def report():  # noqa: F811 - the call count replaces the timeline
             prof.disable()
             n = len(steps["end"])
-            total = sum(v[1] for v in pstats.Stats(prof).stats.values())
+            stats = pstats.Stats(prof)
+            if os.environ.get("SLOCORE_TIMELINE_PSTATS"):  # the whole profile, for pstats
+                stats.dump_stats(os.environ["SLOCORE_TIMELINE_PSTATS"])
+            total = sum(v[1] for v in stats.stats.values())
             print(f"{total / max(n, 1):.0f} Python calls per request (cProfile, n={n})", flush=True)
+            top = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:25]  # by own time
+            print("own time per request (us, under cProfile)  calls/request  function")
+            for (file, line, fn), (_cc, nc, tt, _ct, _callers) in top:
+                where = f"{Path(file).name}:{line}" if line else file
+                print(f"{tt / max(n, 1) * 1e6:10.1f}  {nc / max(n, 1):8.1f}  {fn} ({where})", flush=True)
 
         prof.enable()
     atexit.register(report)

@@ -14,3 +14,4 @@ void init_slice(py::module_& m);
 void init_proserve(py::module_& m);
 void init_sibyl(py::module_& m);
 void init_stack(py::module_& m);  // the slocore stack (csrc/slocore/stack)
+void init_serve(py::module_& m);  // the router's data path (csrc/slocore/serve)

@@ -22,4 +22,5 @@ PYBIND11_MODULE(_core, m) {
   init_proserve(m);
   init_sibyl(m);
   init_stack(m);
+  init_serve(m);
 }

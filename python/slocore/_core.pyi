@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ApproxPrefixIndex', 'Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'BlockSet', 'DecodeMask', 'EngineModel', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PrefixCache', 'PrefixLookup', 'PriorityMapper', 'Recorder', 'RecordingPolicy', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SibylProjectedLoad', 'SimConfig', 'SimResult', 'Slo', 'SurvivalEstimator', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'expected_handoff', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'id_block_segments', 'kv_transfer_time', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'match_blocks_many', 'policy_info', 'prefix_block_hashes', 'prompt_block_hashes', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight']
+__all__: list[str] = ['ApproxPrefixIndex', 'Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'BlockSet', 'DecodeMask', 'EngineModel', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PrefixCache', 'PrefixLookup', 'PriorityMapper', 'Recorder', 'RecordingPolicy', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SibylProjectedLoad', 'SimConfig', 'SimResult', 'Slo', 'SurvivalEstimator', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'copy_request', 'expected_handoff', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'id_block_segments', 'kv_transfer_time', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'match_blocks_many', 'policy_info', 'prefix_block_hashes', 'prompt_block_hashes', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight', 'token_id_prompt']
 class Role:
     """
     Members:
@@ -1266,6 +1266,10 @@ class SloPendingQueue:
         ...
 def batch_scheduler_names() -> list[str]:
     ...
+def copy_request(request: Request) -> Request:
+    """
+    a copy of `request`, every field (the router's attempt of a client request: no prefix list through Python)
+    """
 def expected_handoff(view: InstanceView, request: Request, now: typing.SupportsFloat | typing.SupportsIndex) -> float:
     """
     The predicted end of the request's prefill on the instance with this view (early assignment).
@@ -1391,4 +1395,8 @@ def tdg_token_deadline(request: Request, i: typing.SupportsInt | typing.Supports
 def tdg_token_weight(request: Request, i: typing.SupportsInt | typing.SupportsIndex, w_prefill: typing.SupportsFloat | typing.SupportsIndex = 1.0, w_decode: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> float:
     """
     ProServe Eq. 3: w_prio * (w_p if i == 1 else w_d)
+    """
+def token_id_prompt(ids: typing.Any, block_size: typing.SupportsInt | typing.SupportsIndex, max_blocks: typing.SupportsInt | typing.SupportsIndex) -> typing.Any:
+    """
+    (min id, max id, id_block_segments(ids, block_size, block_size, max_blocks)) of a non-empty list of exact ints that fit 64 bits, in one pass; None for anything else (serve/token_prompt.h)
     """

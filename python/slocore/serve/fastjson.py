@@ -10,7 +10,6 @@ values."""
 from __future__ import annotations
 
 import json
-import re
 
 try:
     import orjson as _orjson
@@ -28,14 +27,23 @@ def loads(data: bytes | str, **json_kwargs):
     return json.loads(data, **json_kwargs)
 
 
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+# Every digit becomes "0", every other byte " ": a run of 19+ digits is then a plain substring
+# search (two C passes over the body, ~10x cheaper than the regex [0-9]{19} on a body of
+# token ids, where every position starts a short run the regex must try).
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_RUN_19 = b"0" * 19
+
+
+def has_long_digit_run(data: bytes) -> bool:
+    """`data` holds 19 or more consecutive ASCII digits (an integer orjson might not keep)."""
+    return _RUN_19 in data.translate(_DIGITS_AS_ZERO)
 
 
 def loads_exact(data: bytes, **json_kwargs):
     """``json.loads(data, **json_kwargs)``, faster: orjson for a body without a run of 19+
     digits (a prompt of 2,000 token ids: ~60 us against ~190 us), else, and for whatever
     orjson refuses (NaN, lone surrogates, other encodings), the standard library."""
-    if _orjson is not None and not _LONG_DIGITS.search(data):
+    if _orjson is not None and not has_long_digit_run(data):
         try:
             return _orjson.loads(data)
         except _orjson.JSONDecodeError:

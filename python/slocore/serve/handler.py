@@ -23,11 +23,12 @@ import operator
 from aiohttp import web
 
 import slocore as _s
+from slocore import _core
 from slocore.serve import limits as _lim
 from slocore.serve import tenants as _ten
 from slocore.serve.admission import Admission, Shed
 from slocore.serve.dispatch import NoBackend
-from slocore.serve.openai import BadRequest, common_fields, error_body, prompt_tokens, sse
+from slocore.serve.openai import BadRequest, common_fields, error_body, prompt_tokens, sse, token_ids
 from slocore.serve.retry import RetryBudget
 from slocore.serve.slo import ROUTER_FIELDS
 from slocore.serve.stream import ClientGone, RequestContext, read_whole, relay
@@ -80,9 +81,10 @@ class RequestHandler:
         r = self.r
         try:
             body = await _lim.read_body(request, r.cfg.limits)
-            _lim.check_fields(body, chat, r.cfg.limits)
+            tids = token_ids(body, r.prefix.cfg.block_size, r.prefix.max_blocks())  # read once
+            _lim.check_fields(body, chat, r.cfg.limits, tids)
             f = common_fields(body)
-            plen = prompt_tokens(body, chat)
+            plen = prompt_tokens(body, chat, tids)
             tenant = self.tenants.identify(request.headers)
             sbody, shdrs = tenant.slo_inputs(body, request.headers)
             ttft, tpot, deadline, prio, cls = r.slo.resolve(sbody, shdrs)
@@ -106,7 +108,7 @@ class RequestHandler:
         if f["max_tokens"]:
             kw["max_output_len"] = f["max_tokens"]
         try:
-            segs = r.prefix.segments(body, chat, rid)  # prefix identity (serve.prefix_index)
+            segs = r.prefix.segments(body, chat, rid, tids)  # prefix identity (serve.prefix_index)
             template = _s.Request(rid, arrival, max(plen, sum(map(_second, segs))), prefix=segs, **kw)
             template.validate()
         except (ValueError, TypeError, OverflowError) as e:
@@ -158,17 +160,10 @@ class RequestHandler:
                 sc.finished(rid)
 
     def new_attempt(self, ctx) -> _s.Request:
-        """The policy-side request for one attempt of client request ctx: the client
-        request's id (one id per request, across retries and P/D stages)."""
-        t = ctx.template
-        kw = dict(ttft=t.slo.ttft, tpot=t.slo.tpot, priority=t.priority, priority_weight=t.priority_weight, task=t.task)
-        if t.slo.deadline is not None:
-            kw["deadline"] = t.slo.deadline
-        if t.max_output_len:
-            kw["max_output_len"] = t.max_output_len
-        att = _s.Request(ctx.rid, t.arrival, t.prompt_len, **kw)
-        att.prefix = t.prefix
-        return att
+        """The policy-side request for one attempt of client request ctx: a copy of its
+        template (the client request's id: one id per request, across retries and P/D
+        stages; copied in C++, the prefix segments never go through a Python list)."""
+        return _core.copy_request(ctx.template)
 
     async def _run_attempts(self, ctx: RequestContext, fwd: dict):
         r = self.r

@@ -149,6 +149,8 @@ class RouterMetrics:
             "slocore_backend_errors", "Engine failures seen by the router", ["backend", "kind"], registry=r
         )
         self._children: dict = {}
+        self._finish_kids: dict = {}  # (class, backend, met) -> the children finished() updates
+        self._decision_kids: dict = {}  # (role, policy) -> decision()'s counter and histogram children
         self._met = collections.Counter()
         self._fin = collections.Counter()
         self._win: collections.deque = collections.deque()  # (end time, class, met) in the window
@@ -168,18 +170,31 @@ class RouterMetrics:
         self.child(self.policy_info, role, name).set(1)
 
     def decision(self, role: str, policy: str, seconds: float, n: int = 1):
-        self.child(self.decisions, role, policy).inc(n)
-        self.child(self.decision_latency, role, policy).observe(seconds)
+        key = (role, policy)
+        kids = self._decision_kids.get(key)
+        if kids is None:
+            kids = self._decision_kids[key] = (
+                self.child(self.decisions, role, policy),
+                self.child(self.decision_latency, role, policy),
+            )
+        kids[0].inc(n)
+        kids[1].observe(seconds)
         now = time.monotonic()
-        for _ in range(n):
+        if n == 1:
             self._dec_times.append(now)
+        else:
+            self._dec_times.extend([now] * n)
 
     def _count(self, cls: str, met: bool, outcome: str) -> None:
         """One request of `cls` into the cumulative and windowed attainment."""
-        self._fin[cls] += 1
-        self._met[cls] += met
-        self.child(self.requests, cls, outcome).inc()
-        self.child(self.attainment, cls).set(self._met[cls] / self._fin[cls])
+        self._count_in(cls, met, self.child(self.requests, cls, outcome), self.child(self.attainment, cls))
+
+    def _count_in(self, cls: str, met: bool, requests, attainment) -> None:
+        """``_count`` given the class's requests-counter child and attainment-gauge child."""
+        fin = self._fin[cls] = self._fin[cls] + 1
+        mt = self._met[cls] = self._met[cls] + met
+        requests.inc()
+        attainment.set(mt / fin)
         now = time.monotonic()
         self._win.append((now, cls, met))
         self._win_fin[cls] += 1
@@ -196,21 +211,38 @@ class RouterMetrics:
 
     def finished(self, cls: str, m, backend: str | None = None) -> None:
         """m: slocore.RequestMetrics of a finished request; `backend`: the engine that answered."""
-        outcome = "slo_met" if m.slo_met else "slo_missed"
-        self._count(cls, bool(m.slo_met), outcome)
-        has_tpot = m.tpot == m.tpot and m.tokens > 1
-        if m.ttft == m.ttft:
-            self.child(self.ttft, cls).observe(m.ttft)
+        met = bool(m.slo_met)
+        outcome = "slo_met" if met else "slo_missed"
+        # one lookup for the children this request updates (each child() is a tuple key + dict get)
+        key = (cls, backend, met)
+        kids = self._finish_kids.get(key)
+        if kids is None:
+            b = backend is not None
+            kids = self._finish_kids[key] = (
+                self.child(self.requests, cls, outcome),
+                self.child(self.attainment, cls),
+                self.child(self.ttft, cls),
+                self.child(self.tpot, cls),
+                self.child(self.e2e, cls),
+                self.child(self.backend_requests, backend, outcome) if b else None,
+                self.child(self.backend_ttft, backend) if b else None,
+                self.child(self.backend_tpot, backend) if b else None,
+            )
+        req, att, ttft, tpot, e2e, b_req, b_ttft, b_tpot = kids
+        self._count_in(cls, met, req, att)
+        has_ttft, has_tpot = m.ttft == m.ttft, m.tpot == m.tpot and m.tokens > 1
+        if has_ttft:
+            ttft.observe(m.ttft)
         if has_tpot:
-            self.child(self.tpot, cls).observe(m.tpot)
+            tpot.observe(m.tpot)
         if m.e2e == m.e2e:
-            self.child(self.e2e, cls).observe(m.e2e)
-        if backend is not None:
-            self.child(self.backend_requests, backend, outcome).inc()
-            if m.ttft == m.ttft:
-                self.child(self.backend_ttft, backend).observe(m.ttft)
+            e2e.observe(m.e2e)
+        if b_req is not None:
+            b_req.inc()
+            if has_ttft:
+                b_ttft.observe(m.ttft)
             if has_tpot:
-                self.child(self.backend_tpot, backend).observe(m.tpot)
+                b_tpot.observe(m.tpot)
 
     def failed(self, cls: str, outcome: str = "failed") -> None:
         """A request that ended without an answer: an SLO miss (failed, shed, rate_limited)."""

@@ -10,6 +10,8 @@ import math
 import time
 import uuid
 
+from slocore import _core
+
 
 class BadRequest(ValueError):
     """A malformed client request: the router and engine answer 4xx with this message."""
@@ -43,13 +45,59 @@ def _int_field(body: dict, key: str, default=None, lo: int = 0):
 
 
 def all_token_ids(p: list) -> bool:
-    """Every item of list `p` is an int (not a bool, not a float): one pass in C. A prompt can
-    hold thousands of ids; a generator of isinstance checks cost about 0.1 ms per thousand, and
-    the router checks a prompt in three places."""
+    """Every item of list `p` is an int (not a bool, not a float): one pass in C (a generator
+    of isinstance checks cost about 0.1 ms per thousand ids). The router reads a prompt once,
+    with ``token_ids`` (C++); this is its Python way, for ids beyond 64 bits."""
     return not p or set(map(type, p)) == {int}
 
 
-def prompt_tokens(body: dict, chat: bool) -> int:
+class TokenIds:
+    """A prompt given as token ids, read once per request (``token_ids``): the ids (the list,
+    or the one list of a one-element list), the smallest and largest (the vocabulary check)
+    and the prefix segments for `block_size` / `max_blocks` (None: not computed here)."""
+
+    __slots__ = ("ids", "lo", "hi", "segments", "block_size", "max_blocks")
+
+    def __init__(self, ids: list, lo: int, hi: int, segments, block_size: int, max_blocks: int):
+        self.ids, self.lo, self.hi, self.segments = ids, lo, hi, segments
+        self.block_size, self.max_blocks = block_size, max_blocks
+
+
+UNSET = object()  # a TokenIds argument not given: the function reads the body itself
+
+
+def token_ids(body: dict, block_size: int = 16, max_blocks: int = 0) -> TokenIds | None:
+    """The body's ``prompt`` as token ids (a non-empty list of ints, not bools nor floats, or a
+    one-element list holding one), else None. One C++ pass (``_core.token_id_prompt``) checks
+    the items and gives the bounds and `max_blocks` prefix segments
+    (``id_block_segments(ids, block_size, block_size, max_blocks)``); ids beyond 64 bits take
+    the Python way (no segments). The router's field checks, prompt length and prefix identity
+    all read the result: a long prompt is read once, not three times."""
+    p = body.get("prompt")
+    if isinstance(p, list) and len(p) == 1 and isinstance(p[0], list):
+        p = p[0]
+    if not isinstance(p, list) or not p:
+        return None
+    got = _core.token_id_prompt(p, block_size, max_blocks)
+    if got is not None:
+        return TokenIds(p, got[0], got[1], got[2], block_size, max_blocks)
+    if all_token_ids(p):  # ints beyond 64 bits: still token ids (the vocabulary check names them)
+        return TokenIds(p, min(p), max(p), None, block_size, max_blocks)
+    return None
+
+
+def prompt_tokens(body: dict, chat: bool, tids=UNSET) -> int:
+    """Approximate prompt length in tokens (exact for token-id prompts). `tids`: the body's
+    ``token_ids``, when the caller has it."""
+    if not chat and "prompt" in body and not isinstance(body["prompt"], str):
+        if tids is UNSET:
+            tids = token_ids(body)
+        if tids is not None:
+            return len(tids.ids)
+    return _prompt_tokens(body, chat)
+
+
+def _prompt_tokens(body: dict, chat: bool) -> int:
     """Approximate prompt length in tokens (exact for token-id prompts)."""
     if chat:
         msgs = body.get("messages")
@@ -76,7 +124,7 @@ def prompt_tokens(body: dict, chat: bool) -> int:
     if isinstance(p, list) and p and all_token_ids(p):
         return len(p)
     if isinstance(p, list) and len(p) == 1 and isinstance(p[0], (str, list)):
-        return prompt_tokens({"prompt": p[0]}, False)
+        return _prompt_tokens({"prompt": p[0]}, False)
     raise BadRequest("prompt: must be a string, a list of token ids, or a one-element list of either")
 
 

@@ -32,7 +32,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from slocore import _core as _s
-from slocore.serve.openai import all_token_ids
+from slocore.serve.openai import UNSET, all_token_ids
 
 log = logging.getLogger("slocore.serve.prefix")
 
@@ -131,13 +131,29 @@ class PromptIdentity:
         while len(self.exact_ids) > self.max_exact:
             self.exact_ids.popitem(last=False)
 
-    def segments(self, body: dict, chat: bool, rid=None) -> list:
+    def max_blocks(self) -> int:
+        """The blocks ``segments`` hashes per prompt (0 when identity is off): what
+        ``openai.token_ids`` is asked for, so that ``segments`` can take its result."""
+        return self.cfg.max_prompt_blocks if self.cfg.enabled else 0
+
+    def segments(self, body: dict, chat: bool, rid=None, tids=UNSET) -> list:
         """(group, len) segments of the prompt; [] (no identity) on any failure. With `rid`,
         exact token ids (token-id prompts; completions text through the tokenizer, special
-        tokens added as vLLM does) are kept for precise mode (``exact_ids``)."""
+        tokens added as vLLM does) are kept for precise mode (``exact_ids``). `tids`: the
+        body's ``openai.token_ids``, when the caller has it (its segments are used when they
+        were made for this identity's block size and block limit)."""
         if not self.cfg.enabled:
             return []
         c = self.cfg
+        if (
+            not chat
+            and tids is not UNSET
+            and tids is not None
+            and tids.segments is not None
+            and (tids.block_size, tids.max_blocks) == (c.block_size, c.max_prompt_blocks)
+        ):
+            self._keep(rid, tids.ids)
+            return tids.segments
         try:
             p = prompt_text(body, chat)
             if p is None:
