@@ -64,6 +64,8 @@ def table(sc: Scenario, rows: list[Row]) -> str:
             continue
         seen.add(r.variant)
         pol = {k: v for k, v in r.config.items() if (k.endswith(("policy", "scheduler")) or k == "scaler") and v}
+        if r.config.get("correction", "factor") != "factor":  # ProServe's correction factor is the default
+            pol["correction"] = r.config["correction"]
         out.append(f"  {r.variant}: {pol}")
     if sc.headline:
         out.append(f"paper headline: {sc.headline}")

@@ -304,6 +304,7 @@ def simulate(
         "belief_scale": belief_scale,
         "belief_noise": belief_noise,
         "belief_profile": belief_profile if isinstance(belief_profile, (str, type(None))) else "custom",
+        "correction": "online_fit" if online_fit else "factor" if correction_window else "off",
         "seed": seed,
         "tdg_weights": (w_p, w_d),
         "max_batch_tokens": max_batch_tokens,
