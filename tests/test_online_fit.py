@@ -194,3 +194,31 @@ def test_engine_refits_its_belief_from_the_iterations_it_runs():
         final[fit] = {k: getattr(m.coeffs, k) * m.correction for k in NAMES}
     assert err[True] < 0.02 and err[False] > 0.1, err
     assert final[False]["a_d"] / final[False]["t_c"] == pytest.approx(H100["a_d"] / H100["t_c"], rel=1e-9)
+
+
+def test_step_fit_learns_an_engines_steps_from_their_times():
+    """integrations.step_fit (what the vLLM plugin runs): steps timed by a clock, the truth an
+    Ascend 910B's, the profile H100's; the model's predictions end up right, it is refitted
+    every WINDOW steps, and steps never ended do not pile up."""
+    from slocore.integrations import step_fit
+
+    now = [0.0]
+    model = _core.LatencyModel(coeffs(H100))
+    sf = step_fit.StepFit(model, clock=lambda: now[0])
+    rng = random.Random(3)
+    for i in range(20 * step_fit.WINDOW):
+        items = random_batch(rng)
+        sf.begin(i, [_core.BatchItem(*it) for it in items])
+        now[0] += truth_time(ASCEND, items)
+        sf.end(i)
+    assert sf.steps == 20 * step_fit.WINDOW and model.correction == 1.0
+    held_out = [random_batch(rng) for _ in range(200)]
+    err = max(abs(model.batch_time([_core.BatchItem(*it) for it in b]) / truth_time(ASCEND, b) - 1) for b in held_out)
+    assert err < 0.05
+    sf.end("never begun")  # ignored
+    sf.begin("empty", [])  # a step that runs nothing is not timed
+    for i in range(3 * step_fit.MAX_OPEN):
+        sf.begin(("open", i), [_core.BatchItem(1, 10, False)])
+    assert len(sf._open) == step_fit.MAX_OPEN
+    with pytest.raises(ValueError, match="window"):
+        step_fit.StepFit(model, window=0)

@@ -135,6 +135,44 @@ def check_full_batch_with_waiting_requests_finishes(model):
         assert all(r.num_output_tokens == 40 for r in reqs), name
 
 
+def check_online_fit_learns_the_steps(model):
+    """The plugin refits its latency model to vLLM's steps (on by default): with a clock that
+    advances by an Ascend 910B's step time and the H100 profile as the prior, the model ends
+    up predicting those steps; off, it keeps the profile."""
+    from slocore.profiles import hardware_profile
+
+    truth = slocore.LatencyModel(hardware_profile("ascend910b-qwen7b")[0].coeffs)
+    off = make_scheduler(model, SlocoreScheduler, additional_config={"slocore": {"online_fit": False}})
+    assert off.step_fit is None
+    s = make_scheduler(model, SlocoreScheduler, additional_config={"slocore": {"batch_scheduler": "slo_triage"}})
+    assert s.step_fit is not None
+    now, seen = [0.0], []
+    s.step_fit.clock = lambda: now[0]
+
+    def run_model(so):
+        items = []
+        for rid, n in so.num_scheduled_tokens.items():
+            r = s.requests[rid]
+            before = r.num_computed_tokens - n
+            items.append(slocore.BatchItem(n, before, n > 1 or before < r.num_prompt_tokens))
+        if items:  # a step that runs nothing is not timed
+            now[0] += truth.batch_time(items)
+            seen.append(items)
+
+    for i in range(96):
+        s.add_request(make_request(16 + 37 * (i % 17), 4 + 3 * (i % 9)))
+    while s.has_requests():
+        step(s, on_scheduled=run_model)
+    assert s.step_fit.steps == len(seen) >= 64, (s.step_fit.steps, len(seen))
+    late = seen[len(seen) // 2 :]
+    prior = slocore.LatencyModel(hardware_profile("h100-llama2-7b")[0].coeffs)
+
+    def rms(m):
+        return (sum((m.batch_time(b) / truth.batch_time(b) - 1) ** 2 for b in late) / len(late)) ** 0.5
+
+    assert rms(s.latency_model) < 0.03 and rms(prior) > 0.3, (rms(s.latency_model), rms(prior))
+
+
 def check_default_name():
     n = default_scheduler_name()
     assert n in slocore.batch_scheduler_names()
@@ -148,6 +186,7 @@ CHECKS = [
     check_skipped_decode_keeps_kv_and_counts_against_max_seqs,
     check_every_registered_batch_scheduler_finishes,
     check_full_batch_with_waiting_requests_finishes,
+    check_online_fit_learns_the_steps,
 ]
 
 if __name__ == "__main__":

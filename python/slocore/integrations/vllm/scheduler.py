@@ -22,6 +22,12 @@ priority from the request's ``vllm_xargs`` = ``sampling_params.extra_args``:
 * only the waiting requests the plan admits stay in the waiting queue, in the plan's order;
 * the step's token budget is the plan's token total (never above vLLM's own).
 
+The plugin's latency model starts from the profile (``SLOCORE_PROFILE`` or ``"profile"``,
+default ``h100-llama2-7b``) and is refitted to the steps vLLM runs (each timed from the end
+of ``schedule()`` to ``update_from_output()``; ``slocore.integrations.step_fit``), as the
+simulator's engines do with ``online_fit``; ``"online_fit": false`` or
+``SLOCORE_ONLINE_FIT=0`` keeps the profile as it is.
+
 vLLM then allocates KV blocks, preempts on shortage and builds ``SchedulerOutput`` as it
 always does, so everything else (prefix caching, KV connectors for P/D, structured output)
 keeps working. The plan's ``preempt`` list is not applied: vLLM preempts on KV shortage.
@@ -44,6 +50,7 @@ import time
 from vllm.v1.core.sched.scheduler import Scheduler
 
 import slocore as _s
+from slocore.integrations.step_fit import StepFit
 
 logger = logging.getLogger("vllm.slocore")
 DEFAULT_TTFT_S = 2.0
@@ -62,7 +69,9 @@ def _settings(vllm_config) -> dict:
     if os.environ.get("SLOCORE_BATCH_PARAMS"):
         params = json.loads(os.environ["SLOCORE_BATCH_PARAMS"])
     profile = os.environ.get("SLOCORE_PROFILE") or cfg.get("profile") or "h100-llama2-7b"
-    return {"batch_scheduler": name, "params": params, "profile": profile}
+    fit = os.environ.get("SLOCORE_ONLINE_FIT", cfg.get("online_fit", True))
+    online_fit = str(fit).strip().lower() not in ("0", "false", "no", "off")
+    return {"batch_scheduler": name, "params": params, "profile": profile, "online_fit": online_fit}
 
 
 class SlocoreScheduler(Scheduler):
@@ -75,15 +84,18 @@ class SlocoreScheduler(Scheduler):
         self.batch = _s.make_batch_scheduler(st["batch_scheduler"], dict(st["params"]))
         hw, _ = hardware_profile(st["profile"])
         self.latency_model = _s.LatencyModel(hw.coeffs)
+        # The profile is a guess at this hardware: refit it to the steps vLLM runs.
+        self.step_fit = StepFit(self.latency_model) if st["online_fit"] else None
         self._ids: dict[str, int] = {}
         self._next_id = itertools.count()
         self.slocore_stats = {"steps": 0, "skipped_running": 0, "held_waiting": 0, "decision_s": 0.0}
         self.last_plan: dict[str, int] = {}
         logger.info(
-            "slocore batch scheduler %s %s (profile %s) in vLLM's scheduler loop",
+            "slocore batch scheduler %s %s (profile %s%s) in vLLM's scheduler loop",
             self.batch.name(),
             dict(self.batch.params()),
             st["profile"],
+            ", refitted online to vLLM's steps" if self.step_fit else "",
         )
 
     # --- the view ----------------------------------------------------------------------
@@ -131,6 +143,24 @@ class SlocoreScheduler(Scheduler):
         v.waiting = [self._state(r) for r in waiting]
         return v
 
+    # --- the step's time, for the online fit ----------------------------------------------
+    def _begin_step(self, out) -> None:
+        """The step's items as the latency model sees them (vLLM has already advanced
+        num_computed_tokens by the tokens scheduled: the cached part is what came before)."""
+        items = []
+        for rid, n in out.num_scheduled_tokens.items():
+            r = self.requests.get(rid)
+            if r is None or n <= 0:
+                continue
+            before = max(0, int(r.num_computed_tokens) - int(n))
+            items.append(_s.BatchItem(int(n), before, n > 1 or before < int(r.num_prompt_tokens)))
+        self.step_fit.begin(id(out), items)
+
+    def update_from_output(self, scheduler_output, model_runner_output):
+        if self.step_fit is not None:
+            self.step_fit.end(id(scheduler_output))
+        return super().update_from_output(scheduler_output, model_runner_output)
+
     # --- one step ----------------------------------------------------------------------
     def schedule(self, *args, **kwargs):
         running = list(self.running)
@@ -174,7 +204,10 @@ class SlocoreScheduler(Scheduler):
             self.max_num_active_reqs = saved[1] - len(hidden)
         self.max_num_scheduled_tokens = max(1, min(saved[2], budget)) if budget else saved[2]
         try:
-            return super().schedule(*args, **kwargs)
+            out = super().schedule(*args, **kwargs)
+            if self.step_fit is not None:
+                self._begin_step(out)
+            return out
         finally:
             self.max_num_running_reqs, self.max_num_scheduled_tokens = saved[0], saved[2]
             if has_active:

@@ -86,12 +86,15 @@ def make_request(
     )
 
 
-def step(sched, token: int = 7):
+def step(sched, token: int = 7, on_scheduled=None):
     """One schedule() + update_from_output() with a fake sampled token for every request
-    that finished its prompt; returns (scheduler_output, engine_core_outputs)."""
+    that finished its prompt; returns (scheduler_output, engine_core_outputs).
+    `on_scheduled(scheduler_output)` runs in between, where the model would run."""
     from vllm.v1.outputs import ModelRunnerOutput
 
     so = sched.schedule()
+    if on_scheduled is not None:
+        on_scheduled(so)
     req_ids = list(so.num_scheduled_tokens)
     sampled = []
     for rid in req_ids:

@@ -1,0 +1,52 @@
+"""An engine's latency model refitted to the steps it times (csrc/slocore/core/online_fit.h),
+for engines that are not the simulator's: the vLLM scheduler plugin times each step from the
+end of ``schedule()`` to ``update_from_output()`` and feeds it here, as the simulator's
+engine feeds its iterations with ``online_fit`` (the ``slocore`` preset)."""
+
+from __future__ import annotations
+
+import time
+
+import slocore as _s
+
+WINDOW = 32  # steps between refits: the simulator's correction_window
+MAX_OPEN = 64  # steps begun and not ended (an engine that overlaps steps); older ones dropped
+
+
+class StepFit:
+    """``begin(key, items)`` when a step is planned, ``end(key)`` when it has run; every
+    WINDOW steps the model's coefficients become the fit's (``model.set_coeffs``)."""
+
+    def __init__(self, model, window: int = WINDOW, clock=time.perf_counter):
+        if not (isinstance(window, int) and window >= 1):
+            raise ValueError(f"window: must be an integer >= 1, got {window!r}")
+        c = model.coeffs
+        beta = model.correction
+        prior = _s.LatencyCoeffs()
+        for k in ("t_c", "a_p", "b_p", "c_p", "a_d", "b_d"):
+            setattr(prior, k, getattr(c, k) * beta)
+        self.model, self.window, self.clock = model, window, clock
+        self.fit = _s.OnlineFit(prior)
+        self.steps = 0
+        self._open: dict = {}
+
+    def begin(self, key, items: list) -> None:
+        """A step of `items` (``slocore.BatchItem``: tokens computed now, cached before, prefill)."""
+        if not items:
+            return
+        if len(self._open) >= MAX_OPEN:
+            self._open.pop(next(iter(self._open)))
+        self._open[key] = (self.clock(), _s.OnlineFit.features(items))
+
+    def end(self, key) -> None:
+        rec = self._open.pop(key, None)
+        if rec is None:
+            return
+        dt = self.clock() - rec[0]
+        if not (dt > 0):
+            return
+        self.fit.observe(rec[1], dt)
+        self.steps += 1
+        if self.steps % self.window == 0:
+            self.model.set_correction(1.0)
+            self.model.set_coeffs(self.fit.solve())
