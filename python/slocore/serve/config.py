@@ -51,6 +51,9 @@ from slocore.serve.retry import RetryBudgetConfig
 from slocore.serve.tenants import TenantsConfig
 
 DEFAULT_PROFILE = "h100-llama2-7b"
+# Idle pooled connections to an engine are dropped before uvicorn's (vLLM's) default keep-alive
+# of 5 s, so a request never goes out on one the engine is closing.
+ENGINE_KEEPALIVE_S = 3.0
 
 
 @dataclass

@@ -22,6 +22,8 @@ import random
 import sys
 import time
 
+from slocore.serve.config import ENGINE_KEEPALIVE_S
+
 
 def add_arguments(p) -> None:
     p.add_argument("--url", default="http://127.0.0.1:8000", help="base URL of the endpoint")
@@ -78,7 +80,7 @@ def build_workload(a):
     return w
 
 
-KEEPALIVE_S = 3.0  # < uvicorn's default timeout_keep_alive (5 s)
+KEEPALIVE_S = ENGINE_KEEPALIVE_S
 
 
 async def run(

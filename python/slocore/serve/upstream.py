@@ -26,7 +26,7 @@ import aiohttp
 import slocore as _s
 from slocore.serve import fastjson
 from slocore.serve.backends import Backend
-from slocore.serve.config import Timeouts
+from slocore.serve.config import ENGINE_KEEPALIVE_S, Timeouts
 from slocore.serve.metrics import RouterMetrics
 from slocore.serve.pool import BackendPool
 from slocore.serve.prefix_index import record_sent, release_sent
@@ -39,7 +39,7 @@ except ImportError:  # httptools absent: aiohttp's client only
 log = logging.getLogger("slocore.serve")
 
 
-KEEPALIVE_S = 3.0  # < uvicorn's (vLLM's) default keep-alive of 5 s
+KEEPALIVE_S = ENGINE_KEEPALIVE_S
 CLIENTS = ("lean", "aiohttp")
 
 

@@ -27,7 +27,9 @@ import urllib.parse
 
 import httptools
 
-KEEPALIVE_S = 3.0  # < uvicorn's (vLLM's) default keep-alive of 5 s
+from slocore.serve.config import ENGINE_KEEPALIVE_S
+
+KEEPALIVE_S = ENGINE_KEEPALIVE_S
 MAX_HEADER_BYTES = 64 << 10  # status line + headers of one answer
 MAX_BODY_BYTES = 64 << 20  # a body read whole (read()); a stream is read piecewise
 HIGH_WATER = 1 << 20  # buffered, unread body bytes before reading from the engine pauses

@@ -91,8 +91,9 @@ class EngineClient:
     async def __aenter__(self):
         import aiohttp
 
-        # vLLM closes idle keep-alive connections after 5 s: keep ours shorter.
-        conn = aiohttp.TCPConnector(limit=0, keepalive_timeout=2.0)
+        from slocore.serve.config import ENGINE_KEEPALIVE_S
+
+        conn = aiohttp.TCPConnector(limit=0, keepalive_timeout=ENGINE_KEEPALIVE_S)
         self.session = aiohttp.ClientSession(connector=conn)
         return self
 
