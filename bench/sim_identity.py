@@ -83,6 +83,23 @@ def scenarios() -> dict:
             lambda s: workloads.slice_mix(rate=3.0, realtime_share=0.7, n=200, seed=s),
             dict(rtx, batch_scheduler=("slice", params)),
         )
+    # SlideBatching's load judgments and the Fig. 15 ablations, on a burst and on two priorities.
+    for tag, params in (
+        ("phi_c", {"phi": "c"}),
+        ("phi_p", {"phi": "p"}),
+        ("deadline", {"order": "deadline"}),
+        ("density", {"order": "density"}),
+        ("tokens", {"latency_aware": False}),
+    ):
+        sched = ("slide_batching", params)
+        out[f"burst3k/least_outstanding+slide_batching_{tag}"] = (
+            lambda s: _burst(3000, s),
+            dict(col, global_policy="least_outstanding", batch_scheduler=sched),
+        )
+        out[f"prio/least_outstanding+slide_batching_{tag}"] = (
+            _prio,
+            dict(profile=ASCEND, instances=4, global_policy="least_outstanding", batch_scheduler=sched),
+        )
     # GoRouting's non-default forms on two TTFT classes (queues out of deadline order).
     for tag, params in (
         ("phi_c", {"mode": "colocated", "gain_phi": "c"}),
