@@ -70,15 +70,18 @@ void SliceScheduler::locate(const InstanceView& v) {
       if (const int64_t* k = where_.find(selected_[pos])) put(pos, size_t(*k));
     return;
   }
-  // Distinct ids (so distinct selected ids): scan the view until every selected one is found;
-  // they are mostly running or near the front of the queue.
+  // Distinct ids in the view: scan it until every selected id is found; they are mostly
+  // running or near the front of the queue. (A selected id named twice takes its first's place.)
   where_.clear(selected_.size());
-  for (size_t pos = 0; pos < selected_.size(); ++pos) where_.insert(selected_[pos], int64_t(pos));
-  size_t left = selected_.size();
+  repeats_.clear();
+  for (size_t pos = 0; pos < selected_.size(); ++pos)
+    if (!where_.insert(selected_[pos], int64_t(pos))) repeats_.push_back(pos);
+  size_t left = selected_.size() - repeats_.size();
   for (size_t i = 0; i < nr && left > 0; ++i)
     if (const int64_t* pos = where_.find(v.running[i].request.id)) put(size_t(*pos), i), --left;
   for (size_t i = 0; i < v.waiting.size() && left > 0; ++i)
     if (const int64_t* pos = where_.find(v.waiting[i].request.id)) put(size_t(*pos), nr + i), --left;
+  for (size_t pos : repeats_) at_[pos] = at_[size_t(*where_.find(selected_[pos]))];
 }
 
 BatchPlan SliceScheduler::schedule(const InstanceView& v, Time now) {

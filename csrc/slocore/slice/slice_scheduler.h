@@ -69,6 +69,7 @@ class SliceScheduler : public BatchScheduler {
   std::vector<Id> sorted_;                // schedule() scratch: ids_ sorted
   std::vector<Candidate> at_;             // where each selected_ task is this call (s null: not on the instance)
   IdIndex where_;                         // locate() scratch
+  std::vector<size_t> repeats_;           // locate() scratch: positions of selected ids named before
   std::vector<const RequestState*> all_;  // reschedule() scratch
   std::vector<SliceTask> tasks_;          // reschedule() scratch
 };
