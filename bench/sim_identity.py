@@ -70,6 +70,56 @@ def scenarios() -> dict:
             _prio,
             dict(profile=ASCEND, instances=4, global_policy="least_outstanding", batch_scheduler=sched),
         )
+    # SLICE's dynamic mix (real-time and best-effort tasks: several utilities and TPOTs, so the
+    # utility-rate order has ties and non-ties) with every utility adaptor and the spread mask.
+    rtx = dict(profile="rtx4060ti-chatglm2-6b-int4", instances=1, global_policy="round_robin")
+    for tag, params in (
+        ("online", {"max_cycle": 0.9}),
+        ("demote_late", {"max_cycle": 0.9, "demote_late": True}),
+        ("sjf", {"max_cycle": 0.9, "adaptor": "sjf"}),
+        ("spread", {"spread": True}),
+    ):
+        out[f"slice_mix/slice_{tag}"] = (
+            lambda s: workloads.slice_mix(rate=3.0, realtime_share=0.7, n=200, seed=s),
+            dict(rtx, batch_scheduler=("slice", params)),
+        )
+    # SlideBatching's load judgments and the Fig. 15 ablations, on a burst and on two priorities.
+    for tag, params in (
+        ("phi_c", {"phi": "c"}),
+        ("phi_p", {"phi": "p"}),
+        ("deadline", {"order": "deadline"}),
+        ("density", {"order": "density"}),
+        ("tokens", {"latency_aware": False}),
+    ):
+        sched = ("slide_batching", params)
+        out[f"burst3k/least_outstanding+slide_batching_{tag}"] = (
+            lambda s: _burst(3000, s),
+            dict(col, global_policy="least_outstanding", batch_scheduler=sched),
+        )
+        out[f"prio/least_outstanding+slide_batching_{tag}"] = (
+            _prio,
+            dict(profile=ASCEND, instances=4, global_policy="least_outstanding", batch_scheduler=sched),
+        )
+    # GoRouting's non-default forms on two TTFT classes (queues out of deadline order).
+    for tag, params in (
+        ("phi_c", {"mode": "colocated", "gain_phi": "c"}),
+        ("random", {"mode": "colocated", "fallback": "random"}),
+        ("no_compensate", {"mode": "colocated", "compensate": False}),
+    ):
+        out[f"prio/goroute_{tag}"] = (
+            _prio,
+            dict(profile=ASCEND, instances=4, global_policy=("goroute", params), batch_scheduler="sarathi_fcfs"),
+        )
+    out["prio/goroute_pd_no_compensate"] = (
+        _prio,
+        dict(
+            profile=ASCEND,
+            **PD_SMALL,
+            prefill_policy=("goroute", {"mode": "pd", "compensate": False}),
+            decode_policy=("goroute", {"mode": "decode"}),
+            batch_scheduler="sarathi_fcfs",
+        ),
+    )
     goroute_col = ("goroute", {"mode": "colocated"})
     for gp, sched in ((goroute_col, "sarathi_fcfs"), (goroute_col, "edf"), ("round_robin", "edf"), ("hfx", "edf")):
         out[f"burst3k/{gp if isinstance(gp, str) else gp[0]}+{sched}"] = (

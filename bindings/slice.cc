@@ -63,14 +63,15 @@ void init_slice(py::module_& m) {
   m.def(
       "select_slice_tasks",
       [](const std::vector<double>& tpots, const std::vector<double>& utilities, const BatchLatencyCurve& l,
-         double max_cycle, bool spread) {
+         double max_cycle, bool spread, int64_t max_tasks) {
         if (tpots.size() != utilities.size()) throw py::value_error("utilities: need one per tpot");
+        require(max_tasks >= 0, "max_tasks", "must be >= 0");
         require(tpots.size() <= kMaxSliceTasks, "tpots", "at most " + std::to_string(kMaxSliceTasks) + " tasks");
         require(!std::isnan(max_cycle) && max_cycle > 0, "max_cycle", "must be > 0");
         std::vector<SliceTask> t;
         for (size_t i = 0; i < tpots.size(); ++i) t.push_back({tpots[i], utilities[i]});
-        return select_slice_tasks(t, l, max_cycle, spread);
+        return select_slice_tasks(t, l, max_cycle, spread, size_t(max_tasks));
       },
       py::arg("tpots"), py::arg("utilities"), py::arg("latency"), py::arg("max_cycle") = 1.0, py::arg("spread") = false,
-      "SLICE Alg. 2: positions of the selected tasks in utility-rate order");
+      py::arg("max_tasks") = int64_t(1) << 30, "SLICE Alg. 2: positions of the selected tasks in utility-rate order");
 }

@@ -231,6 +231,42 @@ def test_goroute_matches_reference(mode, events, n_inst):
                 del where[old]
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    st.sampled_from(["colocated", "pd"]),
+    st.lists(
+        st.tuples(st.integers(16, 3000), st.floats(0.05, 3.0), st.sampled_from([1.0, 2.0]), st.integers(0, 9)),
+        min_size=20,
+        max_size=150,
+    ),
+    st.integers(1, 3),
+    st.lists(st.floats(0.5, 2.0), min_size=1, max_size=4),
+)
+def test_goroute_matches_reference_on_long_queues(mode, events, n_inst, betas):
+    # Queues far longer than their TTFTs allow (the kept deadline order, the on-time search,
+    # the P/D walk's early stop) and the online correction changing the prefill costs.
+    g = _core.make_global_policy("goroute", {"mode": mode})
+    r_ = ref.GoRoute(ref.GoRouteParams(mode=mode))
+    views = [inst(i, coef=dict(COEF, t_c=0.01 * (1 + i % 3))) for i in range(n_inst)]
+    now, where = 0.0, {}
+    for rid, (prompt, ttft, w, k) in enumerate(events):
+        now += 0.01
+        if k == 9:  # a correction on one instance's model
+            v = views[rid % n_inst]
+            m = v.model
+            m.set_correction(betas[rid % len(betas)])
+            v.model = m
+        r = s.Request(rid, now, prompt, output_len=10, ttft=ttft, tpot=0.1, priority_weight=w)
+        got = route(g, r, views, now)
+        assert views[r_.choose(r, now, views)].id == got
+        where[rid] = got
+        if k == 0:  # the oldest queued request gets its first token
+            old = next(iter(where))
+            g.on_token(old, where[old], 1, now)
+            r_.first_token(old, where[old], now)
+            del where[old]
+
+
 def test_tdg_helpers_and_max_chunk():
     r = s.Request(1, 2.0, 100, output_len=5, ttft=1.0, tpot=0.1, priority_weight=2.0)
     assert _core.tdg_token_deadline(r, 1) == 3.0 and _core.tdg_token_deadline(r, 4) == pytest.approx(3.3)

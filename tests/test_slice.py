@@ -64,11 +64,21 @@ def test_selection_matches_reference(tpots, data, max_cycle, spread):
     cc, rc = curve()
     got = _core.select_slice_tasks(tpots, utils, cc, max_cycle, spread)
     assert got == ref.select_tasks(tpots, utils, rc, max_cycle, spread)
+    # A cap below the task count (the online scheduler's max_num_seqs) orders only the top.
+    cap = data.draw(st.integers(0, len(tpots) + 1))
+    assert _core.select_slice_tasks(tpots, utils, cc, 9.0, spread, max_tasks=cap) == ref.select_tasks(
+        tpots, utils, rc, 9.0, spread, max_tasks=cap
+    )
     rates = [_core.slice_rate(tpots[i]) for i in got]
     if got:  # the selected cycle fits; ur order is non-increasing
         assert ref.period(rates, rc, spread) < max_cycle
         ur = [utils[i] * tpots[i] for i in got]
         assert ur == sorted(ur, reverse=True)
+
+
+def test_selection_max_tasks_must_not_be_negative():
+    with pytest.raises(ValueError, match="max_tasks"):
+        _core.select_slice_tasks([0.1], [1.0], curve()[0], max_tasks=-1)
 
 
 def test_table2_selection_defers_one_type_a_task():

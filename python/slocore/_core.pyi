@@ -1356,7 +1356,7 @@ def requests_from_columns(id: typing.Annotated[numpy.typing.ArrayLike, numpy.int
     ...
 def scaler_names() -> list[str]:
     ...
-def select_slice_tasks(tpots: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], utilities: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], latency: BatchLatencyCurve, max_cycle: typing.SupportsFloat | typing.SupportsIndex = 1.0, spread: bool = False) -> list[int]:
+def select_slice_tasks(tpots: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], utilities: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], latency: BatchLatencyCurve, max_cycle: typing.SupportsFloat | typing.SupportsIndex = 1.0, spread: bool = False, max_tasks: typing.SupportsInt | typing.SupportsIndex = 1073741824) -> list[int]:
     """
     SLICE Alg. 2: positions of the selected tasks in utility-rate order
     """

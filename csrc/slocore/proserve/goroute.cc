@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "slocore/core/errors.h"
 
@@ -98,26 +99,134 @@ double estimate_gain(const GoRouteParams& p, const RouteQueue& q, const LatencyM
 
 namespace {
 
+// ---- the per-queue state a decision reads (RouteQueue::by_deadline, work) ----
+
+CostKey cost_key(const LatencyModel& m) {
+  const LatencyCoeffs& c = m.coeffs();
+  return {m.correction(), c.a_p, c.b_p, c.c_p, true};
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+bool same_key(const CostKey& a, const CostKey& b) {
+  return a.valid && b.valid && same_bits(a.beta, b.beta) && same_bits(a.a_p, b.a_p) && same_bits(a.b_p, b.b_p) &&
+         same_bits(a.c_p, b.c_p);
+}
+
+bool by_deadline_seq(const Queued& a, const Queued& b) {
+  return a.deadline < b.deadline || (a.deadline == b.deadline && a.seq < b.seq);
+}
+
+// by_deadline's costs and the queue's work, for model m: recomputed only when m's prefill
+// coefficients changed (online correction) or, for work, after a removal.
+void refresh(RouteQueue& q, const LatencyModel& m) {
+  const CostKey k = cost_key(m);
+  if (!same_key(q.costed, k)) {
+    q.bad_costs = 0;
+    for (Queued& e : q.by_deadline) {
+      e.cost = m.prefill_cost(e.prompt_len, 0);
+      q.bad_costs += !(e.cost >= 0);
+    }
+    q.costed = k;
+    q.work_valid = false;
+  }
+  if (!q.work_valid) {
+    double work = 0.0;  // in queue order, as the scans sum it
+    for (const Queued& r : q.brief) work += m.prefill_cost(r.prompt_len, 0);
+    q.work = work;
+    q.work_valid = true;
+  }
+}
+
+// PrefillQueueMap[p].add(r): `added` is q.queue's new last request.
+void push_queued(RouteQueue& q, const Request& added, const LatencyModel& m, const TdgWeights& w) {
+  Queued e{ttft_deadline(added), token_weight(added, 1, w), added.prompt_len};
+  e.id = added.id;
+  e.seq = q.next_seq++;
+  q.brief.push_back(e);
+  const bool costed = same_key(q.costed, cost_key(m));
+  if (!costed) q.costed.valid = false;  // every cost recomputed when next read
+  const double cost = costed ? m.prefill_cost(added.prompt_len, 0) : 0.0;
+  if (q.work_valid && costed)
+    q.work += cost;  // the sum in queue order, one more term
+  else
+    q.work_valid = false;
+  if (std::isnan(e.deadline)) {
+    ++q.nan_deadlines;
+    return;
+  }
+  e.cost = cost;
+  q.bad_costs += costed && !(cost >= 0);
+  // Its seq is the largest: after every equal deadline.
+  q.by_deadline.insert(std::upper_bound(q.by_deadline.begin(), q.by_deadline.end(), e, by_deadline_seq), e);
+}
+
+// Removes q.queue[i] (and its brief entry, index for index).
+void remove_queued(RouteQueue& q, size_t i) {
+  const Queued e = q.brief[i];
+  q.brief.erase(q.brief.begin() + std::ptrdiff_t(i));
+  q.queue.erase(q.queue.begin() + std::ptrdiff_t(i));
+  q.work_valid = false;
+  if (std::isnan(e.deadline)) {
+    --q.nan_deadlines;
+    return;
+  }
+  auto it = std::lower_bound(q.by_deadline.begin(), q.by_deadline.end(), e, by_deadline_seq);
+  if (it == q.by_deadline.end() || it->seq != e.seq) {  // not kept in order: rebuild
+    q.by_deadline.clear();
+    for (const Queued& r : q.brief)
+      if (!std::isnan(r.deadline)) q.by_deadline.push_back(r);
+    std::stable_sort(q.by_deadline.begin(), q.by_deadline.end(), by_deadline_seq);
+    q.costed.valid = false;
+    return;
+  }
+  if (q.costed.valid) q.bad_costs -= !(it->cost >= 0);
+  q.by_deadline.erase(it);
+}
+
+// sum over the queue, in queue order, of the Eq. 3 weights of the requests whose first-token
+// deadline is after `done` (ESTIMATEGAIN's phi_a sum): only those are read, put back in queue
+// order (the terms skipped are + 0.0, which leaves a sum that starts at +0.0 unchanged); a
+// plain pass when they are many.
+double queue_gain(const RouteQueue& q, double done, std::vector<Queued>& scratch) {
+  auto from = std::upper_bound(q.by_deadline.begin(), q.by_deadline.end(), done,
+                               [](double x, const Queued& e) { return x < e.deadline; });
+  const size_t n = size_t(q.by_deadline.end() - from);
+  double gain = 0.0;
+  if (n == 0) return gain;
+  if (8 * n > q.brief.size()) {
+    for (const Queued& r : q.brief) gain += done < r.deadline ? r.weight : 0.0;
+    return gain;
+  }
+  scratch.assign(from, q.by_deadline.end());
+  std::sort(scratch.begin(), scratch.end(), [](const Queued& a, const Queued& b) { return a.seq < b.seq; });
+  for (const Queued& r : scratch) gain += r.weight;
+  return gain;
+}
+
 // ESTIMATEEXEC and ESTIMATEGAIN of one instance for a decision, without and with r: what
 // estimate_exec/estimate_gain compute (the same operations on the same doubles, in the same
-// order), but reading the queue twice in all instead of ten times (colocated phi_a) and
-// ordering it once instead of twice (P/D phi_p). Returns false where it does not apply
-// (colocated phi_c; a NaN first-token deadline, which has no stable order to reuse).
+// order), from the queue's kept state: its work sum, and its requests in deadline order
+// (colocated phi_a: the smallest remaining TTFT and the requests still on time by a binary
+// search; P/D phi_p: the walk in deadline order stops once both clocks are past the last
+// deadline, since a clock that only grows cannot meet a deadline after that). Returns false
+// where it does not apply (colocated phi_c; in P/D, a NaN first-token deadline, which has no
+// stable order).
 struct Evaluation {
   double exec0 = 0.0, exec1 = 0.0, delta = 0.0;
 };
 
-bool evaluate(const GoRouteParams& p, const RouteQueue& q, const LatencyModel& m, const Request& rk, const Request& req,
+bool evaluate(const GoRouteParams& p, RouteQueue& q, const LatencyModel& m, const Request& rk, const Request& req,
               Time now, std::vector<Queued>& scratch, Evaluation& out) {
   if (q.brief.size() != q.queue.size()) return false;
   const double el = elapsed(p, q, now);
   if (p.mode == GoMode::Colocated && p.gain_phi == Phi::Aggressive) {
-    double work = 0.0, t_budget = req.slo.tpot;
-    for (const Queued& r : q.brief) {
-      work += m.prefill_cost(r.prompt_len, 0);
-      const double remain = r.deadline - now;
-      if (remain > 0) t_budget = std::min(t_budget, remain);
-    }
+    refresh(q, m);
+    const double work = q.work;
+    double t_budget = req.slo.tpot;  // min over the queue of the remaining TTFTs > 0
+    auto first_after = std::upper_bound(q.by_deadline.begin(), q.by_deadline.end(), now,
+                                        [](double x, const Queued& e) { return x < e.deadline; });
+    if (first_after != q.by_deadline.end()) t_budget = std::min(t_budget, first_after->deadline - now);
     const double work1 = work + m.prefill_cost(rk.prompt_len, 0);
     double t_budget1 = t_budget;
     if (const double remain = ttft_deadline(rk) - now; remain > 0) t_budget1 = std::min(t_budget1, remain);
@@ -134,32 +243,23 @@ bool evaluate(const GoRouteParams& p, const RouteQueue& q, const LatencyModel& m
     out.exec0 = exec(q.queue.size(), factor(t_budget), work);
     out.exec1 = exec(q.queue.size() + 1, factor(t_budget1), work1);
     const double done0 = now + out.exec0, done1 = now + out.exec1;
-    double gain0 = 0.0, gain1 = 0.0;
-    for (const Queued& r : q.brief) {
-      gain0 += done0 < r.deadline ? r.weight : 0.0;
-      gain1 += done1 < r.deadline ? r.weight : 0.0;
-    }
+    const double gain0 = queue_gain(q, done0, scratch);
+    double gain1 = queue_gain(q, done1, scratch);
     if (done1 < ttft_deadline(rk)) gain1 += token_weight(rk, 1, p.weights);
     out.delta = gain1 - gain0;
     return true;
   }
-  if (p.mode != GoMode::Pd) return false;
+  if (p.mode != GoMode::Pd || q.nan_deadlines > 0) return false;
   // phi_p: the queue in first-token deadline order (stable), r after every equal deadline.
-  scratch.clear();
-  double work = 0.0;
-  bool sorted = true;
-  for (const Queued& r : q.brief) {
-    if (std::isnan(r.deadline)) return false;
-    sorted = sorted && (scratch.empty() || !(r.deadline < scratch.back().deadline));
-    scratch.push_back(r);
-    work += scratch.back().cost = m.prefill_cost(r.prompt_len, 0);
-  }
   const double cost_k = m.prefill_cost(rk.prompt_len, 0);
   const Queued k{ttft_deadline(rk), token_weight(rk, 1, p.weights), rk.prompt_len, cost_k};
   if (std::isnan(k.deadline)) return false;
-  auto by_deadline = [](const Queued& a, const Queued& b) { return a.deadline < b.deadline; };
-  if (!sorted) std::stable_sort(scratch.begin(), scratch.end(), by_deadline);
-  const size_t at = size_t(std::upper_bound(scratch.begin(), scratch.end(), k, by_deadline) - scratch.begin());
+  refresh(q, m);
+  const std::vector<Queued>& order = q.by_deadline;
+  const double work = q.work;
+  const size_t at = size_t(std::upper_bound(order.begin(), order.end(), k.deadline,
+                                            [](double x, const Queued& e) { return x < e.deadline; }) -
+                           order.begin());
   const double n0 = double(q.queue.size()), n1 = double(q.queue.size() + 1);
   out.exec0 = std::max(0.0, work + n0 * m.overhead() - el);
   out.exec1 = std::max(0.0, (work + cost_k) + n1 * m.overhead() - el);
@@ -169,11 +269,16 @@ bool evaluate(const GoRouteParams& p, const RouteQueue& q, const LatencyModel& m
     t += c.cost + m.overhead();  // prefill_cost(prompt, 0) + overhead, as estimate_gain
     if (std::max(t, now) < c.deadline) gain += c.weight;
   };
-  for (size_t i = 0; i <= scratch.size(); ++i) {
+  // Every step adds a cost + overhead >= 0: once both clocks reach the last deadline, no later
+  // request (r included) is on time.
+  const bool grows = q.bad_costs == 0 && m.overhead() >= 0 && cost_k >= 0;
+  const double last = std::max(order.empty() ? -kNever : order.back().deadline, k.deadline);
+  for (size_t i = 0; i <= order.size(); ++i) {
     if (i == at) step(k, t1, gain1);
-    if (i == scratch.size()) break;
-    step(scratch[i], t0, gain0);
-    step(scratch[i], t1, gain1);
+    if (i == order.size()) break;
+    if (grows && t0 >= last && t1 >= last) break;
+    step(order[i], t0, gain0);
+    step(order[i], t1, gain1);
   }
   out.delta = gain1 - gain0;
   return true;
@@ -205,14 +310,13 @@ int GoRoutePolicy::choose(const Request& r, Time now, const std::vector<Instance
   std::vector<Request> uncached(ok.size(), r);  // r as each candidate would prefill it
   PromptChains chains(r);
   double dmax = -kNever;
-  static const RouteQueue kEmpty;
   for (size_t k = 0; k < ok.size(); ++k) {  // lines 2-7
     const InstanceView& v = views[size_t(ok[k])];
     if (!r.prefix.empty())  // prefix caching: only the uncached prompt tokens are prefilled
       uncached[k].prompt_len = std::max<Tokens>(1, r.prompt_len - v.cached_prefix_tokens(chains.get(v.block_size)));
     const Request& rk = uncached[k];
     auto it = queues_.find(v.id);
-    const RouteQueue& q = it == queues_.end() ? kEmpty : it->second;
+    RouteQueue& q = it == queues_.end() ? none_ : it->second;
     if (Evaluation e; evaluate(p_, q, v.model, rk, r, now, scratch_, e)) {
       delta[k] = e.delta, exec0[k] = e.exec0, exec1[k] = e.exec1;
     } else {
@@ -253,8 +357,7 @@ int GoRoutePolicy::choose(const Request& r, Time now, const std::vector<Instance
   pick = ok[chosen];
   RouteQueue& q = queues_[views[size_t(pick)].id];  // PrefillQueueMap[p].add(r)
   q.queue.push_back(uncached[chosen]);
-  const Request& added = q.queue.back();
-  q.brief.push_back({ttft_deadline(added), token_weight(added, 1, p_.weights), added.prompt_len});
+  push_queued(q, q.queue.back(), views[size_t(pick)].model, p_.weights);
   q.ts = now;
   return pick;
 }
@@ -262,13 +365,17 @@ int GoRoutePolicy::choose(const Request& r, Time now, const std::vector<Instance
 void GoRoutePolicy::first_token(Id request, Id instance, Time now) {
   auto it = queues_.find(instance);
   if (it == queues_.end()) return;
-  auto& qq = it->second.queue;
-  auto r = std::find_if(qq.begin(), qq.end(), [&](const Request& x) { return x.id == request; });
-  if (r == qq.end()) return;
-  auto& brief = it->second.brief;
-  if (brief.size() == qq.size()) brief.erase(brief.begin() + (r - qq.begin()));
-  qq.erase(r);
-  it->second.ts = now;
+  RouteQueue& q = it->second;
+  if (q.brief.size() == q.queue.size()) {  // found in the compact copy, index for index
+    auto r = std::find_if(q.brief.begin(), q.brief.end(), [&](const Queued& x) { return x.id == request; });
+    if (r == q.brief.end()) return;
+    remove_queued(q, size_t(r - q.brief.begin()));
+  } else {
+    auto r = std::find_if(q.queue.begin(), q.queue.end(), [&](const Request& x) { return x.id == request; });
+    if (r == q.queue.end()) return;
+    q.queue.erase(r);
+  }
+  q.ts = now;
   if (p_.mode == GoMode::Colocated) {
     it->second.n_d += 1;
     decoding_[request] = true;

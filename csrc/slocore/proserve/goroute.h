@@ -58,15 +58,23 @@ struct GoRouteParams {
   void validate() const;
 };
 
-// A queued request and its prefill cost (estimate_gain's phi_p walk, in deadline order).
 // A queued request as ESTIMATEGAIN reads it: its first-token deadline, its Eq. 3 weight, its
-// prompt (and, in a deadline-ordered copy, its prefill cost). Compact, so that the per-decision
-// reads of a long queue stay in cache.
+// prompt (and, in the deadline-ordered copy, its prefill cost), its id and its place in the
+// queue (seq grows with every request added, so queue order is seq order). Compact, so that
+// the per-decision reads of a long queue stay in cache.
 struct Queued {
   double deadline;
   double weight;
   Tokens prompt_len;
   double cost = 0.0;
+  Id id = 0;
+  uint64_t seq = 0;
+};
+
+// The prefill-cost coefficients of a LatencyModel: prefill_cost(l, 0) depends on these alone.
+struct CostKey {
+  double beta = 0.0, a_p = 0.0, b_p = 0.0, c_p = 0.0;
+  bool valid = false;
 };
 
 // The router's view of one instance (PrefillQueueMap entry plus n_d).
@@ -75,6 +83,14 @@ struct RouteQueue {
   std::vector<Queued> brief;   // queue's entries, index for index (kept by GoRoutePolicy)
   Time ts = 0.0;               // last update of `queue`
   int64_t n_d = 0;             // requests in their decode phase (colocated)
+  // Kept by GoRoutePolicy beside `brief`, so that a decision does not read the whole queue:
+  std::vector<Queued> by_deadline;  // brief without NaN deadlines, by (deadline, seq): stable deadline order
+  size_t nan_deadlines = 0;         // entries of brief not in by_deadline
+  uint64_t next_seq = 0;
+  CostKey costed;           // the model by_deadline's costs (and `work`) were computed with
+  size_t bad_costs = 0;     // by_deadline costs that are not >= 0
+  double work = 0.0;        // sum of the prefill costs in queue order (as the scans add them)
+  bool work_valid = false;  // false after a removal: recomputed when read
 };
 
 // ESTIMATEEXEC(p[, req]) and ESTIMATEGAIN(Q) for one instance; `extra` is the request being
@@ -104,7 +120,8 @@ class GoRoutePolicy : public PushPolicy {
   std::mt19937_64 rng_;
   std::unordered_map<Id, RouteQueue> queues_;
   std::unordered_map<Id, bool> decoding_;  // request -> counted in n_d
-  std::vector<Queued> scratch_;            // a queue in deadline order (kept for its storage)
+  std::vector<Queued> scratch_;            // evaluate() scratch (kept for its storage)
+  RouteQueue none_;                        // the queue of an instance nothing was sent to yet
 };
 
 }  // namespace slocore::proserve

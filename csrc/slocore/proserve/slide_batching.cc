@@ -26,10 +26,26 @@ Tokens max_chunk(const LatencyModel& m, const RequestState& s, double time_left)
   return q;
 }
 
-std::vector<SlideCandidate> slide_order(const InstanceView& v, Time now, const SlideParams& p, double* t_budget) {
+namespace {
+
+// Line 13's order with the stable sort's tie-break written out (position in the view: running
+// ones first, then by index): a total order while no key is NaN, so a partial sort of it gives
+// the same prefix as the stable sort.
+bool slide_before(const SlideCandidate& a, const SlideCandidate& b) {
+  if (a.urgent != b.urgent) return a.urgent;
+  if (a.urgent ? a.density != b.density : a.remain != b.remain)
+    return a.urgent ? a.density > b.density : a.remain < b.remain;
+  if (a.running != b.running) return a.running;
+  return a.index < b.index;
+}
+
+// Lines 1-12 into q (unsorted, in view order); true when a sort key is NaN.
+bool slide_candidates(const InstanceView& v, Time now, const SlideParams& p, double* t_budget,
+                      std::vector<SlideCandidate>& q) {
   const LatencyModel& m = v.model;
-  std::vector<SlideCandidate> q;
+  q.clear();
   q.reserve(v.num_requests());
+  bool nan_key = false;
   double t_min = kNever, sum_exec = 0.0;
   auto add = [&](const RequestState& s, bool running, size_t i) {  // lines 2-6
     SlideCandidate c{{&s, running, i}};
@@ -40,6 +56,7 @@ std::vector<SlideCandidate> slide_order(const InstanceView& v, Time now, const S
     // A token already late cannot be saved by a smaller batch; letting it set the budget (line 6
     // takes the min over every request) would pin t_budget at eta while any request is late.
     if (c.remain > 0) t_min = std::min(t_min, c.remain);
+    nan_key = nan_key || std::isnan(c.remain) || std::isnan(c.density);
     sum_exec += c.exec;
     q.push_back(c);
   };
@@ -63,37 +80,107 @@ std::vector<SlideCandidate> slide_order(const InstanceView& v, Time now, const S
   }
   for (size_t i = 0; i < q.size(); ++i)  // lines 8-12
     q[i].urgent = p.order == SlideOrder::Density || (p.order == SlideOrder::Slide && q[i].remain < p.gamma * phi[i]);
+  return nan_key;
+}
+
+void stable_order(std::vector<SlideCandidate>& q) {
   std::stable_sort(q.begin(), q.end(), [](const SlideCandidate& a, const SlideCandidate& b) {  // line 13
     if (a.urgent != b.urgent) return a.urgent;
     return a.urgent ? a.density > b.density : a.remain < b.remain;
   });
+}
+
+// q in line 13's order, sorted only as far as it is read: each extension partitions off the
+// next (at least 64, doubling) best candidates and sorts them.
+class LazyOrder {
+ public:
+  LazyOrder(std::vector<SlideCandidate>& q, bool sorted) : q_(q), done_(sorted ? q.size() : 0) {}
+  const SlideCandidate& operator[](size_t j) {
+    while (j >= done_) {
+      const size_t k = std::min(q_.size(), std::max<size_t>(64, 2 * done_));
+      const auto first = q_.begin() + std::ptrdiff_t(done_), mid = q_.begin() + std::ptrdiff_t(k);
+      if (k < q_.size()) std::nth_element(first, mid, q_.end(), slide_before);
+      std::sort(first, mid, slide_before);
+      done_ = k;
+    }
+    return q_[j];
+  }
+
+ private:
+  std::vector<SlideCandidate>& q_;
+  size_t done_;
+};
+
+}  // namespace
+
+std::vector<SlideCandidate> slide_order(const InstanceView& v, Time now, const SlideParams& p, double* t_budget) {
+  std::vector<SlideCandidate> q;
+  slide_candidates(v, now, p, t_budget, q);
+  stable_order(q);
   return q;
 }
 
 BatchPlan SlideBatchingScheduler::schedule(const InstanceView& v, Time now) {
   double budget = 0.0;
-  const std::vector<SlideCandidate> q = slide_order(v, now, p_, &budget);
+  std::vector<SlideCandidate>& q = q_;
+  const bool nan_key = slide_candidates(v, now, p_, &budget, q);
   urgent_ = size_t(std::count_if(q.begin(), q.end(), [](const SlideCandidate& c) { return c.urgent; }));
   normal_ = q.size() - urgent_;
   const LatencyModel& m = v.model;
   const double limit = p_.latency_aware ? budget : kNever;
   PlanBuilder b(v, p_.latency_aware ? v.max_batch_tokens : p_.token_budget);
-  // Victims for KV shortage: running requests, the back (least preferred) evicted first.
+  // Victims for KV shortage: running requests in line 13's order, the back (least preferred)
+  // evicted first. The loop below usually stops long before the end of the order, so the
+  // order is built as far as it reads (a NaN key: the stable sort of everything, as before).
   std::vector<size_t> victims;
-  for (const SlideCandidate& c : q)
-    if (c.running) victims.push_back(c.index);
-  double t_batch = m.overhead();       // line 14
-  for (const SlideCandidate& c : q) {  // lines 15-18
-    if ((b.planned_count() > 0 && t_batch >= limit) || b.seq_full() || b.budget_left() <= 0) break;
+  if (nan_key) {
+    stable_order(q);
+    for (const SlideCandidate& c : q)
+      if (c.running) victims.push_back(c.index);
+  } else {
+    running_.clear();
+    for (const SlideCandidate& c : q)
+      if (c.running) running_.push_back(c);
+    std::sort(running_.begin(), running_.end(), slide_before);
+    for (const SlideCandidate& c : running_) victims.push_back(c.index);
+  }
+  LazyOrder order(q, nan_key);
+  // Once something is planned and the time left is below the cheapest prefill token
+  // (prefill_cost(1, 0): the cost only grows with the chunk and the context, coefficients
+  // >= 0), GETMAXCHUNK gives every later prefill 0 tokens and the time left only shrinks: the
+  // rest of the order is its decodes alone (`decodes`, in the same order).
+  const LatencyCoeffs& co = m.coeffs();
+  const bool monotone = m.correction() > 0 && co.a_p >= 0 && co.b_p >= 0 && co.c_p >= 0;
+  const double one_token = m.prefill_cost(1, 0);
+  double t_batch = m.overhead();  // line 14
+  auto full = [&] { return (b.planned_count() > 0 && t_batch >= limit) || b.seq_full() || b.budget_left() <= 0; };
+  auto decode_step = [&](const SlideCandidate& c) {  // a decode step is atomic: GETMAXCHUNK is its exec
+    const RequestState& s = *c.s;
+    const size_t before = b.planned_count();
+    if (c.running)
+      run_with_preemption(b, {c.index}, victims);
+    else
+      b.add(s, false, 1, false);
+    if (b.planned_count() > before && b.planned(s.request.id)) t_batch += c.exec;
+  };
+  for (size_t j = 0; j < q.size(); ++j) {  // lines 15-18
+    if (full()) break;
+    if (!nan_key && monotone && j > 0 && b.planned_count() > 0 && one_token > limit - t_batch) {
+      decodes_.clear();
+      for (const SlideCandidate& c : q)
+        if (!c.s->in_prefill() && slide_before(order[j - 1], c)) decodes_.push_back(c);
+      std::sort(decodes_.begin(), decodes_.end(), slide_before);
+      for (const SlideCandidate& c : decodes_) {
+        if (full()) break;
+        if (!b.planned(c.s->request.id)) decode_step(c);
+      }
+      break;
+    }
+    const SlideCandidate& c = order[j];
     const RequestState& s = *c.s;
     if (b.planned(s.request.id)) continue;
-    if (!s.in_prefill()) {  // a decode step is atomic: GETMAXCHUNK is its exec
-      const size_t before = b.planned_count();
-      if (c.running)
-        run_with_preemption(b, {c.index}, victims);
-      else
-        b.add(s, false, 1, false);
-      if (b.planned_count() > before && b.planned(s.request.id)) t_batch += c.exec;
+    if (!s.in_prefill()) {
+      decode_step(c);
       continue;
     }
     Tokens k = max_chunk(m, s, limit - t_batch);

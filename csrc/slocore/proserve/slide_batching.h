@@ -70,6 +70,7 @@ class SlideBatchingScheduler : public BatchScheduler {
  private:
   SlideParams p_;
   size_t urgent_ = 0, normal_ = 0;
+  std::vector<SlideCandidate> q_, running_, decodes_;  // schedule() scratch
 };
 
 }  // namespace slocore::proserve

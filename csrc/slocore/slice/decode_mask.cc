@@ -76,6 +76,40 @@ double period_eq7_table(const std::vector<int>& v, const std::vector<double>& l)
   return t;
 }
 
+// Tasks of one rate, in a rate-descending list.
+struct RateRun {
+  int rate;
+  size_t count;
+};
+
+// `runs` with one more task at rate v, into `out`.
+void with_rate(const std::vector<RateRun>& runs, int v, std::vector<RateRun>& out) {
+  out.clear();
+  bool placed = false;
+  for (const RateRun& r : runs) {
+    if (!placed && v > r.rate) out.push_back({v, 1}), placed = true;
+    if (!placed && v == r.rate) {
+      out.push_back({v, r.count + 1}), placed = true;
+      continue;
+    }
+    out.push_back(r);
+  }
+  if (!placed) out.push_back({v, 1});
+}
+
+// period_eq7_table over runs: v_b l(b+1), then (v_j - v_j+1) l(j+1) at each run's last j.
+double period_eq7_runs(const std::vector<RateRun>& runs, const std::vector<double>& l) {
+  size_t n = 0;
+  for (const RateRun& r : runs) n += r.count;
+  double t = double(runs.back().rate) * l[n];
+  size_t through = 0;
+  for (size_t k = 0; k + 1 < runs.size(); ++k) {
+    through += runs[k].count;
+    t += double(runs[k].rate - runs[k + 1].rate) * l[through];
+  }
+  return t;
+}
+
 double mask_period_table(const DecodeMask& m, const std::vector<double>& l) {
   double t = 0.0;
   for (int c = 0; c < m.cols(); ++c) t += l[m.column(c).size()];
@@ -95,16 +129,35 @@ std::vector<size_t> select_slice_tasks(const std::vector<SliceTask>& tasks, cons
     require(std::isfinite(tasks[i].utility) && tasks[i].utility >= 0, "utility", "must be finite and >= 0");
     ur[i] = utility_rate(tasks[i].utility, std::isfinite(tasks[i].tpot) ? tasks[i].tpot : 1.0);
   }
-  std::stable_sort(by_rate.begin(), by_rate.end(), [&](size_t a, size_t b) { return ur[a] > ur[b]; });  // line 7
+  // Line 7: by utility rate, descending, ties in input order (a total order: ur is never NaN).
+  // The loop below reads at most max_tasks of them, so only that top is put in order.
+  auto before = [&](size_t a, size_t b) { return ur[a] > ur[b] || (ur[a] == ur[b] && a < b); };
+  const size_t top = std::min(max_tasks, tasks.size());
+  if (top < tasks.size())
+    std::nth_element(by_rate.begin(), by_rate.begin() + std::ptrdiff_t(top), by_rate.end(), before);
+  std::sort(by_rate.begin(), by_rate.begin() + std::ptrdiff_t(top), before);
   std::vector<size_t> chosen;
   std::vector<int> rates;  // of the chosen, sorted descending (line 11)
   // A trial holds at most min(max_tasks, tasks) tasks: l at every batch size it can form, once
   // (the periods below evaluate l O(selected) times per trial).
-  std::vector<double> lt(std::min(max_tasks, tasks.size()) + 1);
+  std::vector<double> lt(top + 1);
   for (size_t k = 0; k < lt.size(); ++k) lt[k] = l(double(k));
-  for (size_t i : by_rate) {
+  // Eq. 7's terms between equal neighbours are (v_j - v_j+1) l = 0 exactly (l finite), so the
+  // front-loaded cycle is summed over runs of equal rates instead of over every task: the
+  // same nonzero terms in the same order, O(distinct rates) a trial instead of O(selected).
+  const bool by_runs = !spread && std::all_of(lt.begin(), lt.end(), [](double x) { return std::isfinite(x); });
+  std::vector<RateRun> runs, trial_runs;  // the chosen's rates, descending
+  for (size_t j = 0; j < top; ++j) {
+    const size_t i = by_rate[j];
     if (chosen.size() >= max_tasks) break;
     const int v = rate_of(tasks[i].tpot);
+    if (by_runs) {
+      with_rate(runs, v, trial_runs);
+      if (period_eq7_runs(trial_runs, lt) >= max_cycle) break;  // lines 12-16
+      runs.swap(trial_runs);
+      chosen.push_back(i);
+      continue;
+    }
     std::vector<int> trial = rates;
     trial.insert(std::upper_bound(trial.begin(), trial.end(), v, std::greater<int>()), v);
     const double period =

@@ -55,6 +55,7 @@ class SliceScheduler : public BatchScheduler {
 
  private:
   void reschedule(const InstanceView& v, Time now);
+  void locate(const InstanceView& v);  // at_ for selected_
 
   SliceParams p_;
   std::vector<Id> known_;     // sorted ids of the task set at the last selection
@@ -62,8 +63,15 @@ class SliceScheduler : public BatchScheduler {
   DecodeMask mask_;           // rows over selected_ positions
   int col_ = 0;
   int64_t reschedules_ = 0;
-  std::vector<Id> ids_;  // schedule() scratch: this iteration's sorted ids
-  IdIndex where_;        // schedule() scratch: id -> running index, or running.size() + waiting index
+  bool dups_ = false;                     // known_ holds an id twice
+  std::vector<Id> seq_;                   // the ids in view order at the last call (sorted: known_)
+  std::vector<Id> ids_;                   // schedule() scratch: this call's ids in view order
+  std::vector<Id> sorted_;                // schedule() scratch: ids_ sorted
+  std::vector<Candidate> at_;             // where each selected_ task is this call (s null: not on the instance)
+  IdIndex where_;                         // locate() scratch
+  std::vector<size_t> repeats_;           // locate() scratch: positions of selected ids named before
+  std::vector<const RequestState*> all_;  // reschedule() scratch
+  std::vector<SliceTask> tasks_;          // reschedule() scratch
 };
 
 }  // namespace slocore::slice
