@@ -212,9 +212,19 @@ def test_step_fit_learns_an_engines_steps_from_their_times():
         now[0] += truth_time(ASCEND, items)
         sf.end(i)
     assert sf.steps == 20 * step_fit.WINDOW and model.correction == 1.0
+    first = sf.report()  # over every step so far: the early ones on the H100 profile
+    assert first["steps"] == sf.steps and first["rms_rel_error"] > 0.1
+    assert sf.report()["rms_rel_error"] is None  # a new window
     held_out = [random_batch(rng) for _ in range(200)]
     err = max(abs(model.batch_time([_core.BatchItem(*it) for it in b]) / truth_time(ASCEND, b) - 1) for b in held_out)
     assert err < 0.05
+    for i in range(step_fit.WINDOW):  # the refitted model predicts the steps it times
+        items = random_batch(rng)
+        sf.begin(i, [_core.BatchItem(*it) for it in items])
+        now[0] += truth_time(ASCEND, items)
+        sf.end(i)
+    r = sf.report()
+    assert r["rms_rel_error"] < 0.05 < 0.3 < r["prior_rms_rel_error"]
     sf.end("never begun")  # ignored
     sf.begin("empty", [])  # a step that runs nothing is not timed
     for i in range(3 * step_fit.MAX_OPEN):

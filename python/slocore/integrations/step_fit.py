@@ -27,8 +27,10 @@ class StepFit:
             setattr(prior, k, getattr(c, k) * beta)
         self.model, self.window, self.clock = model, window, clock
         self.fit = _s.OnlineFit(prior)
+        self.prior = _s.LatencyModel(prior)  # what the model would say without the fit
         self.steps = 0
         self._open: dict = {}
+        self._sq, self._sq0, self._n = 0.0, 0.0, 0  # squared relative errors (model, prior) since report()
 
     def begin(self, key, items: list) -> None:
         """A step of `items` (``slocore.BatchItem``: tokens computed now, cached before, prefill)."""
@@ -36,7 +38,12 @@ class StepFit:
             return
         if len(self._open) >= MAX_OPEN:
             self._open.pop(next(iter(self._open)))
-        self._open[key] = (self.clock(), _s.OnlineFit.features(items))
+        self._open[key] = (
+            self.clock(),
+            _s.OnlineFit.features(items),
+            self.model.batch_time(items),
+            self.prior.batch_time(items),
+        )
 
     def end(self, key) -> None:
         rec = self._open.pop(key, None)
@@ -46,7 +53,21 @@ class StepFit:
         if not (dt > 0):
             return
         self.fit.observe(rec[1], dt)
+        self._sq += (rec[2] / dt - 1.0) ** 2
+        self._sq0 += (rec[3] / dt - 1.0) ** 2
+        self._n += 1
         self.steps += 1
         if self.steps % self.window == 0:
             self.model.set_correction(1.0)
             self.model.set_coeffs(self.fit.solve())
+
+    def report(self) -> dict:
+        """Steps timed, the rms relative error of the model's step predictions since the last
+        report and of the prior's on the same steps (None before any), and the coefficients
+        now; starts a new error window."""
+        rms = (self._sq / self._n) ** 0.5 if self._n else None
+        rms0 = (self._sq0 / self._n) ** 0.5 if self._n else None
+        self._sq, self._sq0, self._n = 0.0, 0.0, 0
+        c = self.model.coeffs
+        coeffs = {k: getattr(c, k) * self.model.correction for k in ("t_c", "a_p", "b_p", "c_p", "a_d", "b_d")}
+        return {"steps": self.steps, "rms_rel_error": rms, "prior_rms_rel_error": rms0, "coeffs": coeffs}

@@ -55,6 +55,7 @@ from slocore.integrations.step_fit import StepFit
 logger = logging.getLogger("vllm.slocore")
 DEFAULT_TTFT_S = 2.0
 DEFAULT_TPOT_S = 0.1
+REPORT_STEPS = 1024  # the online fit's state goes to the log every so many steps
 
 
 def default_scheduler_name() -> str:
@@ -159,6 +160,17 @@ class SlocoreScheduler(Scheduler):
     def update_from_output(self, scheduler_output, model_runner_output):
         if self.step_fit is not None:
             self.step_fit.end(id(scheduler_output))
+            if self.step_fit.steps and self.step_fit.steps % REPORT_STEPS == 0:
+                r = self.step_fit.report()
+                logger.info(
+                    "slocore latency model after %d steps: rms step error %.1f%% over the last %d "
+                    "(the profile's: %.1f%%); %s",
+                    r["steps"],
+                    100 * r["rms_rel_error"],
+                    REPORT_STEPS,
+                    100 * r["prior_rms_rel_error"],
+                    ", ".join(f"{k}={v:.3g}" for k, v in r["coeffs"].items()),
+                )
         return super().update_from_output(scheduler_output, model_runner_output)
 
     # --- one step ----------------------------------------------------------------------
