@@ -52,6 +52,17 @@ def scenarios() -> dict:
     """name -> (workload factory(seed), simulate() kwargs)."""
     out = {}
     col = dict(profile=H100, instances=4)
+
+    def burst_and_prio(name, sched):  # a 3k burst and two priorities behind least-outstanding
+        out[f"burst3k/least_outstanding+{name}"] = (
+            lambda s: _burst(3000, s),
+            dict(col, global_policy="least_outstanding", batch_scheduler=sched),
+        )
+        out[f"prio/least_outstanding+{name}"] = (
+            _prio,
+            dict(profile=ASCEND, instances=4, global_policy="least_outstanding", batch_scheduler=sched),
+        )
+
     for sched in (
         "sarathi_fcfs",
         "edf",
@@ -62,14 +73,7 @@ def scenarios() -> dict:
         "vllm_fcfs",
         "mlfq",
     ):
-        out[f"burst3k/least_outstanding+{sched}"] = (
-            lambda s: _burst(3000, s),
-            dict(col, global_policy="least_outstanding", batch_scheduler=sched),
-        )
-        out[f"prio/least_outstanding+{sched}"] = (
-            _prio,
-            dict(profile=ASCEND, instances=4, global_policy="least_outstanding", batch_scheduler=sched),
-        )
+        burst_and_prio(sched, sched)
     # SLICE's dynamic mix (real-time and best-effort tasks: several utilities and TPOTs, so the
     # utility-rate order has ties and non-ties) with every utility adaptor and the spread mask.
     rtx = dict(profile="rtx4060ti-chatglm2-6b-int4", instances=1, global_policy="round_robin")
@@ -91,15 +95,7 @@ def scenarios() -> dict:
         ("density", {"order": "density"}),
         ("tokens", {"latency_aware": False}),
     ):
-        sched = ("slide_batching", params)
-        out[f"burst3k/least_outstanding+slide_batching_{tag}"] = (
-            lambda s: _burst(3000, s),
-            dict(col, global_policy="least_outstanding", batch_scheduler=sched),
-        )
-        out[f"prio/least_outstanding+slide_batching_{tag}"] = (
-            _prio,
-            dict(profile=ASCEND, instances=4, global_policy="least_outstanding", batch_scheduler=sched),
-        )
+        burst_and_prio(f"slide_batching_{tag}", ("slide_batching", params))
     # GoRouting's non-default forms on two TTFT classes (queues out of deadline order).
     for tag, params in (
         ("phi_c", {"mode": "colocated", "gain_phi": "c"}),
