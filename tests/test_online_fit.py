@@ -232,3 +232,17 @@ def test_step_fit_learns_an_engines_steps_from_their_times():
     assert len(sf._open) == step_fit.MAX_OPEN
     with pytest.raises(ValueError, match="window"):
         step_fit.StepFit(model, window=0)
+    # the plugin's setting (config or SLOCORE_ONLINE_FIT): a bool or its usual spellings
+    assert [step_fit.online_fit_setting(v) for v in (True, "1", " ON ", "yes", False, "0", "off", "False")] == [
+        True,
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
+    for bad in ("maybe", "", 2, None):
+        with pytest.raises(ValueError, match="online_fit"):
+            step_fit.online_fit_setting(bad)

@@ -11,6 +11,25 @@ import slocore as _s
 
 WINDOW = 32  # steps between refits: the simulator's correction_window
 MAX_OPEN = 64  # steps begun and not ended (an engine that overlaps steps); older ones dropped
+COEFFS = ("t_c", "a_p", "b_p", "c_p", "a_d", "b_d")
+_ON, _OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def online_fit_setting(value) -> bool:
+    """A config or environment value for ``online_fit``: a bool, or 1/0, true/false, yes/no,
+    on/off in any case; anything else is a ValueError naming the field."""
+    if isinstance(value, bool):
+        return value
+    v = str(value).strip().lower()
+    if v in _ON or v in _OFF:
+        return v in _ON
+    raise ValueError(f"online_fit: expected true or false (1/0, yes/no, on/off), got {value!r}")
+
+
+def effective_coeffs(model) -> dict:
+    """The model's coefficients with its correction factor folded in, by name."""
+    c, beta = model.coeffs, model.correction
+    return {k: getattr(c, k) * beta for k in COEFFS}
 
 
 class StepFit:
@@ -20,11 +39,9 @@ class StepFit:
     def __init__(self, model, window: int = WINDOW, clock=time.perf_counter):
         if not (isinstance(window, int) and window >= 1):
             raise ValueError(f"window: must be an integer >= 1, got {window!r}")
-        c = model.coeffs
-        beta = model.correction
         prior = _s.LatencyCoeffs()
-        for k in ("t_c", "a_p", "b_p", "c_p", "a_d", "b_d"):
-            setattr(prior, k, getattr(c, k) * beta)
+        for k, v in effective_coeffs(model).items():
+            setattr(prior, k, v)
         self.model, self.window, self.clock = model, window, clock
         self.fit = _s.OnlineFit(prior)
         self.prior = _s.LatencyModel(prior)  # what the model would say without the fit
@@ -68,6 +85,5 @@ class StepFit:
         rms = (self._sq / self._n) ** 0.5 if self._n else None
         rms0 = (self._sq0 / self._n) ** 0.5 if self._n else None
         self._sq, self._sq0, self._n = 0.0, 0.0, 0
-        c = self.model.coeffs
-        coeffs = {k: getattr(c, k) * self.model.correction for k in ("t_c", "a_p", "b_p", "c_p", "a_d", "b_d")}
+        coeffs = effective_coeffs(self.model)
         return {"steps": self.steps, "rms_rel_error": rms, "prior_rms_rel_error": rms0, "coeffs": coeffs}

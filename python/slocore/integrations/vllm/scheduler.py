@@ -50,7 +50,7 @@ import time
 from vllm.v1.core.sched.scheduler import Scheduler
 
 import slocore as _s
-from slocore.integrations.step_fit import StepFit
+from slocore.integrations.step_fit import StepFit, online_fit_setting
 
 logger = logging.getLogger("vllm.slocore")
 DEFAULT_TTFT_S = 2.0
@@ -70,8 +70,7 @@ def _settings(vllm_config) -> dict:
     if os.environ.get("SLOCORE_BATCH_PARAMS"):
         params = json.loads(os.environ["SLOCORE_BATCH_PARAMS"])
     profile = os.environ.get("SLOCORE_PROFILE") or cfg.get("profile") or "h100-llama2-7b"
-    fit = os.environ.get("SLOCORE_ONLINE_FIT", cfg.get("online_fit", True))
-    online_fit = str(fit).strip().lower() not in ("0", "false", "no", "off")
+    online_fit = online_fit_setting(os.environ.get("SLOCORE_ONLINE_FIT", cfg.get("online_fit", True)))
     return {"batch_scheduler": name, "params": params, "profile": profile, "online_fit": online_fit}
 
 
