@@ -21,8 +21,7 @@ def run(job):
     wl_name, load, err, seed, fit, cap = job
     wl = matrix.WORKLOADS[wl_name]
     kw = {**wl.cluster, **matrix.stack_kwargs("slocore", wl), **matrix.error_kwargs(err, wl), "online_fit": fit}
-    n = max(10, int(round(load * cap["req_s"] * 30.0)))  # the matrix's default 30 s window
-    rate_arg = load * cap["req_s"] * cap["rate_arg_per_req_s"]
+    rate_arg, n = matrix.run_size(cap, load, matrix.MatrixConfig.duration_s)  # the matrix's default window
     return job[:5], 100 * simulate(wl.make(rate_arg, seed, n), seed=seed, **kw).summary["attainment"]
 
 

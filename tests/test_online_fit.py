@@ -246,3 +246,12 @@ def test_step_fit_learns_an_engines_steps_from_their_times():
     for bad in ("maybe", "", 2, None):
         with pytest.raises(ValueError, match="online_fit"):
             step_fit.online_fit_setting(bad)
+
+
+def test_emulated_engine_takes_online_fit_as_a_bool_only():
+    pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
+    from slocore.serve.engine import EmulatedEngine
+
+    assert EmulatedEngine(online_fit=True).core.view.model is not None
+    with pytest.raises(ValueError, match="online_fit"):
+        EmulatedEngine(online_fit="false")  # a string would have been truthy

@@ -89,6 +89,8 @@ class EmulatedEngine:
 
         if not (time_scale > 0):
             raise ValueError(f"time_scale: must be > 0, got {time_scale}")
+        if not isinstance(online_fit, bool):
+            raise ValueError(f"online_fit: must be true or false, got {online_fit!r}")
         self.hw, self.profile_data = hardware_profile(profile)
         if isinstance(scheduler, _s.BatchScheduler):
             self.scheduler_name, self.scheduler = scheduler.name(), scheduler
@@ -115,7 +117,7 @@ class EmulatedEngine:
             max_num_seqs=int(max_num_seqs),
             kv_blocks=self.kv_total,
             correction_window=int(correction_window),
-            online_fit=bool(online_fit),
+            online_fit=online_fit,
         )
         self.model = self.core.view.model
         self.reqs: dict[int, _Req] = {}

@@ -451,6 +451,12 @@ def _capacity_job(args):
     return args[0], capacity(*args)
 
 
+def run_size(cap: dict, load: float, duration_s: float) -> tuple[float, int]:
+    """A run at `load` x capacity (`cap` from capacity()): the workload generator's rate
+    argument and the number of requests (about `duration_s` of arrivals, at least 10)."""
+    return load * cap["req_s"] * cap["rate_arg_per_req_s"], max(10, int(round(load * cap["req_s"] * duration_s)))
+
+
 def run_matrix(cfg: MatrixConfig, progress: bool = True) -> dict:
     cfg = cfg.resolve()
     t0 = time.perf_counter()
@@ -463,9 +469,7 @@ def run_matrix(cfg: MatrixConfig, progress: bool = True) -> dict:
             "capacity",
         )
     )
-    sizes = {
-        (w, l): max(10, int(round(l * caps[w]["req_s"] * cfg.duration_s))) for w in cfg.workloads for l in cfg.loads
-    }
+    sizes = {(w, l): run_size(caps[w], l, cfg.duration_s)[1] for w in cfg.workloads for l in cfg.loads}
     jobs = []
     for w in cfg.workloads:
         wl = WORKLOADS[w]
@@ -475,7 +479,7 @@ def run_matrix(cfg: MatrixConfig, progress: bool = True) -> dict:
             for load in cfg.loads:
                 for e in cfg.errors:
                     for s in cfg.seeds:
-                        rate_arg = load * caps[w]["req_s"] * caps[w]["rate_arg_per_req_s"]
+                        rate_arg = run_size(caps[w], load, cfg.duration_s)[0]
                         jobs.append(Job(p, w, load, s, e, rate_arg, sizes[(w, load)]))
     results = _map(run_job, jobs, cfg.processes, progress, "matrix")
     out = summarize(cfg, caps, sizes, results)
