@@ -285,3 +285,14 @@ def hit_rate(before: dict | None, after: dict | None) -> dict | None:
     if q < 0 or h < 0:  # counters went back: the engine restarted
         return None
     return {"queries": q, "hits": h, "rate": h / q if q > 0 else None}
+
+
+def served_model(engines: list[Child], timeout: float = 10.0) -> str | None:
+    """The model name the engines serve (the first engine's /v1/models), asked of the engine
+    itself: every stack's requests name it, so a router that fails to answer /v1/models
+    cannot make the client fall back to a name the engines refuse. None without /v1/models."""
+    try:
+        with urllib.request.urlopen(engines[0].url + "/v1/models", timeout=timeout) as r:
+            return str(json.loads(r.read())["data"][0]["id"])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None

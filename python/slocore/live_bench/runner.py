@@ -174,8 +174,23 @@ VLLM_BODY = {"return_token_ids": True}
 
 
 def one_run(
-    stack, engines, profiles, w, prompts, out: Path, tag: str, bs: int, timeout: float, extra_body: dict | None = None
+    stack,
+    engines,
+    profiles,
+    w,
+    prompts,
+    out: Path,
+    tag: str,
+    bs: int,
+    timeout: float,
+    extra_body: dict | None = None,
+    slo_xargs: bool = False,
 ) -> dict:
+    """One replay of `w` through `stack`. Every stack's client sends the same requests: the
+    engines' own model name, and with `slo_xargs` (engines this bench starts) each request's
+    SLO in ``vllm_xargs`` as well as in the headers (so the plugin sees the SLOs behind a
+    router that does not speak them, e.g. vllm-router). A request the stack refuses (4xx) is
+    a missed one, listed in errors."""
     from slocore.serve import loadgen
 
     la0 = os.getloadavg()[0]
@@ -186,7 +201,17 @@ def one_run(
     try:
         router.wait_healthy(60)
         res = asyncio.run(
-            loadgen.run(router.url, w, prompts=prompts, timeout=timeout, progress=False, extra_body=extra_body)
+            loadgen.run(
+                router.url,
+                w,
+                model=procs.served_model(engines),
+                prompts=prompts,
+                timeout=timeout,
+                progress=False,
+                extra_body=extra_body,
+                slo_xargs=slo_xargs,
+                refused_as_missed=True,
+            )
         )
     except RuntimeError as e:
         return {"stack": stack.name, "error": str(e)[:2000], "attainment": None, "started": t0}
@@ -257,7 +282,9 @@ def measure_capacity(probe, start: float, steps: int, log=print) -> tuple[float,
     return lo, probes
 
 
-def engines_capacity(engines, profiles, trace, base, start, bs, cfg, out, extra_body, log) -> tuple[float, list[dict]]:
+def engines_capacity(
+    engines, profiles, trace, base, start, bs, cfg, out, extra_body, log, slo_xargs=False
+) -> tuple[float, list[dict]]:
     """measure_capacity of `trace` (workload `base`) on `engines` with the reference stack, from
     the profiles' estimate `start`; each probe is the median attainment of `cfg.capacity_runs`
     runs (each with fresh arrivals' prompt texts; one run's attainment moves by a few points
@@ -275,7 +302,7 @@ def engines_capacity(engines, profiles, trace, base, start, bs, cfg, out, extra_
             n += 1
             salt = 10**6 * (1 + cfg.seed) + n  # the runs use salts below 10**6 per seed
             prompts, tag = _traces.prompts(w, salt=salt), f"capacity-{trace}-{n}"
-            r = one_run(ref, engines, profiles, w, prompts, out, tag, bs, cfg.timeout_s, extra_body)
+            r = one_run(ref, engines, profiles, w, prompts, out, tag, bs, cfg.timeout_s, extra_body, slo_xargs)
             atts.append((r["attainment"] or {}).get("overall"))
         if any(a is None for a in atts):
             return None
@@ -335,6 +362,7 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
     classes = list(_traces.CLASSES)
     k, profiles, measured = 0, None, {}  # measured: per trace, (capacity, probes), first setting's engines
     extra_body = VLLM_BODY if spec.kind == "vllm" else None
+    slo_xargs = spec.kind != "urls"  # engines it starts read SLOs from vllm_xargs (the plugin, emulated)
     # Interleaved: both engine sets run side by side (each pinned to the same cores; only one
     # set serves at a time), the default set first so that its profiles configure the plugin.
     # Otherwise one block per setting, the engines restarted in between.
@@ -361,7 +389,7 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
                 if cfg.capacity is None and cfg.capacity_from == "measured":
                     if trace not in measured:
                         measured[trace] = engines_capacity(
-                            engines[group[0]], profiles, trace, base, cap, bs, cfg, out, extra_body, log
+                            engines[group[0]], profiles, trace, base, cap, bs, cfg, out, extra_body, log, slo_xargs
                         )
                     cap, probes = measured[trace]
                 w = _traces.at_rate(base, cfg.load * cap)
@@ -384,6 +412,7 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
                             bs,
                             cfg.timeout_s,
                             extra_body,
+                            slo_xargs,
                         )
                         r["rep"] = rep
                         runs[setting].append(r)

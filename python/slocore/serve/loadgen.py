@@ -98,11 +98,18 @@ async def run(
     chat: bool = False,
     prompts: list[list[int]] | None = None,
     extra_body: dict | None = None,
+    slo_xargs: bool = False,
+    refused_as_missed: bool = False,
 ) -> dict:
     """Replay `workload` against `url`; returns {"summary": slocore.summarize(...), "errors": [...], ...}.
     `prompts`: the token ids of each request's prompt (default: random ids of its length).
     `extra_body`: more fields for every request body (e.g. vLLM's ``return_token_ids``, so a
-    token whose text is still empty, an incomplete UTF-8 sequence, is counted when it arrives)."""
+    token whose text is still empty, an incomplete UTF-8 sequence, is counted when it arrives).
+    `slo_xargs`: also send each request's SLO and priority in the body's ``vllm_xargs`` (what
+    the slocore vLLM plugin reads when no slocore router sits in front, e.g. behind vllm-router).
+    `refused_as_missed`: a 4xx answer counts as a missed request (in the summary, and in
+    ``errors``) instead of an invalid one kept apart: for traces every engine accepts, so a
+    refusal is the stack's failure."""
     import aiohttp
 
     import slocore as _s
@@ -165,6 +172,11 @@ async def run(
                 hdr["x-slo-deadline-ms"] = f"{r.slo.deadline * 1e3:.12g}"
             if r.task:
                 hdr["x-slo-class"] = r.task
+            xargs = {}
+            if slo_xargs:  # the plugin's field names (integrations/vllm/scheduler.py)
+                xargs = {"slo_ttft_ms": r.slo.ttft * 1e3, "slo_tpot_ms": r.slo.tpot * 1e3, "priority": r.priority}
+                if r.slo.deadline is not None:
+                    xargs["slo_deadline_ms"] = r.slo.deadline * 1e3
             prompt = prompts[i][: int(plen)] if prompts else [rng.randrange(1, vocab) for _ in range(int(plen))]
             body = {
                 "model": model,
@@ -175,6 +187,8 @@ async def run(
                 "temperature": 0.0,
                 **(extra_body or {}),
             }
+            if xargs:
+                body["vllm_xargs"] = {**body.get("vllm_xargs", {}), **xargs}
             if chat:
                 body["messages"] = [{"role": "user", "content": " ".join(str(x) for x in prompt)}]
                 path = "/v1/chat/completions"
@@ -186,7 +200,7 @@ async def run(
                 async with s.post(url.rstrip("/") + path, json=body, headers=hdr) as resp:
                     # a 4xx other than 429 refuses the request as invalid: counted apart, outside
                     # attainment (the router's engine_rejected); every other request is recorded
-                    invalid = 400 <= resp.status < 500 and resp.status != 429
+                    invalid = 400 <= resp.status < 500 and resp.status != 429 and not refused_as_missed
                     if not invalid:
                         rec.add(req)
                         added = True
