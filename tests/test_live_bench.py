@@ -233,100 +233,36 @@ def test_cache_table_reports_hit_rate_ttft_and_events():
     assert lines[2].startswith("| rr | 50.0 ± 0.0 | 50 ± 0 | 200 ± 0 | 90.0 ± 0.0 | - |")
     assert lines[3].endswith("| 10 |")
     assert cache_table({"runs": [{"stack": "rr", "prefix_cache": None}]}) == []
+    # per-class TTFT p99, when the runs carry it (the bench's ttft_by_class)
+    t["runs"][0]["ttft_by_class"] = {"interactive": {"p50": 0.01, "p99": 0.1}, "batch": {"p50": 1.0, "p99": 3.0}}
+    nan = float("nan")
+    t["runs"][1]["ttft_by_class"] = {"interactive": {"p50": 0.01, "p99": 0.3}, "batch": {"p50": 1.0, "p99": nan}}
+    lines = cache_table(t, ("interactive", "batch"))
+    assert "| interactive TTFT p99 ms | batch TTFT p99 ms |" in lines[0]
+    assert lines[2].startswith("| rr | 50.0 ± 0.0 | 50 ± 0 | 200 ± 0 | 100 ± 0 | 3000 ± 0 | 90.0 ± 0.0 |")
+    assert lines[3].startswith("| kv | 70.0 ± 0.0 | 50 ± 0 | 200 ± 0 | 300 ± 0 | - | 90.0 ± 0.0 |")
 
 
-def test_a_capacity_probe_is_the_median_of_its_runs(monkeypatch):
-    from slocore.live_bench import procs, runner, traces
+def test_ttft_by_class_is_summarize_per_task():
+    import slocore as s
+    from slocore.live_bench.stats import ttft_by_class
 
-    atts = iter([0.95, 0.5, 0.92, 0.85, 0.2, 0.88])  # probe 1: median 0.92 (pass); probe 2: 0.85 (miss)
-    calls = []
+    def fill(rec, rows):
+        for i, task, first in rows:
+            rec.add(s.Request(i, 0.0, 10, output_len=2, ttft=1.0, tpot=0.1, task=task))
+            rec.token(i, first)
+            rec.token(i, first + 0.05)
+            rec.finish(i, first + 0.05)
 
-    def fake_run(stack, engines, profiles, w, prompts, out, tag, *a):
-        calls.append((tag, str(prompts[0])))
-        return {"attainment": {"overall": next(atts)}}
-
-    monkeypatch.setattr(runner, "one_run", fake_run)
-    cfg = runner.LiveConfig(procs.EngineSpec("emulated"), capacity_steps=0, capacity_runs=3)
-    base = traces.make("two_class", 20, 0)
-    cap, probes = runner.engines_capacity([], [], "two_class", base, 4.0, 16, cfg, None, None, lambda m: None)
-    assert [p["attainment"] for p in probes] == [0.92, 0.85] and cap == 4.0
-    assert len(calls) == 6 and len({p for _, p in calls}) == 6  # every run its own prompt texts
-    with pytest.raises(ValueError, match="capacity_runs"):
-        runner.LiveConfig(procs.EngineSpec("emulated"), capacity_runs=0)
-
-
-def test_measured_capacity_brackets_then_bisects_the_edge():
-    from slocore.live_bench.runner import measure_capacity
-
-    def edge_at(c):
-        return lambda rate: 1.0 if rate <= c else max(0.0, 1.0 - (rate - c) / c)  # >= 0.9 up to 1.1 c
-
-    seen = []
-    cap, probes = measure_capacity(lambda r: seen.append(r) or edge_at(10.0)(r), 4.0, 6, log=lambda m: None)
-    assert [p["rate_req_s"] for p in probes] == seen and seen[:4] == [4.0, 6.0, 9.0, 13.5]  # up by 1.5 to a miss
-    assert len(seen) == 4 + 6 and 10.0 < cap <= 11.0 and edge_at(10.0)(cap) >= 0.9
-    cap, probes = measure_capacity(edge_at(1.0), 4.0, 0, log=lambda m: None)  # down by 1.5 to a pass, no bisection
-    assert [round(p["rate_req_s"], 3) for p in probes] == [4.0, 2.667, 1.778, 1.185, 0.79] and cap == probes[-1][
-        "rate_req_s"
-    ]
-    with pytest.raises(RuntimeError, match="out of these engines' reach"):
-        measure_capacity(lambda r: None, 4.0, 2, log=lambda m: None)  # every probe failed
-
-
-def test_client_sends_slos_in_xargs_and_counts_refusals_as_misses():
-    """Behind a router that does not speak slocore's headers (vllm-router), the plugin reads
-    SLOs from vllm_xargs: the bench's client sends them there too. A stack that refuses a
-    request (4xx) has missed it: it counts in attainment and in the errors, not apart."""
-    import asyncio
-    import contextlib
-
-    from aiohttp import web
-
-    from slocore.serve import loadgen
-    from slocore.sim.workloads import make_workload
-
-    bodies = []
-
-    async def completions(request):
-        body = await request.json()
-        bodies.append(body)
-        if body["prompt"][0] % 2:  # an odd first token id: refused, as vLLM refuses an unknown model
-            return web.json_response({"error": {"message": "no such model"}}, status=404)
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        chunk = {"choices": [{"text": "x", "token_ids": [1] * body["max_tokens"]}]}
-        await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n")
-        return resp
-
-    @contextlib.asynccontextmanager
-    async def serving():
-        app = web.Application()
-        app.router.add_post("/v1/completions", completions)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        try:
-            yield f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
-        finally:
-            await runner.cleanup()
-
-    w = make_workload("sharegpt_like", rate=200.0, n=12, seed=3)
-    prompts = [[1 + (i % 2)] * 4 for i in range(12)]  # requests 0, 2, ... refused
-
-    async def go(**kw):
-        async with serving() as url:
-            return await loadgen.run(url, w, model="m", prompts=prompts, progress=False, max_prompt=4, **kw)
-
-    kept_apart = asyncio.run(go())
-    assert len(kept_apart["invalid"]) == 6 and not kept_apart["errors"]
-    assert kept_apart["summary"]["requests"] == 6 and not any("vllm_xargs" in b for b in bodies)
-    bodies.clear()
-    missed = asyncio.run(go(slo_xargs=True, refused_as_missed=True))
-    s = missed["summary"]
-    assert len(missed["errors"]) == 6 and not missed["invalid"] and "HTTP 404" in missed["errors"][0]
-    assert s["requests"] == 12 and s["finished"] == 6 and s["attainment"] <= 0.5
-    slo = {(round(t * 1e3, 6), round(p * 1e3, 6)) for t, p in zip(w.ttft, w.tpot)}
-    for b in bodies:
-        x = b["vllm_xargs"]
-        assert (round(x["slo_ttft_ms"], 6), round(x["slo_tpot_ms"], 6)) in slo and "priority" in x
+    rows = [(0, "a", 0.5), (1, "a", 0.1), (2, "b", 2.0), (4, "a", 0.3)]
+    rec = s.Recorder()
+    fill(rec, rows)
+    rec.add(s.Request(3, 0.0, 10, output_len=2, ttft=1.0, tpot=0.1, task="c"))
+    rec.reject(3, 0.2, "refused")
+    only_a = s.Recorder()
+    fill(only_a, [r for r in rows if r[1] == "a"])
+    got = ttft_by_class(rec)
+    want = s.summarize(only_a)["ttft"]
+    assert got["a"] == {"p50": want["p50"], "p99": want["p99"]} and got["a"]["p50"] == pytest.approx(0.3)
+    assert got["b"] == {"p50": 2.0, "p99": 2.0}
+    assert math.isnan(got["c"]["p99"])  # no first token: no TTFT

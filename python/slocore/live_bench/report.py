@@ -49,10 +49,11 @@ def _ms(d: dict) -> str:
     return f"{1000 * d['mean']:.0f} ± {1000 * (d['std'] or 0):.0f}"
 
 
-def cache_table(t: dict) -> list[str]:
+def cache_table(t: dict, classes: tuple[str, ...] = ()) -> list[str]:
     """Per stack, mean ± std over repetitions: the prefix-cache hit rate from the engines' own
     counters (vLLM's prefix_cache_hits / prefix_cache_queries, the run's difference), TTFT
-    p50/p99 and overall attainment; the KV-event batches its router received (precise mode)."""
+    p50/p99 overall and p99 per class, and overall attainment; the KV-event batches its router
+    received (precise mode)."""
     from slocore.live_bench.stats import describe
 
     by: dict[str, list[dict]] = {}
@@ -61,9 +62,12 @@ def cache_table(t: dict) -> list[str]:
             by.setdefault(r["stack"], []).append(r)
     if not any(r.get("prefix_cache") for rs in by.values() for r in rs):
         return []
+    per_class = [c for c in classes if any(c in (r.get("ttft_by_class") or {}) for rs in by.values() for r in rs)]
     lines = [
-        "| stack | prefix-cache hit % (vLLM) | TTFT p50 ms | TTFT p99 ms | attainment % | KV-event batches |",
-        "|---|---|---|---|---|---|",
+        "| stack | prefix-cache hit % (vLLM) | TTFT p50 ms | TTFT p99 ms | "
+        + "".join(f"{c} TTFT p99 ms | " for c in per_class)
+        + "attainment % | KV-event batches |",
+        "|---|---|---|---|" + "---|" * len(per_class) + "---|---|",
     ]
     for name, rs in by.items():
         hit = describe(
@@ -79,7 +83,11 @@ def cache_table(t: dict) -> list[str]:
         ev = [sum(b["batches"] for b in (r.get("kv_events") or {}).values()) for r in rs]
         evs = f"{sum(ev) / len(ev):.0f}" if any(r.get("kv_events") for r in rs) else "-"
         hs = "-" if hit["mean"] is None else f"{hit['mean']:.1f} ± {hit['std']:.1f}"
-        lines.append(f"| {name} | {hs} | {_ms(p50)} | {_ms(p99)} | {_pct(att)} | {evs} |")
+        cls = "".join(
+            _ms(describe([((r.get("ttft_by_class") or {}).get(c) or {}).get("p99") for r in rs])) + " | "
+            for c in per_class
+        )
+        lines.append(f"| {name} | {hs} | {_ms(p50)} | {_ms(p99)} | {cls}{_pct(att)} | {evs} |")
     return lines
 
 
@@ -120,7 +128,7 @@ def markdown(res: dict, classes: list[str], title: str = "") -> str:
                 "",
                 *trace_table(t, classes),
             ]
-            extra = cache_table(t)
+            extra = cache_table(t, tuple(classes))
             if extra:
                 out += ["", *extra]
     for trace, c in (res.get("across_settings") or {}).items():

@@ -224,6 +224,7 @@ def one_run(
         "prefix_cache": procs.hit_rate(before, procs.prefix_cache_counters(engines)),
         "kv_events": kv,
         "attainment": stats.attainments(res),
+        "ttft_by_class": stats.ttft_by_class(res["recorder"]),
         "failed": len(res["errors"]),
         "first_errors": res["errors"][:3],
         "wall_s": res["wall_s"],

@@ -76,3 +76,25 @@ def compare(runs: list[dict], stacks: list, classes: list[str]) -> dict:
             if st.name != best:
                 diffs[st.name] = {k: paired_diff(per[st.name][k], per[best][k]) for k in keys}
     return {"reps": reps, "per_rep": per, "summary": summary, "best_baseline": best, "vs_best_baseline": diffs}
+
+
+def ttft_by_class(rec) -> dict:
+    """Per class (the requests' task), TTFT p50/p99 of one run: each class's records replayed
+    into a Recorder of its own and summarised by slocore.summarize (the one definition)."""
+    import slocore as _s
+
+    subs: dict[str, object] = {}
+    for r in rec.records():
+        sub = subs.setdefault(str(r.request.task), _s.Recorder())
+        sub.add(r.request)
+        for t in r.token_times:
+            sub.token(r.request.id, float(t))
+        if r.outcome == _s.Outcome.FINISHED:
+            sub.finish(r.request.id, r.end_time)
+        elif r.outcome == _s.Outcome.REJECTED:
+            sub.reject(r.request.id, r.end_time, r.reason)
+    out = {}
+    for task, sub in subs.items():
+        d = _s.summarize(sub).get("ttft") or {}
+        out[task] = {"p50": d.get("p50"), "p99": d.get("p99")}
+    return out
