@@ -24,9 +24,10 @@ Pruning, each exact under the monotonicity assumption (docs/benchmark.md "Goodpu
   "< L", pruned). If it holds, its search continues upward from L, first probing the bracket's
   upper end of the best so far. The order (`BASELINE_ORDER`, likely-strong first) changes the
   cost, not the result.
-- `copy_exact_baselines`: a baseline uses no latency model, so its runs under the exact
-  predictor stand for every error (as `slocore bench matrix --merge --copy-exact-baselines`;
-  tests/test_goodput.py checks the premise on every baseline).
+- `copy_exact_baselines`: a baseline in `MODEL_FREE_BASELINES` uses no latency model, so its
+  runs under the exact predictor stand for every error (as `slocore bench matrix --merge
+  --copy-exact-baselines`; tests/test_goodput.py checks the premise for each of them); the
+  others (scorpio, rr+mlfq) run under every error.
 """
 
 from __future__ import annotations
@@ -46,6 +47,21 @@ GOODPUT_MAX = 4.0  # doubling stops here: goodput ">= 4x" is reported as capped
 GOODPUT_MIN = 1 / 16  # halving stops here: below it goodput is None
 GOODPUT_RESOLUTION = 1.025  # bisection stops when hi/lo <= this (2^(1/32) ~ 2.2% from a doubling)
 GOODPUT_ERRORS = ("exact", "pm20")
+# Baselines that use no latency model: the same runs under every predictor error. Not
+# "scorpio" (SLO-aware router) nor "rr+mlfq" (FastServe's MLFQ skip-join uses predictions).
+MODEL_FREE_BASELINES = (
+    "rr+sarathi_fcfs",
+    "rr+edf",
+    "rr+orca",
+    "least_outstanding+sarathi_fcfs",
+    "least_outstanding+edf",
+    "least_outstanding+sarathi_priority",
+    "p2c+edf",
+    "vllm_priority",
+    "least_outstanding+vllm_priority",
+    "llmd_scorer+sarathi_fcfs",
+    "kv_router+sarathi_fcfs",
+)
 # Baselines likely strongest first (the strongest baselines of the matrix's cells): it only
 # orders the search, so that later baselines are pruned after one probe. Any order gives the
 # same goodput under monotonicity.
@@ -193,13 +209,20 @@ def _stacks_for(cfg: GoodputConfig, wl: str) -> tuple[list[str], list[str]]:
     return base, [p for p in here if known[p].kind != "baseline"]
 
 
+def model_free(preset: str) -> bool:
+    """Does the preset use no latency model, so that its runs are the same under every
+    predictor error (tests/test_goodput.py checks it for each on every default workload)?"""
+    return preset in MODEL_FREE_BASELINES
+
+
 @dataclass(frozen=True)
 class Task:
-    """One unit of work for a worker: a workload, a predictor error and its stacks, searched
-    in order (the baselines as one pruned chain)."""
+    """One unit of work for a worker: a workload, its predictor errors and its stacks, searched
+    in order (the baselines as one pruned chain per error, sharing the runs of model-free
+    baselines across errors when `copy_exact_baselines`)."""
 
     workload: str
-    error: str
+    errors: tuple
     stacks: tuple
     chain: bool  # the stacks are baselines: prune against the best so far
 
@@ -207,18 +230,26 @@ class Task:
 def _run_task(args) -> tuple[Task, list, list]:
     task, cap, cfg, progress = args
     rows, runs = [], []
+    cache: dict[tuple, dict] = {}  # (preset, load, seed, error run with) -> run_job result
 
-    def searcher(preset: str, start: float, prune: bool, hint: float | None):
+    def run(preset: str, load: float, seed: int, error: str) -> dict:
+        key = (preset, load, seed, error)
+        if key not in cache:
+            rate, n = matrix.run_size(cap, load, cfg.duration_s)
+            _, r = matrix.run_job(matrix.Job(preset, task.workload, load, seed, error, rate, n))
+            runs.append({"error": error, "preset": preset, "load": load, "seed": seed, **r})
+            cache[key] = r
+        return cache[key]
+
+    def searcher(preset: str, error: str, start: float, prune: bool, hint: float | None):
         probes: list[Probe] = []
+        ran = "exact" if cfg.copy_exact_baselines and model_free(preset) else error
 
         def ok(load: float) -> bool:
-            rate, n = matrix.run_size(cap, load, cfg.duration_s)
             att, seeds = [], []
             verdict = None
             for s in cfg.seeds:
-                job, r = matrix.run_job(matrix.Job(preset, task.workload, load, s, task.error, rate, n))
-                runs.append({"preset": preset, "load": load, "seed": s, "requests": n, **r})
-                att.append(r["attainment"])
+                att.append(run(preset, load, s, ran)["attainment"])
                 seeds.append(s)
                 verdict = decide(att, len(cfg.seeds))
                 if verdict is not None:
@@ -226,7 +257,7 @@ def _run_task(args) -> tuple[Task, list, list]:
             probes.append(Probe(load, seeds, att, bool(verdict), len(seeds) < len(cfg.seeds)))
             if progress:
                 print(
-                    f"goodput {task.workload} {task.error} {preset} {load:.3f}x: "
+                    f"goodput {task.workload} {error} {preset} {load:.3f}x: "
                     f"{100 * sum(att) / len(att):.1f}% over seeds {seeds} -> {'ok' if verdict else 'below'}",
                     file=sys.stderr,
                     flush=True,
@@ -234,19 +265,18 @@ def _run_task(args) -> tuple[Task, list, list]:
             return bool(verdict)
 
         res = search(ok, start=start, prune_below_start=prune, upper_hint=hint)
-        return {**res, "probes": [asdict(p) for p in probes]}
+        return {**res, "ran_with_error": ran, "probes": [asdict(p) for p in probes]}
 
-    best = None  # (load, upper) of the best baseline so far
-    for p in task.stacks:
-        if task.chain and cfg.prune and best is not None and best[0] is not None:
-            res = searcher(p, best[0], True, best[1])
-        else:
-            res = searcher(p, GOODPUT_START, False, None)
-        rows.append({"preset": p, **res})
-        if task.chain and res["load"] is not None and (best is None or best[0] is None or res["load"] > best[0]):
-            best = (res["load"], res["upper"])
-        elif task.chain and best is None:
-            best = (None, None)
+    for e in task.errors:
+        best = None  # (load, upper) of the best baseline so far under this error
+        for p in task.stacks:
+            if task.chain and cfg.prune and best is not None:
+                res = searcher(p, e, best[0], True, best[1])
+            else:
+                res = searcher(p, e, GOODPUT_START, False, None)
+            rows.append({"error": e, "preset": p, **res})
+            if task.chain and res["load"] is not None and (best is None or res["load"] > best[0]):
+                best = (res["load"], res["upper"])
     return task, rows, runs
 
 
@@ -254,11 +284,9 @@ def _tasks(cfg: GoodputConfig) -> list[Task]:
     tasks = []
     for w in cfg.workloads:
         base, others = _stacks_for(cfg, w)
-        for i, e in enumerate(cfg.errors):
-            if base and (i == 0 or not cfg.copy_exact_baselines):
-                tasks.append(Task(w, "exact" if cfg.copy_exact_baselines else e, tuple(base), True))
-            for p in others:
-                tasks.append(Task(w, e, (p,), False))
+        if base:
+            tasks.append(Task(w, tuple(cfg.errors), tuple(base), True))
+        tasks += [Task(w, (e,), (p,), False) for e in cfg.errors for p in others]
     # Baseline chains first: they are the long ones (a worker pool takes tasks in order).
     return sorted(tasks, key=lambda t: not t.chain)
 
@@ -294,14 +322,9 @@ def summarize(cfg: GoodputConfig, caps: dict, done: list) -> dict:
     by_key: dict[tuple, dict] = {}
     runs = []
     for task, rows, rs in done:
-        errors = cfg.errors if task.chain and cfg.copy_exact_baselines else (task.error,)
         for row in rows:
-            for e in errors:
-                by_key[(task.workload, e, row["preset"])] = {
-                    **row,
-                    "ran_with_error": task.error,
-                }
-        runs += [{"workload": task.workload, "error": task.error, **r} for r in rs]
+            by_key[(task.workload, row["error"], row["preset"])] = row
+        runs += [{"workload": task.workload, **r} for r in rs]
     results = []
     per_workload = []
     for w in cfg.workloads:
@@ -436,7 +459,8 @@ def markdown(g: dict, command: str = "") -> str:
             f"{'-' if r['ratio_high'] is None else format(r['ratio_high'], '.2f')}]"
         )
         out.append(
-            f"| {r['workload']} | {r['error']} | {r['preset']} | {_load(r['goodput_load'])} | {r['goodput_req_s']:.1f} | "
+            f"| {r['workload']} | {r['error']} | {r['preset']} | {_load(r['goodput_load'])} | "
+            f"{r['goodput_req_s']:.1f} | "
             f"{r['strongest_baseline'] or '-'} | {_load(r['strongest_load'])} | {r['strongest_req_s']:.1f} | "
             f"{'-' if r['ratio'] is None else format(r['ratio'], '.2f') + 'x'} | {b} | "
             f"{'yes' if r['meets_1_3'] else 'no'} |"
