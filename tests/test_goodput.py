@@ -5,6 +5,7 @@ tiny configuration end to end. No timing is asserted."""
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -282,3 +283,30 @@ def test_cli_tiny_end_to_end(tmp_path, capsys):
     assert len(g["summary"]) == 4  # slocore and sibyl, two errors each
     assert all(s["line"] in printed and s["line"] in md for s in g["summary"])
     assert g["runs"] == len(g["run_log"]) > 0 and all(0 < r["finished"] <= r["requests"] for r in g["run_log"])
+
+
+def test_merge_of_parts_equals_one_run(fake_runs, tmp_path):
+    caps = {**CAPS, "sharegpt_prio": {"req_s": 20.0, "rate_arg_per_req_s": 1.0, "stack": "fake"}}
+    cfg = dict(stacks=tuple(KNEES), processes=1, capacities=caps)
+    whole = goodput.run_goodput(goodput.GoodputConfig(workloads=("hfx_4task", "sharegpt_prio"), **cfg), progress=False)
+    paths = []
+    for w in ("hfx_4task", "sharegpt_prio"):
+        g = goodput.run_goodput(goodput.GoodputConfig(workloads=(w,), **cfg), progress=False)
+        paths.append(goodput.write(g, str(tmp_path / w), command=f"part {w}")["json"])
+    merged = goodput.merge(paths)
+    for key in ("results", "vs_strongest", "summary"):
+        assert merged[key] == whole[key]
+    assert merged["runs"] == whole["runs"] and [p["command"] for p in merged["merged_from"]] == [
+        "part hfx_4task",
+        "part sharegpt_prio",
+    ]
+    assert "Merged from 2 runs" in goodput.markdown(merged)
+    assert cli.main(["bench", "goodput", "--merge", *paths, "--out", str(tmp_path / "m")]) == 0
+    assert json.loads((tmp_path / "m" / "goodput.json").read_text())["summary"] == whole["summary"]
+    other = json.loads(Path(paths[1]).read_text())
+    other["config"]["seeds"] = [0, 1]
+    (tmp_path / "bad.json").write_text(json.dumps(other))
+    with pytest.raises(ValueError, match="seeds"):
+        goodput.merge([paths[0], str(tmp_path / "bad.json")])
+    with pytest.raises(ValueError, match="not a readable"):
+        goodput.merge([str(tmp_path / "missing.json")])

@@ -274,7 +274,7 @@ def _run_task(args) -> tuple[Task, list, list]:
                 res = searcher(p, e, best[0], True, best[1])
             else:
                 res = searcher(p, e, GOODPUT_START, False, None)
-            rows.append({"error": e, "preset": p, **res})
+            rows.append({"workload": task.workload, "error": e, "preset": p, **res})
             if task.chain and res["load"] is not None and (best is None or res["load"] > best[0]):
                 best = (res["load"], res["upper"])
     return task, rows, runs
@@ -323,8 +323,8 @@ def summarize(cfg: GoodputConfig, caps: dict, done: list) -> dict:
     runs = []
     for task, rows, rs in done:
         for row in rows:
-            by_key[(task.workload, row["error"], row["preset"])] = row
-        runs += [{"workload": task.workload, **r} for r in rs]
+            by_key[(row["workload"], row["error"], row["preset"])] = row
+        runs += [{"workload": task.workload, **r} if task is not None else r for r in rs]
     results = []
     per_workload = []
     for w in cfg.workloads:
@@ -333,6 +333,8 @@ def summarize(cfg: GoodputConfig, caps: dict, done: list) -> dict:
         for e in cfg.errors:
             entries = []
             for p in base + others:
+                if (w, e, p) not in by_key:  # a merge of parts that did not run it
+                    continue
                 r = by_key[(w, e, p)]
                 entries.append(
                     {
@@ -440,10 +442,11 @@ def markdown(g: dict, command: str = "") -> str:
         f"{g['runs']} runs ({g['run_wall_s']:.0f} s of simulation) in {g.get('wall_s', 0):.0f} s wall on "
         f"{cfg['processes']} process(es); pruning {'on' if cfg['prune'] else 'off'}; baselines' exact-predictor "
         f"runs stand for every error: {'yes' if cfg['copy_exact_baselines'] else 'no'}.",
-        "",
-        "## Summary",
-        "",
     ]
+    if g.get("merged_from"):
+        out += ["", f"Merged from {len(g['merged_from'])} runs (wall is their sum):", ""]
+        out += [f"- `{p['command'] or p['path']}` ({p['wall_s'] or 0:.0f} s)" for p in g["merged_from"]]
+    out += ["", "## Summary", ""]
     out += [f"- {s['line']}" for s in g["summary"]]
     out += [
         "",
@@ -500,6 +503,69 @@ def load_capacities(path: str) -> dict:
         raise ValueError(f"--capacities {path}: needs a capacity object (workload -> capacity)")
     dur = m.get("config", {}).get("duration_s") if isinstance(m.get("config"), dict) else None
     return {"capacity": caps, "duration_s": dur}
+
+
+def merge(paths: list[str]) -> dict:
+    """One goodput report from the goodput.json of runs that each did a part (e.g. one
+    workload each): the strongest baseline, the ratios and the summary are recomputed over
+    every row present (a row in several parts is taken from the last). Parts must share the
+    window, seeds and search constants, and agree on every shared workload's capacity."""
+    if not paths:
+        raise ValueError("--merge: give at least one goodput.json")
+    parts = []
+    for path in paths:
+        try:
+            with open(path) as f:
+                g = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            raise ValueError(f"--merge {path}: not a readable goodput.json ({e})") from None
+        if not isinstance(g, dict) or not all(k in g for k in ("config", "capacity", "results", "run_log")):
+            raise ValueError(f"--merge {path}: not a goodput.json (needs config, capacity, results, run_log)")
+        parts.append((path, g))
+    same = ("duration_s", "seeds", "goodput_attainment", "start", "max", "min", "resolution", "prune")
+    c0 = parts[0][1]["config"]
+    caps, rows, runs = {}, [], []
+    for path, g in parts:
+        for k in same:
+            if g["config"].get(k) != c0.get(k):
+                raise ValueError(f"--merge {path}: config {k} = {g['config'].get(k)!r}, the first part {c0.get(k)!r}")
+        for w, c in g["capacity"].items():
+            if w in caps and caps[w]["req_s"] != c["req_s"]:
+                raise ValueError(
+                    f"--merge {path}: workload {w!r} capacity {c['req_s']:.4g} req/s, "
+                    f"another part {caps[w]['req_s']:.4g}"
+                )
+            caps[w] = c
+        rows += [
+            {
+                "workload": r["workload"],
+                "error": r["error"],
+                "preset": r["preset"],
+                "load": r["goodput_load"],
+                "upper": r["upper_load"],
+                "capped": r["capped"],
+                "pruned": r["pruned"],
+                "ran_with_error": r["ran_with_error"],
+                "probes": r["probes"],
+            }
+            for r in g["results"]
+        ]
+        runs += g["run_log"]
+    union = lambda key: tuple(dict.fromkeys(x for _, g in parts for x in g["config"][key]))  # noqa: E731
+    cfg = GoodputConfig(
+        stacks=union("stacks"),
+        workloads=union("workloads"),
+        errors=union("errors"),
+        seeds=tuple(c0["seeds"]),
+        duration_s=c0["duration_s"],
+        processes=max(g["config"]["processes"] for _, g in parts),
+        prune=c0["prune"],
+        copy_exact_baselines=all(g["config"]["copy_exact_baselines"] for _, g in parts),
+    )
+    out = summarize(cfg, caps, [(None, rows, runs)])
+    out["wall_s"] = sum(g.get("wall_s", 0.0) for _, g in parts)
+    out["merged_from"] = [{"path": p, "command": g.get("command", ""), "wall_s": g.get("wall_s")} for p, g in parts]
+    return out
 
 
 def write(g: dict, out_dir: str, command: str = "") -> dict:

@@ -55,6 +55,12 @@ def add_arguments(p) -> None:
         action="store_false",
         help="run the baselines under every error (default: their exact runs stand for every error; no latency model)",
     )
+    p.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="GOODPUT_JSON",
+        help="run nothing: merge these goodput.json outputs (parts, e.g. one workload each) into --out",
+    )
     p.add_argument("--out", default="goodput-out", help="directory for goodput.json and goodput.md")
     p.add_argument("--quiet", action="store_true", help="no progress bar or probe log")
     p.set_defaults(func=main)
@@ -64,6 +70,13 @@ def main(a) -> int:
     from slocore.sim import goodput
 
     command = "slocore " + " ".join(shlex.quote(x) for x in sys.argv[1:]) if sys.argv[1:] else "slocore bench goodput"
+    if a.merge:
+        g = goodput.merge(a.merge)
+        paths = goodput.write(g, a.out, command=command)
+        for s in g["summary"]:
+            print(s["line"])
+        print(f"merged {len(a.merge)} parts; wrote {', '.join(paths.values())}", file=sys.stderr)
+        return 0
     caps = {}
     if a.capacities:
         c = goodput.load_capacities(a.capacities)
