@@ -310,3 +310,32 @@ def test_merge_of_parts_equals_one_run(fake_runs, tmp_path):
         goodput.merge([paths[0], str(tmp_path / "bad.json")])
     with pytest.raises(ValueError, match="not a readable"):
         goodput.merge([str(tmp_path / "missing.json")])
+
+
+def test_prune_from_a_part_is_exact(fake_runs, tmp_path):
+    """A part searching more baselines starts from the strongest of an earlier part."""
+    kw = dict(workloads=("hfx_4task",), processes=1, capacities=CAPS)
+    whole = goodput.run_goodput(goodput.GoodputConfig(stacks=tuple(KNEES), **kw), progress=False)
+    first = goodput.run_goodput(
+        goodput.GoodputConfig(stacks=("least_outstanding+vllm_priority", "vllm_priority"), **kw), progress=False
+    )
+    p1 = goodput.write(first, str(tmp_path / "a"))["json"]
+    floors = goodput.floors_from(p1)
+    assert set(floors) == {("hfx_4task", "exact"), ("hfx_4task", "pm20")}
+    n = len(fake_runs)
+    rest = goodput.run_goodput(
+        goodput.GoodputConfig(stacks=("slocore", "rr+sarathi_fcfs", "rr+edf", "scorpio"), floors=floors, **kw),
+        progress=False,
+    )
+    rows = {(r["error"], r["preset"]): r for r in rest["results"]}
+    assert rows[("exact", "rr+sarathi_fcfs")]["pruned"] and rows[("exact", "rr+edf")]["pruned"]
+    assert all(
+        j.load >= floors[("hfx_4task", "exact")][0] for j in fake_runs[n:] if j.preset in ("rr+sarathi_fcfs", "rr+edf")
+    )
+    assert rest["config"]["floors"][0]["load"] == floors[("hfx_4task", "exact")][0]
+    merged = goodput.merge([p1, goodput.write(rest, str(tmp_path / "b"))["json"]])
+    for a, b in zip(merged["vs_strongest"], whole["vs_strongest"]):
+        assert a["strongest_baseline"] == b["strongest_baseline"] == "scorpio"
+        assert a["strongest_load"] == pytest.approx(b["strongest_load"], rel=goodput.GOODPUT_RESOLUTION - 1)
+    with pytest.raises(ValueError, match="--prune-from"):
+        goodput.floors_from(str(tmp_path / "nothing.json"))

@@ -161,6 +161,9 @@ class GoodputConfig:
     prune: bool = True
     copy_exact_baselines: bool = True
     capacities: dict = field(default_factory=dict)  # workload -> matrix.capacity() output (a cache)
+    # (workload, error) -> (load, upper) of the best baseline a previous part found: the
+    # baseline chain starts from it (a part searching more baselines, see `floors_from`).
+    floors: dict = field(default_factory=dict)
 
     def resolve(self) -> GoodputConfig:
         mc = matrix.MatrixConfig(
@@ -196,6 +199,7 @@ class GoodputConfig:
             self.prune,
             self.copy_exact_baselines,
             dict(self.capacities),
+            dict(self.floors),
         )
 
 
@@ -268,7 +272,8 @@ def _run_task(args) -> tuple[Task, list, list]:
         return {**res, "ran_with_error": ran, "probes": [asdict(p) for p in probes]}
 
     for e in task.errors:
-        best = None  # (load, upper) of the best baseline so far under this error
+        # (load, upper) of the best baseline so far under this error
+        best = tuple(cfg.floors[(task.workload, e)]) if task.chain and (task.workload, e) in cfg.floors else None
         for p in task.stacks:
             if task.chain and cfg.prune and best is not None:
                 res = searcher(p, e, best[0], True, best[1])
@@ -397,6 +402,7 @@ def summarize(cfg: GoodputConfig, caps: dict, done: list) -> dict:
                 )
     c = asdict(cfg)
     c.pop("capacities")
+    c["floors"] = [{"workload": w, "error": e, "load": f[0], "upper": f[1]} for (w, e), f in cfg.floors.items()]
     return {
         "config": {
             **c,
@@ -503,6 +509,25 @@ def load_capacities(path: str) -> dict:
         raise ValueError(f"--capacities {path}: needs a capacity object (workload -> capacity)")
     dur = m.get("config", {}).get("duration_s") if isinstance(m.get("config"), dict) else None
     return {"capacity": caps, "duration_s": dur}
+
+
+def floors_from(path: str) -> dict:
+    """(workload, error) -> (load, upper) of the strongest baseline in a goodput.json: a later
+    part that searches more baselines starts its chain there (`--prune-from`); exact under
+    monotonicity as within one run."""
+    try:
+        with open(path) as f:
+            g = json.load(f)
+        rows = g["results"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ValueError(f"--prune-from {path}: not a readable goodput.json ({e})") from None
+    out = {}
+    for r in rows:
+        if r.get("kind") == "baseline" and r.get("goodput_load") is not None:
+            key = (r["workload"], r["error"])
+            if key not in out or r["goodput_load"] > out[key][0]:
+                out[key] = (r["goodput_load"], r["upper_load"])
+    return out
 
 
 def merge(paths: list[str]) -> dict:

@@ -48,6 +48,11 @@ def add_arguments(p) -> None:
         "--capacities",
         help="reuse the capacities of this matrix.json or goodput.json (same --duration) instead of probing",
     )
+    p.add_argument(
+        "--prune-from",
+        dest="prune_from",
+        help="a part's goodput.json: start the baseline chain from its strongest baseline (to search more baselines)",
+    )
     p.add_argument("--no-prune", dest="prune", action="store_false", help="search every baseline in full")
     p.add_argument(
         "--rerun-baselines-per-error",
@@ -96,6 +101,7 @@ def main(a) -> int:
         prune=a.prune,
         copy_exact_baselines=a.copy_exact_baselines,
         capacities=caps,
+        floors=goodput.floors_from(a.prune_from) if a.prune_from else {},
     )
     g = goodput.run_goodput(cfg, progress=not a.quiet)
     paths = goodput.write(g, a.out, command=command)
