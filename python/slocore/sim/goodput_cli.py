@@ -21,6 +21,17 @@ def _seeds(s: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integer seeds, got {s!r}") from None
 
 
+def _floors(paths: list[str]) -> dict:
+    from slocore.sim import goodput
+
+    out = {}
+    for path in paths:
+        for key, f in goodput.floors_from(path).items():
+            if key not in out or f[0] > out[key][0]:
+                out[key] = f
+    return out
+
+
 def add_arguments(p) -> None:
     from slocore.sim import goodput, matrix
 
@@ -51,7 +62,9 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--prune-from",
         dest="prune_from",
-        help="a part's goodput.json: start the baseline chain from its strongest baseline (to search more baselines)",
+        nargs="+",
+        metavar="GOODPUT_JSON",
+        help="parts' goodput.json: start the baseline chain from their strongest baseline (to search more baselines)",
     )
     p.add_argument("--no-prune", dest="prune", action="store_false", help="search every baseline in full")
     p.add_argument(
@@ -101,7 +114,7 @@ def main(a) -> int:
         prune=a.prune,
         copy_exact_baselines=a.copy_exact_baselines,
         capacities=caps,
-        floors=goodput.floors_from(a.prune_from) if a.prune_from else {},
+        floors=_floors(a.prune_from or []),
     )
     g = goodput.run_goodput(cfg, progress=not a.quiet)
     paths = goodput.write(g, a.out, command=command)
