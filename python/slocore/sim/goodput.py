@@ -450,7 +450,7 @@ def markdown(g: dict, command: str = "") -> str:
         f"runs stand for every error: {'yes' if cfg['copy_exact_baselines'] else 'no'}.",
     ]
     if g.get("merged_from"):
-        out += ["", f"Merged from {len(g['merged_from'])} runs (wall is their sum):", ""]
+        out += ["", f"Merged from {len(g['merged_from'])} parts (wall is their sum):", ""]
         out += [f"- `{p['command'] or p['path']}` ({p['wall_s'] or 0:.0f} s)" for p in g["merged_from"]]
     out += ["", "## Summary", ""]
     out += [f"- {s['line']}" for s in g["summary"]]
