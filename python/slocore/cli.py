@@ -1,5 +1,5 @@
 """`slocore` command line: simulate | scenarios | policies | fit | profiles | profile | presets | serve |
-engine | bench serve|matrix|twin|live."""
+engine | bench serve|matrix|goodput|twin|live."""
 
 from __future__ import annotations
 
@@ -178,6 +178,11 @@ def _add_serving(sub) -> None:
 
     add_matrix_arguments(
         bsub.add_parser("matrix", help="presets x workloads x loads x seeds x predictor error (simulator)")
+    )
+    from slocore.sim.goodput_cli import add_arguments as add_goodput_arguments
+
+    add_goodput_arguments(
+        bsub.add_parser("goodput", help="goodput searched per workload and stack: highest load with >= 90% attainment")
     )
     bt = bsub.add_parser("twin", help="one trace on the real engine(s) and in the simulator with a measured profile")
     from slocore.twin.compare import add_arguments as add_twin_arguments
