@@ -7,6 +7,7 @@ through `slocore serve`, and through `vllm-router` (Rust, PyPI) when it is insta
     SLOCORE_BENCH_BASE=/other/checkout/python ...   # also that checkout's router ("slocore-base")
     SLOCORE_BENCH_AIOHTTP=1 ...   # also this router with upstream_client aiohttp ("slocore-aiohttp")
     SLOCORE_BENCH_FLOOR=0 ...   # without "aiohttp-floor"
+    SLOCORE_BENCH_WORKERS=2 ...   # also this router with `--workers 2` ("slocore-w2": 2 data-path processes)
     SLOCORE_BENCH_PROMPT=2000 ...   # a longer prompt (token ids; default 16)
 
 "aiohttp-floor" is the least an aiohttp proxy on uvloop can do (this file run as a script:
@@ -127,6 +128,13 @@ def targets(tmp_path_factory):
             procs.append(start(cmd, f"http://127.0.0.1:{ap}/health", dict(env, SLOCORE_UPSTREAM_CLIENT="aiohttp")))
             out["slocore-aiohttp"] = f"http://127.0.0.1:{ap}"
             PIDS["slocore-aiohttp"] = procs[-1].pid
+        nw = int(os.environ.get("SLOCORE_BENCH_WORKERS", "1"))
+        if nw > 1:  # this router with the data path in nw worker processes (serve.policy_host)
+            wp = free_port()
+            cmd = [*py, "serve", "--config", str(cfg), "--port", str(wp), "--workers", str(nw)]
+            procs.append(start(cmd, f"http://127.0.0.1:{wp}/health", env))
+            out[f"slocore-w{nw}"] = f"http://127.0.0.1:{wp}"
+            PIDS[f"slocore-w{nw}"] = procs[-1].pid  # its CPU: this process and its workers
         if os.environ.get("SLOCORE_BENCH_FLOOR", "1") != "0":
             fp = free_port()
             cmd = [sys.executable, __file__, "--floor-proxy", str(fp), eng]
@@ -218,12 +226,37 @@ def measure(targets: dict) -> dict:
     return out
 
 
+def _stat(pid) -> list:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _descendants(pid) -> list:
+    """Live descendants of `pid` (a router's worker processes)."""
+    parent = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                parent[int(name)] = int(_stat(name)[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    out, todo = [], [pid]
+    while todo:
+        kids = [c for c, pp in parent.items() if pp == todo.pop()]
+        out += kids
+        todo += kids
+    return out
+
+
 def cpu_seconds(pid) -> float:
-    """User + system CPU time of process `pid` (Linux /proc), nan elsewhere: the cost per
-    request that the machine's load does not inflate as it inflates wall-clock latency."""
+    """User + system CPU time of process `pid` and its live descendants (Linux /proc), nan
+    elsewhere: the cost per request that the machine's load does not inflate as it inflates
+    wall-clock latency."""
     try:
-        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+        total = 0.0
+        for p in [pid, *_descendants(pid)]:
+            f = _stat(p)
+            total += int(f[11]) + int(f[12])
+        return total / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, TypeError):
         return float("nan")
 
@@ -271,6 +304,14 @@ def report(rounds, names):
         print("target p50 overhead vs vllm-router: not measured (vllm-router not installed)")
     print(f"target throughput >= 95% of direct: {s['rps'] / d['rps'] * 100:.0f}%: {s['rps'] >= 0.95 * d['rps']}")
     print(f"target p99 <= 1.2 x direct: {s['p99_c32'] / d['p99_c32']:.2f}x: {s['p99_c32'] <= 1.2 * d['p99_c32']}")
+    for k in names:  # the same targets for the router with several data-path workers
+        if k.startswith("slocore-w"):
+            w = med[k]
+            print(
+                f"{k}: throughput {w['rps'] / d['rps'] * 100:.0f}% of direct ({s['rps'] / d['rps'] * 100:.0f}% "
+                f"for one process), p99 {w['p99_c32'] / d['p99_c32']:.2f}x direct, {w['cpu_us']:.0f} CPU us/req "
+                f"(workers and policy process) against {s['cpu_us']:.0f}"
+            )
 
 
 def floor_proxy(port: int, engine: str) -> None:

@@ -213,6 +213,12 @@ def main(args) -> int:
         cfg.port = args.port
     if args.policy:
         cfg.policy = _config.PolicyConfig(args.policy, json.loads(args.policy_params or "{}"))
+    if getattr(args, "workers", None) is not None:
+        cfg.workers = args.workers
+    if cfg.workers > 1:  # several data-path processes, the policy in this one (serve.policy_host)
+        from slocore.serve import policy_host
+
+        return policy_host.main(cfg)
     router = Router(cfg)
     mode = "P/D" if cfg.disaggregated else "colocated"
     names = ", ".join(b.name for b in cfg.backends) or "one embedded emulated engine"
