@@ -82,6 +82,15 @@ async def serving(d: dict):
             await runner.cleanup()
 
 
+async def settled(router, timeout=60.0):
+    """Every request's handling has ended (its record released): with workers, the events a
+    worker sent after the client's last byte have reached the policy process too."""
+    t = asyncio.get_running_loop().time()
+    while router.handler.records.live:
+        assert asyncio.get_running_loop().time() - t < timeout, "requests still open"
+        await asyncio.sleep(0.02)
+
+
 def serve(name, pd, python=False, workers=1):
     """The recording policies' events after serving WORKLOAD live."""
     pol = (
@@ -111,6 +120,7 @@ def serve(name, pd, python=False, workers=1):
     async def go():
         async with serving(d) as (router, url, s):
             await asyncio.gather(*(one(url, s, k, p, o) for k, (p, o) in enumerate(WORKLOAD)))
+            await settled(router)
             return [disp.policy.events() for disp in router.dispatchers]
 
     return asyncio.run(asyncio.wait_for(go(), 120 if workers > 1 else 60))
