@@ -298,6 +298,10 @@ def test_workers_config_is_checked():
         PolicyHost(cfgmod.from_dict(pd))
     with pytest.raises(ValueError, match="workers: slo.mapper"):
         PolicyHost(cfgmod.from_dict({"workers": 2, "slo": {"mapper": True}}))
+    with pytest.raises(ValueError, match="workers: admission"):
+        PolicyHost(cfgmod.from_dict({"workers": 2, "admission": {"max_queue": 4}}))
+    with pytest.raises(ValueError, match="workers: tenant rate limits"):
+        PolicyHost(cfgmod.from_dict({"workers": 2, "tenants": {"anonymous": {"requests_per_min": 60}}}))
     assert cfgmod.from_dict({}).workers == 1
 
 

@@ -54,6 +54,11 @@ def check_config(cfg: ServeConfig) -> None:
         raise ValueError("workers: the scaler runs in one process only; set workers: 1")
     if cfg.mapper is not None:
         raise ValueError("workers: slo.mapper runs in one process only; set workers: 1")
+    if cfg.admission.max_queue is not None:  # it counts the waiting requests of one process
+        raise ValueError("workers: admission.max_queue sheds on one process's queue; set workers: 1")
+    tenants = [cfg.tenants.anonymous, *cfg.tenants.list]
+    if any(t.requests_per_min is not None or t.tokens_per_min is not None for t in tenants):
+        raise ValueError("workers: tenant rate limits are counted in one process; set workers: 1")
 
 
 def request_from(fields: list) -> _s.Request:

@@ -214,6 +214,8 @@ def main(args) -> int:
     if args.policy:
         cfg.policy = _config.PolicyConfig(args.policy, json.loads(args.policy_params or "{}"))
     if getattr(args, "workers", None) is not None:
+        if args.workers < 1:
+            raise ValueError(f"--workers: must be at least 1, got {args.workers}")
         cfg.workers = args.workers
     if cfg.workers > 1:  # several data-path processes, the policy in this one (serve.policy_host)
         from slocore.serve import policy_host
