@@ -205,7 +205,12 @@ class PolicyHost:
         try:
             async for frame in c.link.frames():
                 for ev in frame:
-                    self._event(c, ev)
+                    try:
+                        self._event(c, ev)
+                    except Exception:  # noqa: BLE001 - a bug (or a policy's exception) fails one request, not the link
+                        log.exception("worker %d: event %r", c.index, ev[:2])
+                        if ev[0] == "sub":
+                            c.link.send(["err", ev[1], "router internal error in the policy process"])
         finally:
             self.conns.discard(c)
             self._worker_gone(c)
@@ -217,11 +222,11 @@ class PolicyHost:
         if kind == "tok":
             _, rid, bid, gen, t = ev
             a = c.assigned.get(rid)
-            if a is not None:
+            if a is not None:  # (none: already ended here; nothing after on_finished)
                 st = a[1]
                 st.generated = gen
                 st.computed = a[2].prompt_len + gen - 1
-            self.disp.policy.on_token(rid, bid, gen, t)
+                self.disp.policy.on_token(rid, bid, gen, t)
         elif kind == "fin":
             self._finish(c, ev[1], ev[3])
         elif kind == "add":
