@@ -23,13 +23,13 @@ pytest.importorskip("prometheus_client", reason="the serve extra (prometheus-cli
 from aiohttp import web  # noqa: E402
 
 import slocore  # noqa: E402
+from slocore.childenv import child_env  # noqa: E402
 from slocore.serve import config as cfgmod  # noqa: E402
 from slocore.serve import loadgen  # noqa: E402
 from slocore.serve.policy_host import PolicyHost  # noqa: E402
 
 EMU = {"profile": "h100-llama2-7b", "time_scale": 0.2}
 SLOW = {"profile": "h100-llama2-7b", "time_scale": 1.0}
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @contextlib.asynccontextmanager
@@ -352,7 +352,7 @@ def test_serve_command_stops_all_processes(tmp_path, sig):
         f"listen: {{host: 127.0.0.1, port: {port}}}\npolicy_port: 0\nbackends:\n"
         "  - {name: e0, emulated: {time_scale: 0.2}}\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    env = child_env()  # this very slocore build (in-tree or installed)
     proc = subprocess.Popen(
         [sys.executable, "-m", "slocore.cli", "serve", "--config", str(cfg), "--workers", "2"],
         env=env,
