@@ -115,7 +115,12 @@ def cmd_profiles(a) -> int:
 def cmd_serve(a) -> int:
     from slocore.serve import router
 
-    return router.main(a)
+    cfg = router.config_from_args(a)
+    if cfg.workers > 1:  # several data-path processes, the policy in one (serve.policy_host)
+        from slocore.serve import policy_host
+
+        return policy_host.main(cfg)
+    return router.run(cfg)
 
 
 def cmd_engine(a) -> int:

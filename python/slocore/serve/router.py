@@ -203,6 +203,12 @@ class Router:
 
 
 def main(args) -> int:
+    """`slocore serve` in one process (``workers`` > 1: ``cli.cmd_serve`` runs serve.policy_host)."""
+    return run(config_from_args(args))
+
+
+def config_from_args(args) -> ServeConfig:
+    """The config file with the command line's overrides (and the command's logging)."""
     from slocore.serve import config as _config
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -217,10 +223,10 @@ def main(args) -> int:
         if args.workers < 1:
             raise ValueError(f"--workers: must be at least 1, got {args.workers}")
         cfg.workers = args.workers
-    if cfg.workers > 1:  # several data-path processes, the policy in this one (serve.policy_host)
-        from slocore.serve import policy_host
+    return cfg
 
-        return policy_host.main(cfg)
+
+def run(cfg: ServeConfig) -> int:
     router = Router(cfg)
     mode = "P/D" if cfg.disaggregated else "colocated"
     names = ", ".join(b.name for b in cfg.backends) or "one embedded emulated engine"
