@@ -7,6 +7,7 @@ through `slocore serve`, and through `vllm-router` (Rust, PyPI) when it is insta
     SLOCORE_BENCH_BASE=/other/checkout/python ...   # also that checkout's router ("slocore-base")
     SLOCORE_BENCH_AIOHTTP=1 ...   # also this router with upstream_client aiohttp ("slocore-aiohttp")
     SLOCORE_BENCH_FLOOR=0 ...   # without "aiohttp-floor"
+    SLOCORE_BENCH_WORKERS=2 ...   # also this router with `--workers 2` ("slocore-w2": 2 data-path processes)
     SLOCORE_BENCH_PROMPT=2000 ...   # a longer prompt (token ids; default 16)
 
 "aiohttp-floor" is the least an aiohttp proxy on uvloop can do (this file run as a script:
@@ -127,6 +128,13 @@ def targets(tmp_path_factory):
             procs.append(start(cmd, f"http://127.0.0.1:{ap}/health", dict(env, SLOCORE_UPSTREAM_CLIENT="aiohttp")))
             out["slocore-aiohttp"] = f"http://127.0.0.1:{ap}"
             PIDS["slocore-aiohttp"] = procs[-1].pid
+        nw = int(os.environ.get("SLOCORE_BENCH_WORKERS", "1"))
+        if nw > 1:  # this router with the data path in nw worker processes (serve.policy_host)
+            wp = free_port()
+            cmd = [*py, "serve", "--config", str(cfg), "--port", str(wp), "--workers", str(nw)]
+            procs.append(start(cmd, f"http://127.0.0.1:{wp}/health", env))
+            out[f"slocore-w{nw}"] = f"http://127.0.0.1:{wp}"
+            PIDS[f"slocore-w{nw}"] = procs[-1].pid  # its CPU: this process and its workers
         if os.environ.get("SLOCORE_BENCH_FLOOR", "1") != "0":
             fp = free_port()
             cmd = [sys.executable, __file__, "--floor-proxy", str(fp), eng]
@@ -206,26 +214,54 @@ def measure(targets: dict) -> dict:
     seq = asyncio.run(_sequential(targets, N_SEQ))
     out = {}
     for k, url in targets.items():
-        cpu0 = cpu_seconds(PIDS.get(k))
+        cpu0, own0 = cpu_seconds(PIDS.get(k)), cpu_seconds(PIDS.get(k), tree=False)
         rps, lat = asyncio.run(_closed_loop(url, THR_S, CONC))
-        cpu = cpu_seconds(PIDS.get(k)) - cpu0
-        out[k] = {
-            "p50_c1": q(seq[k], 0.5),
-            "rps": rps,
-            "p99_c32": q(lat, 0.99),
-            "cpu_us": cpu / (len(lat) + CONC) * 1e6,
-        }  # + the warm-up
+        cpu, own = cpu_seconds(PIDS.get(k)) - cpu0, cpu_seconds(PIDS.get(k), tree=False) - own0
+        n = len(lat) + CONC  # + the warm-up
+        out[k] = {"p50_c1": q(seq[k], 0.5), "rps": rps, "p99_c32": q(lat, 0.99), "cpu_us": cpu / n * 1e6}
+        if k.startswith("slocore-w"):  # the policy process's share (the rest is the workers')
+            out[k]["policy_cpu_us"] = own / n * 1e6
     return out
 
 
-def cpu_seconds(pid) -> float:
-    """User + system CPU time of process `pid` (Linux /proc), nan elsewhere: the cost per
-    request that the machine's load does not inflate as it inflates wall-clock latency."""
+def _stat(pid) -> list:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _descendants(pid) -> list:
+    """Live descendants of `pid` (a router's worker processes)."""
+    parent = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                parent[int(name)] = int(_stat(name)[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        todo += kids
+    return out
+
+
+def cpu_seconds(pid, tree: bool = True) -> float:
+    """User + system CPU time of process `pid` and its live descendants (Linux /proc), nan
+    elsewhere: the cost per request that the machine's load does not inflate as it inflates
+    wall-clock latency."""
     try:
-        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+        f = _stat(pid)
+        total = int(f[11]) + int(f[12])
     except (OSError, ValueError, IndexError, TypeError):
         return float("nan")
+    for p in _descendants(pid) if tree else ():
+        try:
+            f = _stat(p)
+        except (OSError, ValueError, IndexError):
+            continue  # it ended meanwhile
+        total += int(f[11]) + int(f[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def test_router_side_by_side(targets):
@@ -271,6 +307,14 @@ def report(rounds, names):
         print("target p50 overhead vs vllm-router: not measured (vllm-router not installed)")
     print(f"target throughput >= 95% of direct: {s['rps'] / d['rps'] * 100:.0f}%: {s['rps'] >= 0.95 * d['rps']}")
     print(f"target p99 <= 1.2 x direct: {s['p99_c32'] / d['p99_c32']:.2f}x: {s['p99_c32'] <= 1.2 * d['p99_c32']}")
+    for k in names:  # the same targets for the router with several data-path workers
+        if k.startswith("slocore-w"):
+            w = med[k]
+            print(
+                f"{k}: throughput {w['rps'] / d['rps'] * 100:.0f}% of direct ({s['rps'] / d['rps'] * 100:.0f}% "
+                f"for one process), p99 {w['p99_c32'] / d['p99_c32']:.2f}x direct, {w['cpu_us']:.0f} CPU us/req "
+                f"(of which the policy process {w['policy_cpu_us']:.0f}) against {s['cpu_us']:.0f} in one process"
+            )
 
 
 def floor_proxy(port: int, engine: str) -> None:
@@ -309,3 +353,62 @@ def floor_proxy(port: int, engine: str) -> None:
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--floor-proxy"]:
     floor_proxy(int(sys.argv[2]), sys.argv[3])
+
+
+ECHO = """
+import asyncio, sys
+from slocore.serve.ipc import Link
+async def main(path):
+    async def serve(r, w):
+        link = Link(r, w)
+        async for frame in link.frames():
+            for ev in frame:
+                link.send(ev)
+    srv = await asyncio.start_unix_server(serve, path=path)
+    print("ready", flush=True)
+    await asyncio.sleep(3600)
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def test_ipc_round_trip(tmp_path):
+    """The workers' link (serve.ipc: Unix socket, length-prefixed orjson frames): one event
+    there and back between two processes, and 32 token events sent in one turn."""
+    from slocore.serve.ipc import Link
+
+    path = str(tmp_path / "echo.sock")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1] / "python"))
+    p = subprocess.Popen([sys.executable, "-c", ECHO, path], stdout=subprocess.PIPE, env=env)
+    try:
+        assert p.stdout.readline().strip() == b"ready"
+
+        async def go():
+            link = Link(*await asyncio.open_unix_connection(path))
+            frames = link.frames()
+            one, batch = [], []
+            for i in range(2000):
+                t = time.perf_counter()
+                link.send(["sub", i, 30.0])
+                await frames.__anext__()
+                one.append(time.perf_counter() - t)
+            for i in range(500):
+                t = time.perf_counter()
+                for k in range(32):
+                    link.send(["tok", i, 0, k + 1, 12.345678])
+                await frames.__anext__()
+                batch.append(time.perf_counter() - t)
+            link.close()
+            return sorted(one), sorted(batch)
+
+        cpu0 = time.process_time()
+        one, batch = asyncio.run(go())
+        cpu = time.process_time() - cpu0
+        print(
+            f"\nipc round trip: one event p50 {q(one, 0.5) * 1e6:.0f} us (p99 {q(one, 0.99) * 1e6:.0f}); "
+            f"32 token events in one frame p50 {q(batch, 0.5) * 1e6:.0f} us; "
+            f"this side's CPU {cpu / (len(one) + len(batch)) * 1e6:.0f} us per round trip"
+        )
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()

@@ -62,6 +62,13 @@ def simulate(name, pd, python=False):
 
 @contextlib.asynccontextmanager
 async def serving(d: dict):
+    workers = d.get("workers", 1)
+    if workers > 1:  # the data path in worker processes, the policy in this one (serve.policy_host)
+        from test_serve_workers import serving_workers
+
+        async with serving_workers({k: v for k, v in d.items() if k != "workers"}, workers) as (host, url, _, s):
+            yield host.router, url, s
+        return
     router = Router(cfgmod.from_dict(d))
     runner = web.AppRunner(router.app(), access_log=None)
     await runner.setup()
@@ -75,7 +82,16 @@ async def serving(d: dict):
             await runner.cleanup()
 
 
-def serve(name, pd, python=False):
+async def settled(router, timeout=60.0):
+    """Every request's handling has ended (its record released): with workers, the events a
+    worker sent after the client's last byte have reached the policy process too."""
+    t = asyncio.get_running_loop().time()
+    while router.handler.records.live:
+        assert asyncio.get_running_loop().time() - t < timeout, "requests still open"
+        await asyncio.sleep(0.02)
+
+
+def serve(name, pd, python=False, workers=1):
     """The recording policies' events after serving WORKLOAD live."""
     pol = (
         {"name": PY_RECORDING, "params": {"policy": name}}
@@ -92,7 +108,7 @@ def serve(name, pd, python=False):
     else:
         backends = [{"name": f"e{i}", "emulated": dict(EMU)} for i in range(2)]
         d = {"backends": backends, "policy": pol}
-    d.update(poll_interval_s=0.2, slo={"default": {"ttft_ms": 2000, "tpot_ms": 100}}, retries=0)
+    d.update(poll_interval_s=0.2, slo={"default": {"ttft_ms": 2000, "tpot_ms": 100}}, retries=0, workers=workers)
 
     async def one(url, s, k, prompt, out):
         await asyncio.sleep(GAP_S * k)
@@ -104,9 +120,10 @@ def serve(name, pd, python=False):
     async def go():
         async with serving(d) as (router, url, s):
             await asyncio.gather(*(one(url, s, k, p, o) for k, (p, o) in enumerate(WORKLOAD)))
+            await settled(router)
             return [disp.policy.events() for disp in router.dispatchers]
 
-    return asyncio.run(asyncio.wait_for(go(), 60))
+    return asyncio.run(asyncio.wait_for(go(), 120 if workers > 1 else 60))
 
 
 def per_request(logs):
@@ -135,9 +152,9 @@ def per_request(logs):
     return out, added
 
 
-def check(name, pd, python=False):
+def check(name, pd, python=False, workers=1):
     sim, sim_added = per_request(simulate(name, pd, python))
-    live, live_added = per_request(serve(name, pd, python))
+    live, live_added = per_request(serve(name, pd, python, workers))
     assert len(sim) == len(WORKLOAD)
     assert sim_added == live_added
     for r in sorted(sim):
@@ -157,6 +174,17 @@ def test_pd_live_calls_equal_simulated(name):
 @pytest.mark.parametrize("pd", [False, True], ids=["colocated", "pd"])
 def test_python_policy_by_import_path_live_equals_simulated(pd):
     check("least_outstanding", pd, python=True)
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_colocated_through_two_workers_live_calls_equal_simulated(name):
+    """The same through `workers: 2` (serve.worker, serve.policy_host): the events reach the
+    policy process per request in the same order, with one id per request across workers."""
+    check(name, pd=False, workers=2)
+
+
+def test_python_policy_through_two_workers_live_equals_simulated():
+    check("least_outstanding", pd=False, python=True, workers=2)
 
 
 def test_sequences_follow_the_contract():

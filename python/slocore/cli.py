@@ -115,7 +115,12 @@ def cmd_profiles(a) -> int:
 def cmd_serve(a) -> int:
     from slocore.serve import router
 
-    return router.main(a)
+    cfg = router.config_from_args(a)
+    if cfg.workers > 1:  # several data-path processes, the policy in one (serve.policy_host)
+        from slocore.serve import policy_host
+
+        return policy_host.main(cfg)
+    return router.run(cfg)
 
 
 def cmd_engine(a) -> int:
@@ -155,6 +160,7 @@ def _add_serving(sub) -> None:
     sv.add_argument("--port", type=int)
     sv.add_argument("--policy", help="colocated global policy name (overrides the config)")
     sv.add_argument("--policy-params", dest="policy_params", help="its parameters as JSON")
+    sv.add_argument("--workers", type=int, help="data-path processes (default 1; docs/serving.md, 'Several workers')")
     sv.set_defaults(func=cmd_serve)
     en = sub.add_parser("engine", help="emulated engine: vLLM's OpenAI API, token timing from a hardware profile")
     en.add_argument("--profile", default="h100-llama2-7b", help="hardware profile (see `slocore profiles`)")

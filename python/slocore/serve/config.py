@@ -112,6 +112,8 @@ class ServeConfig:
     scaler: ScalerConfig | None = None  # the scaler in the live loop (serve/scaler.py)
     prefix: dict = field(default_factory=dict)  # serve.prefix_index.PrefixConfig keyword arguments
     upstream_client: str | None = None  # "lean" | "aiohttp"; None: serve.upstream.default_client()
+    workers: int = 1  # data-path processes (serve.worker); > 1: the policy in serve.policy_host
+    policy_port: int | None = None  # workers > 1: the policy process's port (None: port + 1)
 
     @property
     def disaggregated(self) -> bool:
@@ -264,6 +266,8 @@ class _File(_Section):
     scaler: Optional[_Scaler] = None
     prefix: Optional[dict] = None
     upstream_client: Optional[Literal["lean", "aiohttp"]] = None
+    workers: Annotated[int, Strict(), Field(ge=1, le=256)] = 1
+    policy_port: Optional[Annotated[int, Strict(), Field(ge=0, le=65535)]] = None
 
     @field_validator("policy", "prefill_policy", "decode_policy", mode="before")
     @classmethod
@@ -359,6 +363,7 @@ def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
     cfg.tenants = f.tenants or TenantsConfig()
     cfg.admission = f.admission or AdmissionConfig()
     cfg.upstream_client = f.upstream_client
+    cfg.workers, cfg.policy_port = f.workers, f.policy_port
     if f.scaler is not None:
         sc = f.scaler
         try:  # an unknown profile fails here, not at the first scale-out

@@ -244,6 +244,12 @@ class RequestHandler:
             else:
                 await read_whole(ctx, resp, st, att, backend, disp.policy, t, r.now, skip_first=r.cfg.disaggregated)
         backend.served += 1
+        self.record_finished(ctx, backend)
+
+    def record_finished(self, ctx, backend) -> None:
+        """The request's token times to the recorder, its metrics, the scaler and the mapper
+        (``serve.worker`` sends them to the policy process instead)."""
+        r = self.r
         # a chunk may carry several tokens (or none, for a partial UTF-8 character): the
         # engine's usage count is the truth; the missing ones are dated at the end
         extra = int((ctx.usage or {}).get("completion_tokens") or 0) - len(ctx.times)

@@ -203,6 +203,12 @@ class Router:
 
 
 def main(args) -> int:
+    """`slocore serve` in one process (``workers`` > 1: ``cli.cmd_serve`` runs serve.policy_host)."""
+    return run(config_from_args(args))
+
+
+def config_from_args(args) -> ServeConfig:
+    """The config file with the command line's overrides (and the command's logging)."""
     from slocore.serve import config as _config
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -213,6 +219,14 @@ def main(args) -> int:
         cfg.port = args.port
     if args.policy:
         cfg.policy = _config.PolicyConfig(args.policy, json.loads(args.policy_params or "{}"))
+    if getattr(args, "workers", None) is not None:
+        if args.workers < 1:
+            raise ValueError(f"--workers: must be at least 1, got {args.workers}")
+        cfg.workers = args.workers
+    return cfg
+
+
+def run(cfg: ServeConfig) -> int:
     router = Router(cfg)
     mode = "P/D" if cfg.disaggregated else "colocated"
     names = ", ".join(b.name for b in cfg.backends) or "one embedded emulated engine"
