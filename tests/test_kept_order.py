@@ -1,4 +1,4 @@
-"""Engine schedulers that keep their order across calls (mlfq): with an engine's view (an
+"""Engine schedulers that keep their order across calls (mlfq, edf): with an engine's view (an
 epoch, changed as sim/engine.cc changes it between calls: the plan's waiting requests join
 `running`, preempted ones go back to the queue's front, finished and cancelled ones leave
 with on_finished, arrivals are appended) the plans equal the pure-Python reference's, which
@@ -93,3 +93,21 @@ def test_mlfq_kept_order_with_tied_arrivals(seed):
     """Arrivals on a 0.1 s grid: ties in (level, arrival), ordered by position."""
     cpp = _core.make_batch_scheduler("mlfq", {"promote_after_s": 0.3})
     assert engine_loop(cpp, ref.Mlfq(6, 0.02, 0.3), seed, tie_arrivals=True) > 0
+
+
+class _Edf:  # the stateless reference behind the engine loop's interface
+    def __init__(self, budget):
+        self.budget = budget
+
+    def schedule(self, v, now):
+        return ref.edf(v, self.budget)
+
+    def finished(self, rid):
+        pass
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**9), st.sampled_from([16, 128, 512]), st.booleans())
+def test_edf_kept_order_matches_reference_over_an_engine_run(seed, budget, ties):
+    cpp = _core.make_batch_scheduler("edf", {"token_budget": budget})
+    assert engine_loop(cpp, _Edf(budget), seed, tie_arrivals=ties) > 0
