@@ -1,4 +1,4 @@
-"""Engine schedulers that keep their order across calls (mlfq, edf): with an engine's view (an
+"""Engine schedulers that keep their order across calls (mlfq, edf, slide_batching): with an engine's view (an
 epoch, changed as sim/engine.cc changes it between calls: the plan's waiting requests join
 `running`, preempted ones go back to the queue's front, finished and cancelled ones leave
 with on_finished, arrivals are appended) the plans equal the pure-Python reference's, which
@@ -12,13 +12,14 @@ from hypothesis import strategies as st
 import slocore as s
 from slocore import _core
 from slocore.reference import batch_baselines as ref
+from slocore.reference import proserve as proserve_ref
 
 
-def _request(rid, arrival, prompt, output):
-    return s.Request(rid, arrival, prompt, output_len=output, ttft=1.0, tpot=0.1)
+def _request(rid, arrival, prompt, output, ttft=1.0):
+    return s.Request(rid, arrival, prompt, output_len=output, ttft=ttft, tpot=0.1)
 
 
-def engine_loop(cpp, py, seed, steps=80, tie_arrivals=False):
+def engine_loop(cpp, py, seed, steps=80, tie_arrivals=False, ttft=1.0):
     """Drives cpp and py through one engine's calls; returns how many calls planned something."""
     rng = random.Random(seed)
     v = s.InstanceView(0)
@@ -32,7 +33,7 @@ def engine_loop(cpp, py, seed, steps=80, tie_arrivals=False):
     for step in range(steps):
         for _ in range(rng.choice([0, 0, 1, 3, 8])):  # arrivals, appended
             arrival = round(now, 1) if tie_arrivals else now + 0.01 * rng.random()
-            req[next_id] = _request(next_id, arrival, rng.randint(1, 300), rng.randint(1, 30))
+            req[next_id] = _request(next_id, arrival, rng.randint(1, 300), rng.randint(1, 30), ttft)
             done[next_id], gen[next_id] = 0, 0
             waiting.append(next_id)
             next_id += 1
@@ -111,3 +112,29 @@ class _Edf:  # the stateless reference behind the engine loop's interface
 def test_edf_kept_order_matches_reference_over_an_engine_run(seed, budget, ties):
     cpp = _core.make_batch_scheduler("edf", {"token_budget": budget})
     assert engine_loop(cpp, _Edf(budget), seed, tie_arrivals=ties) > 0
+
+
+class _Slide:
+    def __init__(self, params):
+        self.p = proserve_ref.SlideParams(**params)
+
+    def schedule(self, v, now):
+        return proserve_ref.slide_batching(v, now, self.p)
+
+    def finished(self, rid):
+        pass
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 10**9),
+    st.sampled_from(["a", "p"]),
+    st.sampled_from(["slide", "density", "deadline"]),
+    st.booleans(),
+    st.sampled_from([0.001, 0.2, 1.0]),
+)
+def test_slide_batching_kept_queue_matches_reference_over_an_engine_run(seed, phi, order, latency_aware, ttft):
+    """Short TTFTs make the queue late (every waiting request URGENT: the kept walk)."""
+    params = {"phi": phi, "order": order, "latency_aware": latency_aware}
+    cpp = _core.make_batch_scheduler("slide_batching", params)
+    assert engine_loop(cpp, _Slide(params), seed, ttft=ttft) > 0
