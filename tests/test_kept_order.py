@@ -48,6 +48,8 @@ def engine_loop(cpp, py, seed, steps=80, tie_arrivals=False, ttft=1.0):
         v.waiting = [s.RequestState(req[i], done[i], gen[i]) for i in waiting]
         v.kv_blocks_free = total - sum(v.blocks_for(done[i]) for i in running)
         v.epoch = step + 1
+        if step % 17 == 16:  # the belief corrected (ProServe 4.1): kept metrics must follow it
+            v.model = s.LatencyModel(s.LatencyCoeffs(t_c=0.01, c_p=rng.choice([5e-5, 1e-4, 2e-4]), a_d=1e-6, b_d=1e-3))
         plan = cpp.schedule(v, now)
         items, preempted = py.schedule(v, now)
         assert [(i.request, i.tokens) for i in plan.items] == items, step
