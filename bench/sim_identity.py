@@ -16,12 +16,15 @@ A speed change that must not change behaviour records before and after and compa
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import math
 import struct
 import sys
 import time
+
+import numpy as np
 
 from slocore.sim import simulate, stacks, workloads
 
@@ -42,6 +45,10 @@ def _prio(seed):
 
 def _chat(seed):
     return workloads.multi_turn_chat(rate=20.0, sessions=200, seed=seed)
+
+
+def _rounded(w, step):  # arrivals on a grid: many requests share one arrival time
+    return dataclasses.replace(w, arrival=np.round(w.arrival / step) * step)
 
 
 def _hfx(seed):
@@ -178,6 +185,36 @@ def scenarios() -> dict:
                 lambda s, rate=rate: workloads.sharegpt_like(rate=rate, n=800, seed=s),
                 pd,
             )
+    # Engine schedulers that keep an order across calls (mlfq, slide_batching): P/D (handoffs
+    # arrive with their KV), prefix caching (waiting requests with computed tokens), a fast
+    # starvation guard, and arrivals rounded to 50 ms (ties: their order is their position).
+    for name, sched in (
+        ("mlfq", "mlfq"),
+        ("mlfq_guard", ("mlfq", {"promote_after_s": 0.3, "levels": 4})),
+        ("slide_batching", "slide_batching"),
+    ):
+        out[f"burst3k_pd/least_outstanding/least_outstanding+{name}"] = (
+            lambda s: _burst(3000, s),
+            dict(
+                profile=H100,
+                **PD_SMALL,
+                prefill_policy="least_outstanding",
+                decode_policy="least_outstanding",
+                batch_scheduler=sched,
+            ),
+        )
+        out[f"burst3k_ties/least_outstanding+{name}"] = (
+            lambda s: _rounded(_burst(3000, s), 0.05),
+            dict(col, global_policy="least_outstanding", batch_scheduler=sched),
+        )
+        out[f"chat/least_outstanding+{name}"] = (
+            _chat,
+            dict(col, global_policy="least_outstanding", batch_scheduler=sched),
+        )
+    out["burst3k/least_outstanding+mlfq_guard"] = (
+        lambda s: _burst(3000, s),
+        dict(col, global_policy="least_outstanding", batch_scheduler=("mlfq", {"promote_after_s": 0.3, "levels": 4})),
+    )
     out["burst3k/least_outstanding+sarathi_fcfs/noise"] = (
         lambda s: _burst(3000, s),
         dict(col, global_policy="least_outstanding", batch_scheduler="sarathi_fcfs", noise_sigma=0.2, belief_noise=0.2),

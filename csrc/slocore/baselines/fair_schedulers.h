@@ -70,7 +70,7 @@ class MlfqScheduler : public BatchScheduler {
   std::string name() const override { return "mlfq"; }
   ParamMap params() const override;
   BatchPlan schedule(const InstanceView& v, Time now) override;
-  void on_finished(Id request, Time now) override { state_.erase(request); }
+  void on_finished(Id request, Time now) override;
   // Current level of a request (-1 if unknown).
   int level(Id request) const;
 
@@ -79,8 +79,39 @@ class MlfqScheduler : public BatchScheduler {
     int level = 0;
     double served = 0.0;    // estimated service at this level, s
     double last_run = 0.0;  // when it last ran (or arrived)
+    // The kept order (below): the request's arrival, whether it is on the instance (and
+    // running there) as of the last call, whether the guard heap holds an entry for it.
+    Time arrival = 0.0;
+    bool present = false, running = false, in_heap = false;
+    uint64_t seen = 0;  // the call that last found it running
+  };
+  // (level, arrival, id): the schedule order, the id standing in for the position only
+  // where no two requests share (level, arrival) (checked; else the full sort).
+  struct Key {
+    int level;
+    Time arrival;
+    Id id;
+    bool operator<(const Key& o) const {
+      if (level != o.level) return level < o.level;
+      if (arrival != o.arrival) return arrival < o.arrival;
+      return id < o.id;
+    }
+    bool same_rank(const Key& o) const { return level == o.level && arrival == o.arrival; }
   };
   State& state_of(const RequestState& s, const InstanceView& v, Time now);
+  // Every request's state (skip-join, guard) and one sort of all of them, each call.
+  BatchPlan plan_full(const InstanceView& v, Time now);
+  // The kept order: only what changed since the last call is read (see schedule()).
+  bool sync(const InstanceView& v, Time now);
+  void rebuild(const InstanceView& v, Time now);
+  void track(Id id, State& st, bool running);
+  void watch(Id id, State& st);
+  void guard(Time now);
+  bool plan_kept(const InstanceView& v, BatchPlan& plan);
+  const RequestState* waiting_with(const InstanceView& v, Id id);
+  void account(const InstanceView& v, const BatchPlan& plan, Time now);
+  static bool trivial(const State& st) { return st.level == 0 && st.served == 0.0; }
+
   MlfqParams p_;
   std::unordered_map<Id, State> state_;
   // schedule() scratch, kept for its storage: candidates by (level, arrival); a plan item's
@@ -88,6 +119,22 @@ class MlfqScheduler : public BatchScheduler {
   std::vector<std::pair<std::pair<int, Time>, Candidate>> sorted_;
   IdIndex item_of_;
   std::vector<const RequestState*> state_at_;
+  // The kept order: every request on the instance by Key, kept across calls of one engine
+  // (a view with an epoch); a min-heap of (last_run, id) over the states the starvation
+  // guard can change (any but level 0 with nothing served: the guard's reset leaves such a
+  // state as it is); the running ids of the last call; how many waiting requests it knows.
+  std::set<Key> order_;
+  std::vector<std::pair<Time, Id>> heap_;
+  std::vector<Id> last_running_;
+  std::vector<State*> run_state_;
+  size_t waiting_known_ = 0;
+  bool synced_ = false, never_kept_ = false;
+  const InstanceView* last_view_ = nullptr;
+  uint64_t last_epoch_ = 0, calls_ = 0;
+  std::vector<std::pair<Key, size_t>> run_keys_;
+  std::vector<size_t> victims_;
+  IdIndex running_at_, waiting_at_;
+  size_t waiting_scanned_ = 0;
 };
 
 }  // namespace slocore

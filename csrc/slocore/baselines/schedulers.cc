@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "slocore/core/metrics.h"
@@ -106,9 +107,164 @@ double EdfScheduler::next_deadline(const RequestState& s) {
   return token_deadline(s.request, s.generated + 1);  // of its next token, ProServe Eq. 3
 }
 
+// Every step by (deadline, running before waiting, queue position). With an engine's views
+// (an epoch; the event contract of batch_scheduler.h) the waiting requests' order is kept
+// across calls (sync, plan_kept): per call, the running requests, the queue's new front and
+// tail and the order as far as the batch reaches, not the whole queue. Same plan; the heap
+// over every waiting request each call otherwise, the full sort when a deadline is NaN.
 BatchPlan EdfScheduler::schedule(const InstanceView& v, Time) {
-  // Every step by (deadline, running before waiting, queue position): the running ones
-  // sorted, the waiting ones popped lazily from a heap, as far as the batch reaches.
+  ++calls_;
+  if (v.epoch == 0 || never_kept_) {
+    synced_ = false;
+  } else if (!(synced_ && &v == last_view_ && v.epoch != last_epoch_ && sync(v))) {
+    rebuild(v);
+  }
+  last_view_ = &v;
+  last_epoch_ = v.epoch;
+  BatchPlan plan;
+  if (!synced_ || !plan_kept(v, plan)) plan = schedule_heap(v);
+  if (synced_) {
+    last_running_.clear();
+    for (const RequestState& s : v.running) last_running_.push_back(s.request.id);
+  }
+  return plan;
+}
+
+void EdfScheduler::on_finished(Id request, Time) {
+  auto it = kept_.find(request);
+  if (it == kept_.end()) return;
+  if (!it->second.running) {
+    wait_order_.erase(WaitKey{it->second.deadline, it->second.seq, request});
+    --waiting_known_;
+  }
+  kept_.erase(it);
+}
+
+// The kept order from the whole view.
+void EdfScheduler::rebuild(const InstanceView& v) {
+  synced_ = false;
+  kept_.clear();
+  wait_order_.clear();
+  for (const RequestState& s : v.running)
+    if (!kept_.emplace(s.request.id, Kept{0.0, 0, true, calls_}).second) return;  // an id twice
+  for (size_t i = 0; i < v.waiting.size(); ++i) {
+    const RequestState& s = v.waiting[i];
+    const double d = next_deadline(s);
+    if (std::isnan(d)) {
+      never_kept_ = true;
+      return;
+    }
+    if (!kept_.emplace(s.request.id, Kept{d, int64_t(i), false, 0}).second) return;
+    wait_order_.insert(WaitKey{d, int64_t(i), s.request.id});
+  }
+  front_seq_ = 0;
+  back_seq_ = int64_t(v.waiting.size());
+  waiting_known_ = v.waiting.size();
+  synced_ = true;
+}
+
+// From the last call's view to this one as the engine changes it between calls
+// (sim/engine.cc): the plan's waiting requests move to the end of `running`, its preempted
+// ones to the front of `waiting` (in running order), finished, handed-off and cancelled ones
+// leave (on_finished), arrivals are appended. False when the view is not that (checked
+// where it is cheap: running, the queue's front and its new tail).
+bool EdfScheduler::sync(const InstanceView& v) {
+  for (const RequestState& s : v.running) {
+    auto f = kept_.find(s.request.id);
+    if (f == kept_.end() || f->second.seen == calls_) return false;
+    Kept& k = f->second;
+    k.seen = calls_;
+    if (!k.running) {  // admitted
+      wait_order_.erase(WaitKey{k.deadline, k.seq, s.request.id});
+      k.running = true;
+      --waiting_known_;
+    }
+  }
+  preempted_.clear();
+  for (Id id : last_running_) {
+    auto f = kept_.find(id);
+    if (f == kept_.end() || f->second.seen == calls_ || !f->second.running) continue;
+    if (preempted_.size() >= v.waiting.size() || v.waiting[preempted_.size()].request.id != id) return false;
+    preempted_.push_back(id);
+  }
+  for (size_t j = 0; j < preempted_.size(); ++j) {  // the queue's new front, in running order
+    const double d = next_deadline(v.waiting[j]);
+    if (std::isnan(d)) return false;
+    Kept& k = kept_.at(preempted_[j]);
+    k = Kept{d, front_seq_ - int64_t(preempted_.size() - j), false, k.seen};
+    wait_order_.insert(WaitKey{d, k.seq, preempted_[j]});
+  }
+  front_seq_ -= int64_t(preempted_.size());
+  waiting_known_ += preempted_.size();
+  if (v.waiting.size() < waiting_known_) return false;
+  for (size_t j = waiting_known_; j < v.waiting.size(); ++j) {  // arrivals
+    const RequestState& s = v.waiting[j];
+    const double d = next_deadline(s);
+    if (std::isnan(d) || !kept_.emplace(s.request.id, Kept{d, back_seq_, false, 0}).second) return false;
+    wait_order_.insert(WaitKey{d, back_seq_++, s.request.id});
+  }
+  waiting_known_ = v.waiting.size();
+  return true;
+}
+
+// The waiting request `id`: the queue is read from its front only as far as the plan needs.
+const RequestState* EdfScheduler::waiting_with(const InstanceView& v, Id id) {
+  if (const int64_t* k = waiting_at_.find(id)) return &v.waiting[size_t(*k)];
+  while (waiting_scanned_ < v.waiting.size()) {
+    const RequestState& s = v.waiting[waiting_scanned_];
+    waiting_at_.insert(s.request.id, int64_t(waiting_scanned_++));
+    if (s.request.id == id) return &s;
+  }
+  return nullptr;
+}
+
+// schedule_heap's loop over the kept order. While no KV block is left a waiting request gets
+// nothing (PlanBuilder::add) and changes nothing, so the walk goes on from the next running
+// request's deadline.
+bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
+  auto& run = run_;
+  run.clear();
+  for (size_t i = 0; i < v.running.size(); ++i) run.push_back({next_deadline(v.running[i]), i});
+  for (const auto& x : run)
+    if (std::isnan(x.first)) return false;
+  std::stable_sort(run.begin(), run.end(), [](const auto& a, const auto& d) { return a.first < d.first; });
+  std::vector<size_t> victims;  // running by deadline: the latest deadline is evicted first
+  victims.reserve(run.size());
+  for (const auto& x : run) victims.push_back(x.second);
+  waiting_at_.clear(64);
+  waiting_scanned_ = 0;
+  PlanBuilder b(v, p_.token_budget);
+  size_t r = 0;
+  auto it = wait_order_.begin();
+  while (!b.seq_full() && b.budget_left() > 0) {
+    const bool from_run = r < run.size() && (it == wait_order_.end() || run[r].first <= it->deadline);
+    if (from_run) {
+      const size_t i = run[r++].second;
+      if (!b.planned(v.running[i].request.id)) run_with_preemption(b, {i}, victims);
+      continue;
+    }
+    if (it == wait_order_.end()) break;
+    if (b.blocks_left() <= 0) {  // waiting no-ops up to the next running request
+      if (r == run.size()) break;
+      it = wait_order_.lower_bound(WaitKey{run[r].first, std::numeric_limits<int64_t>::min(), 0});
+      continue;
+    }
+    const RequestState* s = waiting_with(v, it->id);
+    if (!s) {
+      synced_ = false;
+      return false;
+    }
+    ++it;
+    if (!b.planned(s->request.id)) b.add_next(*s, false, true);
+  }
+  ensure_progress(b);
+  plan = b.take();
+  return true;
+}
+
+BatchPlan EdfScheduler::schedule_heap(const InstanceView& v) {
+  // The running ones sorted, the waiting ones popped lazily from a heap, as far as the batch
+  // reaches.
   auto& run = run_;  // kept between iterations for their storage
   auto& wait = wait_;
   run.clear();

@@ -14,7 +14,11 @@
 //  edf              FairBatching-style earliest deadline first: every candidate step ordered
 //                   by its next token deadline arrival + TTFT + generated*TPOT (ProServe Eq. 3).
 #pragma once
+#include <set>
+#include <unordered_map>
+
 #include "slocore/batch/plan_builder.h"
+#include "slocore/core/id_index.h"
 
 namespace slocore {
 
@@ -72,12 +76,43 @@ class EdfScheduler : public BatchScheduler {
   std::string name() const override { return "edf"; }
   ParamMap params() const override { return write_params(p_); }
   BatchPlan schedule(const InstanceView& v, Time now) override;
+  void on_finished(Id request, Time now) override;
   static double next_deadline(const RequestState& s);
 
  private:
   BatchPlan schedule_sorted(const InstanceView& v);  // one full sort (NaN deadlines)
+  BatchPlan schedule_heap(const InstanceView& v);    // every waiting deadline, a heap of them
+  // The kept order (schedule()): an engine's waiting requests by (deadline, position),
+  // followed across calls instead of recomputed.
+  struct Kept {
+    double deadline = 0.0;  // of its next token (fixed while it waits)
+    int64_t seq = 0;        // queue position order: the front's inserts count down, appends up
+    bool running = false;
+    uint64_t seen = 0;  // the call that last found it running
+  };
+  struct WaitKey {
+    double deadline;
+    int64_t seq;
+    Id id;
+    bool operator<(const WaitKey& o) const { return deadline != o.deadline ? deadline < o.deadline : seq < o.seq; }
+  };
+  bool sync(const InstanceView& v);
+  void rebuild(const InstanceView& v);
+  bool plan_kept(const InstanceView& v, BatchPlan& plan);
+  const RequestState* waiting_with(const InstanceView& v, Id id);
+
   TokenBudgetParams p_;
   std::vector<std::pair<double, size_t>> run_, wait_;  // schedule() scratch: (deadline, index)
+  std::unordered_map<Id, Kept> kept_;
+  std::set<WaitKey> wait_order_;
+  std::vector<Id> last_running_, preempted_;
+  size_t waiting_known_ = 0;
+  int64_t front_seq_ = 0, back_seq_ = 0;
+  bool synced_ = false, never_kept_ = false;
+  const InstanceView* last_view_ = nullptr;
+  uint64_t last_epoch_ = 0, calls_ = 0;
+  IdIndex waiting_at_;
+  size_t waiting_scanned_ = 0;
 };
 
 }  // namespace slocore

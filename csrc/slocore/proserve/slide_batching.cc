@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "slocore/core/errors.h"
@@ -120,7 +121,345 @@ std::vector<SlideCandidate> slide_order(const InstanceView& v, Time now, const S
   return q;
 }
 
+namespace {
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+bool same_model(const LatencyModel& m, const LatencyCoeffs& c, double correction) {
+  const LatencyCoeffs& k = m.coeffs();
+  return same_bits(m.correction(), correction) && same_bits(k.t_c, c.t_c) && same_bits(k.a_p, c.a_p) &&
+         same_bits(k.b_p, c.b_p) && same_bits(k.c_p, c.c_p) && same_bits(k.a_d, c.a_d) && same_bits(k.b_d, c.b_d);
+}
+
+}  // namespace
+
+// Alg. 1 reads every request's metrics each call (lines 2-6). With an engine's views (an
+// epoch; the event contract of batch_scheduler.h) a waiting request's metrics are kept from
+// when it joined the queue (they hold while it waits and the model's coefficients and
+// correction are bit-for-bit the same), with the queue's exec in position order, its
+// deadlines in order and its requests by density; per call the running requests are read,
+// the exec sum is added up in queue order (the same doubles in the same order: the sum of
+// line 6), and while every waiting request is URGENT (a burst: all late) line 13's order is
+// walked only as far as the batch reaches. The full pass otherwise: phi_c, a waiting
+// request that is not a prefill or whose prefix the engine may find cached, NaN keys, a
+// NORMAL waiting request, a changed model (then the kept queue is rebuilt).
 BatchPlan SlideBatchingScheduler::schedule(const InstanceView& v, Time now) {
+  ++calls_;
+  if (v.epoch == 0 || never_kept_ || p_.phi == Phi::Conservative) {
+    synced_ = false;
+  } else if (!(synced_ && &v == last_view_ && v.epoch != last_epoch_ &&
+               same_model(v.model, model_coeffs_, model_correction_) && sync(v))) {
+    rebuild(v);
+  }
+  last_view_ = &v;
+  last_epoch_ = v.epoch;
+  BatchPlan plan;
+  if (!synced_ || !plan_kept(v, now, plan)) plan = schedule_full(v, now);
+  if (synced_) {
+    last_running_.clear();
+    for (const RequestState& s : v.running) last_running_.push_back(s.request.id);
+  }
+  return plan;
+}
+
+void SlideBatchingScheduler::on_finished(Id request, Time) {
+  auto it = kept_.find(request);
+  if (it == kept_.end()) return;
+  if (synced_ && !it->second.running) {
+    remove_waiting(request, it->second);
+    --waiting_known_;
+  }
+  kept_.erase(it);
+}
+
+// Lines 2-5 of a waiting request; false when it cannot be kept (see schedule()).
+bool SlideBatchingScheduler::wait_metrics(const InstanceView& v, const RequestState& s, Kept& k) const {
+  const LatencyModel& m = v.model;
+  if (!s.in_prefill() || (v.prefix_cache && !s.request.prefix.empty())) return false;
+  k.exec = std::max(m.prefill_cost(s.to_compute(), s.computed), 1e-12);
+  const Tokens next = next_token(s);
+  k.deadline = token_deadline(s.request, next);
+  k.density = token_weight(s.request, next, p_.weights) / k.exec;
+  return !std::isnan(k.deadline) && !std::isnan(k.density);
+}
+
+size_t SlideBatchingScheduler::rank(int64_t seq) const {
+  size_t r = 0;
+  for (size_t i = size_t(seq - base_); i > 0; i &= i - 1) r += size_t(tree_[i - 1]);
+  return r;
+}
+
+void SlideBatchingScheduler::count(int64_t seq, int d) {
+  for (size_t i = size_t(seq - base_) + 1; i <= tree_.size(); i += i & (~i + 1)) tree_[i - 1] += d;
+}
+
+void SlideBatchingScheduler::add_waiting(Id id, Kept& k) {
+  const size_t at = size_t(k.seq - base_);
+  if (at >= exec_at_.size()) {  // room at the back: twice the slots, the tree rebuilt
+    exec_at_.resize(2 * at + 64, 0.0);
+    tree_.assign(exec_at_.size(), 0);
+    for (size_t i = 1; i <= tree_.size(); ++i) {
+      tree_[i - 1] += exec_at_[i - 1] != 0.0;
+      if (const size_t up = i + (i & (~i + 1)); up <= tree_.size()) tree_[up - 1] += tree_[i - 1];
+    }
+  }
+  by_density_.insert(DensityKey{k.density, k.seq, id, k.deadline});
+  by_deadline_.insert(DeadlineKey{k.deadline, k.seq, id, k.density});
+  exec_at_[at] = k.exec;  // > 0
+  count(k.seq, 1);
+  k.running = false;
+}
+
+void SlideBatchingScheduler::remove_waiting(Id id, const Kept& k) {
+  by_density_.erase(DensityKey{k.density, k.seq, id, k.deadline});
+  by_deadline_.erase(DeadlineKey{k.deadline, k.seq, id, k.density});
+  exec_at_[size_t(k.seq - base_)] = 0.0;
+  count(k.seq, -1);
+}
+
+// The kept queue from the whole view.
+void SlideBatchingScheduler::rebuild(const InstanceView& v) {
+  synced_ = false;
+  kept_.clear();
+  by_density_.clear();
+  by_deadline_.clear();
+  const int64_t n = int64_t(v.waiting.size()), head = n + 1024;  // room for preemptions at the front
+  base_ = -head;
+  front_seq_ = 0;
+  back_seq_ = n;
+  exec_at_.assign(size_t(head + n + 1024), 0.0);
+  tree_.assign(exec_at_.size(), 0);
+  for (const RequestState& s : v.running)
+    if (!kept_.emplace(s.request.id, Kept{0.0, 0.0, 0.0, 0, true, calls_}).second) return;  // an id twice
+  for (int64_t i = 0; i < n; ++i) {
+    const RequestState& s = v.waiting[size_t(i)];
+    Kept k;
+    if (!wait_metrics(v, s, k)) {
+      never_kept_ = true;
+      return;
+    }
+    k.seq = i;
+    auto [it, fresh] = kept_.emplace(s.request.id, k);
+    if (!fresh) return;
+    add_waiting(s.request.id, it->second);
+  }
+  model_coeffs_ = v.model.coeffs();
+  model_correction_ = v.model.correction();
+  waiting_known_ = size_t(n);
+  synced_ = true;
+}
+
+// From the last call's view to this one as the engine changes it between calls
+// (sim/engine.cc): the plan's waiting requests move to the end of `running`, its preempted
+// ones to the front of `waiting` (in running order), finished, handed-off and cancelled ones
+// leave (on_finished), arrivals are appended. False when the view is not that (checked
+// where it is cheap: running, the queue's front and its new tail).
+bool SlideBatchingScheduler::sync(const InstanceView& v) {
+  for (const RequestState& s : v.running) {
+    auto f = kept_.find(s.request.id);
+    if (f == kept_.end() || f->second.seen == calls_) return false;
+    Kept& k = f->second;
+    k.seen = calls_;
+    if (!k.running) {  // admitted
+      remove_waiting(s.request.id, k);
+      k.running = true;
+      --waiting_known_;
+    }
+  }
+  preempted_.clear();
+  for (Id id : last_running_) {
+    auto f = kept_.find(id);
+    if (f == kept_.end() || f->second.seen == calls_ || !f->second.running) continue;
+    if (preempted_.size() >= v.waiting.size() || v.waiting[preempted_.size()].request.id != id) return false;
+    preempted_.push_back(id);
+  }
+  if (front_seq_ - int64_t(preempted_.size()) < base_) return false;  // no room at the front: rebuild
+  for (size_t j = 0; j < preempted_.size(); ++j) {                    // the queue's new front, in running order
+    Kept& k = kept_.at(preempted_[j]);
+    if (!wait_metrics(v, v.waiting[j], k)) return false;
+    k.seq = front_seq_ - int64_t(preempted_.size() - j);
+    add_waiting(preempted_[j], k);
+  }
+  front_seq_ -= int64_t(preempted_.size());
+  waiting_known_ += preempted_.size();
+  if (v.waiting.size() < waiting_known_) return false;
+  for (size_t j = waiting_known_; j < v.waiting.size(); ++j) {  // arrivals
+    const RequestState& s = v.waiting[j];
+    Kept k;
+    if (!wait_metrics(v, s, k)) return false;
+    k.seq = back_seq_++;
+    auto [it, fresh] = kept_.emplace(s.request.id, k);
+    if (!fresh) return false;
+    add_waiting(s.request.id, it->second);
+    ++waiting_known_;
+  }
+  return true;
+}
+
+// schedule_full's lines 6-18 over the kept queue; false (nothing planned that counts) when
+// the full pass must decide (a running request's NaN key, a NORMAL waiting request).
+bool SlideBatchingScheduler::plan_kept(const InstanceView& v, Time now, BatchPlan& plan) {
+  const LatencyModel& m = v.model;
+  const size_t nr = v.running.size(), n = v.num_requests();
+  running_.clear();
+  double t_min = kNever, sum_exec = 0.0;
+  for (size_t i = 0; i < nr; ++i) {  // lines 2-6, as slide_candidates
+    const RequestState& s = v.running[i];
+    SlideCandidate c{{&s, true, i}};
+    c.exec = std::max(s.in_prefill() ? m.prefill_cost(s.to_compute(), s.computed) : m.decode_cost(s.computed), 1e-12);
+    const Tokens next = next_token(s);
+    c.remain = token_deadline(s.request, next) - now;
+    c.density = token_weight(s.request, next, p_.weights) / c.exec;
+    if (std::isnan(c.remain) || std::isnan(c.density)) return false;
+    if (c.remain > 0) t_min = std::min(t_min, c.remain);
+    sum_exec += c.exec;
+    running_.push_back(c);
+  }
+  if (waiting_known_ > 0) {
+    // Line 6's sum goes on in queue order; a slot without a request adds +0.0 (exact).
+    for (int64_t i = front_seq_ - base_; i < back_seq_ - base_; ++i) sum_exec += exec_at_[size_t(i)];
+    // The least positive remaining time: remain = deadline - now is monotone in the deadline.
+    auto up = by_deadline_.upper_bound(DeadlineKey{now, std::numeric_limits<int64_t>::max(), 0, 0.0});
+    if (up != by_deadline_.end()) t_min = std::min(t_min, up->deadline - now);
+  }
+  const double budget = std::max(t_min, p_.eta);  // line 7
+  const double tc = m.overhead();
+  const double steps = budget > tc ? budget / (budget - tc) : kNever;
+  const double phi = p_.phi == Phi::Aggressive ? steps * sum_exec : sum_exec + double(n) * tc;
+  auto urgent = [&](double remain) {
+    return p_.order == SlideOrder::Density || (p_.order == SlideOrder::Slide && remain < p_.gamma * phi);
+  };
+  // The NORMAL waiting requests are the deadline order's tail (remain is monotone in it):
+  // from a guess at the boundary, stepped to the first one that is not URGENT.
+  auto normal_from = [&](double d) {
+    auto it = by_deadline_.lower_bound(DeadlineKey{d, std::numeric_limits<int64_t>::min(), 0, 0.0});
+    while (it != by_deadline_.begin() && !urgent(std::prev(it)->deadline - now)) --it;
+    while (it != by_deadline_.end() && urgent(it->deadline - now)) ++it;
+    return it;
+  };
+  const auto normal_begin = normal_from(p_.gamma * phi + now);
+  size_t normal_waiting = 0;
+  for (auto it = normal_begin; it != by_deadline_.end(); ++it) ++normal_waiting;
+  urgent_ = waiting_known_ - normal_waiting;
+  for (SlideCandidate& c : running_) urgent_ += (c.urgent = urgent(c.remain));
+  normal_ = n - urgent_;
+  std::sort(running_.begin(), running_.end(), slide_before);
+  std::vector<size_t> victims;  // the running requests in line 13's order, the back evicted first
+  for (const SlideCandidate& c : running_) victims.push_back(c.index);
+
+  const double limit = p_.latency_aware ? budget : kNever;
+  PlanBuilder b(v, p_.latency_aware ? v.max_batch_tokens : p_.token_budget);
+  const LatencyCoeffs& co = m.coeffs();
+  const bool monotone = m.correction() > 0 && co.a_p >= 0 && co.b_p >= 0 && co.c_p >= 0;
+  const double one_token = m.prefill_cost(1, 0);
+  double t_batch = m.overhead();  // line 14
+  auto full = [&] { return (b.planned_count() > 0 && t_batch >= limit) || b.seq_full() || b.budget_left() <= 0; };
+  // Line 13's order: the running requests (sorted) merged with the waiting ones, URGENT by
+  // density (skipping the NORMAL ones there), then NORMAL by deadline.
+  auto wit = by_density_.begin();
+  auto nit = normal_begin;
+  auto skip_normal = [&] {
+    while (wit != by_density_.end() && !urgent(wit->deadline - now)) ++wit;
+  };
+  skip_normal();
+  // A waiting candidate (the head of its stream), or false at the end of both.
+  auto head = [&](SlideCandidate& w, Id& id, int64_t& seq) {
+    if (wit != by_density_.end()) {
+      w.urgent = true, w.density = wit->density, w.remain = wit->deadline - now, id = wit->id, seq = wit->seq;
+      return true;
+    }
+    if (nit != by_deadline_.end()) {
+      w.urgent = false, w.density = nit->density, w.remain = nit->deadline - now, id = nit->id, seq = nit->seq;
+      return true;
+    }
+    return false;
+  };
+  auto run_first = [](const SlideCandidate& r, const SlideCandidate& w) {
+    if (r.urgent != w.urgent) return r.urgent;
+    return r.urgent ? (r.density != w.density ? r.density > w.density : true)
+                    : (r.remain != w.remain ? r.remain < w.remain : true);
+  };
+  const size_t nr_ = nr;
+  size_t ri = 0, j = 0;
+  SlideCandidate prev{}, c{}, w{};
+  Id wid = 0;
+  int64_t wseq = 0;
+  for (;;) {  // lines 15-18
+    const bool have_w = head(w, wid, wseq);
+    if (ri == nr_ && !have_w) break;
+    if (full()) break;
+    if (monotone && j > 0 && b.planned_count() > 0 && one_token > limit - t_batch) {
+      decodes_.clear();  // the waiting requests are prefills: the running decodes after prev
+      for (const SlideCandidate& d : running_)
+        if (!d.s->in_prefill() && slide_before(prev, d)) decodes_.push_back(d);
+      for (const SlideCandidate& d : decodes_) {
+        if (full()) break;
+        if (b.planned(d.s->request.id)) continue;
+        const size_t before = b.planned_count();
+        run_with_preemption(b, {d.index}, victims);
+        if (b.planned_count() > before && b.planned(d.s->request.id)) t_batch += d.exec;
+      }
+      break;
+    }
+    const bool take_run = ri < nr_ && (!have_w || run_first(running_[ri], w));
+    if (!take_run && b.blocks_left() <= 0) {  // no KV: every waiting request up to the next running one is a no-op
+      if (ri == nr_) break;
+      const SlideCandidate& r = running_[ri];
+      if (r.urgent) {
+        wit = by_density_.lower_bound(DensityKey{r.density, std::numeric_limits<int64_t>::min(), 0, 0.0});
+        skip_normal();
+      } else {
+        wit = by_density_.end();
+        while (nit != by_deadline_.end() && nit->deadline - now < r.remain) ++nit;
+      }
+      ++j;
+      continue;
+    }
+    if (take_run) {
+      c = running_[ri++];
+    } else {
+      // Two NORMAL waiting requests with different deadlines but one remaining time: their
+      // order is their positions, not the deadline order (the full pass decides).
+      if (!w.urgent && std::next(nit) != by_deadline_.end() && std::next(nit)->deadline - now == w.remain &&
+          std::next(nit)->deadline != nit->deadline)
+        return false;
+      const size_t i = rank(wseq);
+      if (i >= v.waiting.size() || v.waiting[i].request.id != wid) {
+        synced_ = false;
+        return false;
+      }
+      c = w;
+      c.s = &v.waiting[i], c.running = false, c.index = i;
+      c.exec = exec_at_[size_t(wseq - base_)];
+      if (w.urgent) {
+        ++wit;
+        skip_normal();
+      } else {
+        ++nit;
+      }
+    }
+    prev = c;
+    ++j;
+    const RequestState& s = *c.s;
+    if (b.planned(s.request.id)) continue;
+    if (!s.in_prefill()) {  // a running decode (atomic: GETMAXCHUNK is its exec)
+      const size_t before = b.planned_count();
+      run_with_preemption(b, {c.index}, victims);
+      if (b.planned_count() > before && b.planned(s.request.id)) t_batch += c.exec;
+      continue;
+    }
+    Tokens k = max_chunk(m, s, limit - t_batch);
+    if (k == 0 && b.planned_count() == 0) k = std::max<Tokens>(max_chunk(m, s, p_.eta), 1);  // progress
+    if (k == 0) continue;
+    const Tokens got = b.add(s, c.running, k, true);
+    if (got > 0) t_batch += m.prefill_cost(got, s.computed);
+  }
+  ensure_progress(b);
+  plan = b.take();
+  return true;
+}
+
+BatchPlan SlideBatchingScheduler::schedule_full(const InstanceView& v, Time now) {
   double budget = 0.0;
   std::vector<SlideCandidate>& q = q_;
   const bool nan_key = slide_candidates(v, now, p_, &budget, q);

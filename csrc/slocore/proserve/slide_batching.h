@@ -7,7 +7,9 @@
 // Ablations of Fig. 15: order = "deadline" (all NORMAL), "density" (all URGENT);
 // latency_aware = false replaces the latency budget with a token budget.
 #pragma once
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "slocore/batch/plan_builder.h"
@@ -63,14 +65,60 @@ class SlideBatchingScheduler : public BatchScheduler {
   std::string name() const override { return "slide_batching"; }
   ParamMap params() const override;
   BatchPlan schedule(const InstanceView& v, Time now) override;
+  void on_finished(Id request, Time now) override;
   // Urgent / normal counts of the last call (Fig. 17 timelines).
   size_t last_urgent() const { return urgent_; }
   size_t last_normal() const { return normal_; }
 
  private:
+  BatchPlan schedule_full(const InstanceView& v, Time now);  // every request's metrics, each call
+  // The kept queue (schedule()): an engine's waiting requests' metrics (lines 2-5; fixed
+  // while a request waits and the model holds), followed across calls.
+  struct Kept {
+    double exec = 0.0, deadline = 0.0, density = 0.0;  // of its next token
+    int64_t seq = 0;  // queue position order: the front's inserts count down, appends up
+    bool running = false;
+    uint64_t seen = 0;  // the call that last found it running
+  };
+  struct DensityKey {  // line 13 among URGENT waiting requests: density down, then position
+    double density;
+    int64_t seq;
+    Id id;
+    double deadline;
+    bool operator<(const DensityKey& o) const { return density != o.density ? density > o.density : seq < o.seq; }
+  };
+  struct DeadlineKey {  // among NORMAL ones: deadline (remaining time) up, then position
+    double deadline;
+    int64_t seq;
+    Id id;
+    double density;
+    bool operator<(const DeadlineKey& o) const { return deadline != o.deadline ? deadline < o.deadline : seq < o.seq; }
+  };
+  bool sync(const InstanceView& v);
+  void rebuild(const InstanceView& v);
+  bool wait_metrics(const InstanceView& v, const RequestState& s, Kept& k) const;
+  void add_waiting(Id id, Kept& k);
+  void remove_waiting(Id id, const Kept& k);
+  size_t rank(int64_t seq) const;  // waiting requests before seq: its index in the queue
+  void count(int64_t seq, int d);
+  bool plan_kept(const InstanceView& v, Time now, BatchPlan& plan);
+
   SlideParams p_;
   size_t urgent_ = 0, normal_ = 0;
   std::vector<SlideCandidate> q_, running_, decodes_;  // schedule() scratch
+  std::unordered_map<Id, Kept> kept_;
+  std::set<DensityKey> by_density_;
+  std::set<DeadlineKey> by_deadline_;
+  std::vector<double> exec_at_;  // by seq - base_: a waiting request's exec, 0.0 where none
+  std::vector<int> tree_;        // Fenwick tree of the waiting requests by seq - base_
+  int64_t base_ = 0, front_seq_ = 0, back_seq_ = 0;
+  size_t waiting_known_ = 0;
+  LatencyCoeffs model_coeffs_{};
+  double model_correction_ = 0.0;
+  std::vector<Id> last_running_, preempted_;
+  bool synced_ = false, never_kept_ = false;
+  const InstanceView* last_view_ = nullptr;
+  uint64_t last_epoch_ = 0, calls_ = 0;
 };
 
 }  // namespace slocore::proserve
