@@ -318,17 +318,6 @@ void MlfqScheduler::guard(Time now) {
   }
 }
 
-// The waiting request `id`: the queue is read from its front only as far as the plan needs.
-const RequestState* MlfqScheduler::waiting_with(const InstanceView& v, Id id) {
-  if (const int64_t* k = waiting_at_.find(id)) return &v.waiting[size_t(*k)];
-  while (waiting_scanned_ < v.waiting.size()) {
-    const RequestState& s = v.waiting[waiting_scanned_];
-    waiting_at_.insert(s.request.id, int64_t(waiting_scanned_++));
-    if (s.request.id == id) return &s;
-  }
-  return nullptr;
-}
-
 // plan_in_order over the kept order, read only as far as the batch goes. While no KV block
 // is left, a waiting request gets nothing (PlanBuilder::add) and changes nothing, so the
 // walk goes on from the next running request. False (nothing planned that counts) when
@@ -348,8 +337,7 @@ bool MlfqScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
     if (i > 0 && run_keys_[i].first.same_rank(run_keys_[i - 1].first)) return false;
     victims_.push_back(run_keys_[i].second);
   }
-  waiting_at_.clear(64);
-  waiting_scanned_ = 0;
+  waiting_.reset();
   PlanBuilder b(v, v.max_batch_tokens);
   size_t next_run = 0;  // run_keys_ not yet passed
   for (auto it = order_.begin(); it != order_.end();) {
@@ -370,7 +358,7 @@ bool MlfqScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
       it = order_.find(run_keys_[next_run].first);
       continue;
     }
-    const RequestState* s = waiting_with(v, k.id);
+    const RequestState* s = waiting_.find(v, k.id);
     if (!s) {
       synced_ = false;
       return false;
@@ -389,7 +377,7 @@ bool MlfqScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
     if (const int64_t* i = running_at_.find(id))
       state_at_[k] = &v.running[size_t(*i)];
     else
-      state_at_[k] = waiting_with(v, id);
+      state_at_[k] = waiting_.find(v, id);
   }
   return true;
 }

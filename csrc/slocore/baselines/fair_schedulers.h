@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "slocore/batch/plan_builder.h"
+#include "slocore/batch/waiting_index.h"
 #include "slocore/core/id_index.h"
 
 namespace slocore {
@@ -108,7 +109,6 @@ class MlfqScheduler : public BatchScheduler {
   void watch(Id id, State& st);
   void guard(Time now);
   bool plan_kept(const InstanceView& v, BatchPlan& plan);
-  const RequestState* waiting_with(const InstanceView& v, Id id);
   void account(const InstanceView& v, const BatchPlan& plan, Time now);
   static bool trivial(const State& st) { return st.level == 0 && st.served == 0.0; }
 
@@ -133,8 +133,8 @@ class MlfqScheduler : public BatchScheduler {
   uint64_t last_epoch_ = 0, calls_ = 0;
   std::vector<std::pair<Key, size_t>> run_keys_;
   std::vector<size_t> victims_;
-  IdIndex running_at_, waiting_at_;
-  size_t waiting_scanned_ = 0;
+  IdIndex running_at_;
+  LazyWaitingIndex waiting_;
 };
 
 }  // namespace slocore

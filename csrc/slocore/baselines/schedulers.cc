@@ -207,17 +207,6 @@ bool EdfScheduler::sync(const InstanceView& v) {
   return true;
 }
 
-// The waiting request `id`: the queue is read from its front only as far as the plan needs.
-const RequestState* EdfScheduler::waiting_with(const InstanceView& v, Id id) {
-  if (const int64_t* k = waiting_at_.find(id)) return &v.waiting[size_t(*k)];
-  while (waiting_scanned_ < v.waiting.size()) {
-    const RequestState& s = v.waiting[waiting_scanned_];
-    waiting_at_.insert(s.request.id, int64_t(waiting_scanned_++));
-    if (s.request.id == id) return &s;
-  }
-  return nullptr;
-}
-
 // schedule_heap's loop over the kept order. While no KV block is left a waiting request gets
 // nothing (PlanBuilder::add) and changes nothing, so the walk goes on from the next running
 // request's deadline.
@@ -231,8 +220,7 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
   std::vector<size_t> victims;  // running by deadline: the latest deadline is evicted first
   victims.reserve(run.size());
   for (const auto& x : run) victims.push_back(x.second);
-  waiting_at_.clear(64);
-  waiting_scanned_ = 0;
+  waiting_.reset();
   PlanBuilder b(v, p_.token_budget);
   size_t r = 0;
   auto it = wait_order_.begin();
@@ -249,7 +237,7 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
       it = wait_order_.lower_bound(WaitKey{run[r].first, std::numeric_limits<int64_t>::min(), 0});
       continue;
     }
-    const RequestState* s = waiting_with(v, it->id);
+    const RequestState* s = waiting_.find(v, it->id);
     if (!s) {
       synced_ = false;
       return false;

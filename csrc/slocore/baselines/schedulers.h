@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "slocore/batch/plan_builder.h"
+#include "slocore/batch/waiting_index.h"
 #include "slocore/core/id_index.h"
 
 namespace slocore {
@@ -99,7 +100,6 @@ class EdfScheduler : public BatchScheduler {
   bool sync(const InstanceView& v);
   void rebuild(const InstanceView& v);
   bool plan_kept(const InstanceView& v, BatchPlan& plan);
-  const RequestState* waiting_with(const InstanceView& v, Id id);
 
   TokenBudgetParams p_;
   std::vector<std::pair<double, size_t>> run_, wait_;  // schedule() scratch: (deadline, index)
@@ -111,8 +111,7 @@ class EdfScheduler : public BatchScheduler {
   bool synced_ = false, never_kept_ = false;
   const InstanceView* last_view_ = nullptr;
   uint64_t last_epoch_ = 0, calls_ = 0;
-  IdIndex waiting_at_;
-  size_t waiting_scanned_ = 0;
+  LazyWaitingIndex waiting_;
 };
 
 }  // namespace slocore

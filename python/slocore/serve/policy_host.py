@@ -33,7 +33,6 @@ from slocore import _core
 from slocore.serve.config import ServeConfig
 from slocore.serve.dispatch import NoBackend
 from slocore.serve.ipc import Link
-from slocore.serve.limits import on_response_prepare
 from slocore.serve.prefix_index import record_sent, release_sent
 from slocore.serve.router import Router
 
@@ -180,23 +179,7 @@ class PolicyHost:
 
     def app(self) -> web.Application:
         """The policy port: /health, /metrics, /v1/models and the admin API (no client requests)."""
-        r = self.router
-        app = web.Application(client_max_size=self.cfg.limits.max_body_bytes)
-        app.on_response_prepare.append(on_response_prepare)
-        app.router.add_get("/v1/models", r.models)
-        app.router.add_get("/health", r.health_endpoint)
-        app.router.add_get("/metrics", r.metrics_endpoint)
-        r.admin.routes(app)
-
-        async def on_startup(app):
-            await self.start()
-
-        async def on_cleanup(app):
-            await self.close()
-
-        app.on_startup.append(on_startup)
-        app.on_cleanup.append(on_cleanup)
-        return app
+        return self.router.app(serve_clients=False, lifecycle=self)
 
     # --- one worker ----------------------------------------------------------------------
     async def _serve_worker(self, reader, writer) -> None:

@@ -45,7 +45,7 @@ from slocore.serve.pd import PDFlow
 from slocore.serve.pool import BackendPool
 from slocore.serve.prefix_index import PrefixConfig, PromptIdentity
 from slocore.serve.slo import SloResolver
-from slocore.serve.upstream import Upstream, connector, default_client, lean_client
+from slocore.serve.upstream import Upstream, open_upstream
 
 log = logging.getLogger("slocore.serve")
 
@@ -116,14 +116,9 @@ class Router:
 
     # --- lifecycle ---------------------------------------------------------------------
     async def start(self):
-        self.session = aiohttp.ClientSession(connector=connector())
-        self.fresh_session = aiohttp.ClientSession(connector=connector(force_close=True))
-        client = self.cfg.upstream_client or default_client()
-        self.lean = lean_client(self.metrics.stale_retries.inc) if client == "lean" else None
-        self.upstream = Upstream(
-            self.session, self.pool, self.cfg.timeouts, self.metrics, self.now, self.fresh_session, self.lean
+        self.session, self.fresh_session, self.lean, self.upstream = open_upstream(
+            self.cfg, self.pool, self.metrics, self.now, self.prefix
         )
-        self.upstream.prefix = self.prefix
         self.health = HealthChecker(self.pool, self.session, self.cfg.poll_interval_s)
         backends = list(self.cfg.backends)
         if not backends:
@@ -159,21 +154,26 @@ class Router:
             await runner.cleanup()
 
     # --- app ---------------------------------------------------------------------------
-    def app(self) -> web.Application:
+    def app(self, serve_clients: bool = True, lifecycle=None) -> web.Application:
+        """The router's endpoints; without `serve_clients` only /health, /metrics, /v1/models
+        and the admin API (the policy process behind workers). `lifecycle`: what starts and
+        closes with the app (its start() and close(); default the router)."""
+        life = lifecycle or self
         app = web.Application(client_max_size=self.cfg.limits.max_body_bytes)
         app.on_response_prepare.append(on_response_prepare)  # x-request-id on every answer
-        app.router.add_post("/v1/completions", self.handler.completions)
-        app.router.add_post("/v1/chat/completions", self.handler.chat_completions)
+        if serve_clients:
+            app.router.add_post("/v1/completions", self.handler.completions)
+            app.router.add_post("/v1/chat/completions", self.handler.chat_completions)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/health", self.health_endpoint)
         app.router.add_get("/metrics", self.metrics_endpoint)
         self.admin.routes(app)
 
         async def on_startup(app):
-            await self.start()
+            await life.start()
 
         async def on_cleanup(app):
-            await self.close()
+            await life.close()
 
         app.on_startup.append(on_startup)
         app.on_cleanup.append(on_cleanup)

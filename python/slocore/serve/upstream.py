@@ -109,6 +109,19 @@ async def check_status(backend: Backend, r: aiohttp.ClientResponse) -> None:
         raise BackendError(backend, "http", f"HTTP {r.status}: {(await r.read())[:200]!r}")
 
 
+def open_upstream(cfg, pool, metrics, now, prefix):
+    """A router process's engine side: a pooled session, a session that never reuses a
+    connection, the lean client when configured (the default) and the Upstream over them.
+    Returns (session, fresh_session, lean, upstream); the caller closes the three clients."""
+    session = aiohttp.ClientSession(connector=connector())
+    fresh = aiohttp.ClientSession(connector=connector(force_close=True))
+    client = cfg.upstream_client or default_client()
+    lean = lean_client(metrics.stale_retries.inc) if client == "lean" else None
+    upstream = Upstream(session, pool, cfg.timeouts, metrics, now, fresh, lean)
+    upstream.prefix = prefix
+    return session, fresh, lean, upstream
+
+
 class Upstream:
     def __init__(
         self,

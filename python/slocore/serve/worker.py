@@ -26,7 +26,6 @@ import os
 import signal
 import time
 
-import aiohttp
 from aiohttp import web
 
 from slocore.serve.backends import Backend
@@ -39,7 +38,7 @@ from slocore.serve.limits import on_response_prepare
 from slocore.serve.metrics import RouterMetrics
 from slocore.serve.prefix_index import PrefixConfig, PromptIdentity
 from slocore.serve.slo import SloResolver
-from slocore.serve.upstream import Upstream, connector, default_client, lean_client
+from slocore.serve.upstream import Upstream, open_upstream
 
 log = logging.getLogger("slocore.serve.worker")
 
@@ -266,14 +265,9 @@ class WorkerRouter:
         return time.monotonic() - self.t0
 
     async def start(self):
-        self.session = aiohttp.ClientSession(connector=connector())
-        self.fresh_session = aiohttp.ClientSession(connector=connector(force_close=True))
-        client = self.cfg.upstream_client or default_client()
-        self.lean = lean_client(self.metrics.stale_retries.inc) if client == "lean" else None
-        self.upstream = Upstream(
-            self.session, self.pool, self.cfg.timeouts, self.metrics, self.now, self.fresh_session, self.lean
+        self.session, self.fresh_session, self.lean, self.upstream = open_upstream(
+            self.cfg, self.pool, self.metrics, self.now, self.prefix
         )
-        self.upstream.prefix = self.prefix
 
     async def close(self):
         await self.session.close()
