@@ -7,7 +7,6 @@ leaves no process behind. Event order per request is checked in ``test_conforman
 
 import asyncio
 import contextlib
-import math
 import os
 import signal
 import socket
@@ -166,34 +165,10 @@ def test_client_leaving_mid_stream_finishes_once():
     assert rec.outcome != slocore.Outcome.FINISHED and "client disconnected" in rec.reason
 
 
-class Hold(slocore.GlobalPolicy):
-    """A pull policy that never places a request (to see on_cancelled)."""
-
-    def __init__(self):
-        super().__init__()
-        self.queue, self.cancelled = set(), []
-
-    def name(self):
-        return "hold"
-
-    def submit(self, request, now, expected_handoff=math.nan):
-        self.queue.add(request.id)
-
-    def poll(self, now, views):
-        return []
-
-    def pending(self):
-        return len(self.queue)
-
-    def on_cancelled(self, request, now):
-        self.queue.discard(request)
-        self.cancelled.append(request)
-
-
 def test_client_leaving_while_queued_is_cancelled_once():
     d = {
         "backends": [{"name": "e0", "emulated": dict(EMU)}],
-        "policy": {"name": "test_serve_workers:Hold"},
+        "policy": {"name": "test_conformance:Hold"},  # a pull policy that never places a request
         "timeouts": {"first_token_s": 120},
     }
 
@@ -260,7 +235,7 @@ def test_killed_worker_leaks_nothing_and_is_started_again():
 def test_killed_worker_cancels_its_queued_requests():
     d = {
         "backends": [{"name": "e0", "emulated": dict(EMU)}],
-        "policy": {"name": "test_serve_workers:Hold"},
+        "policy": {"name": "test_conformance:Hold"},  # a pull policy that never places a request
         "timeouts": {"first_token_s": 120},
     }
 
