@@ -266,3 +266,47 @@ def test_ttft_by_class_is_summarize_per_task():
     assert got["a"] == {"p50": want["p50"], "p99": want["p99"]} and got["a"]["p50"] == pytest.approx(0.3)
     assert got["b"] == {"p50": 2.0, "p99": 2.0}
     assert math.isnan(got["c"]["p99"])  # no first token: no TTFT
+
+
+def test_loadgen_sends_again_a_request_whose_connection_was_dropped_unanswered():
+    """A server that closes a connection without answering (its keep-alive ran out as the
+    client reused it) computed nothing: the load generator sends the request again, at most
+    twice; a third drop counts as a failure."""
+    import asyncio
+
+    from aiohttp import web
+
+    from slocore.serve import loadgen
+    from slocore.sim.workloads import make_workload
+
+    async def go(drops: int):
+        left = {"drops": drops}
+
+        async def completions(request):
+            await request.read()
+            if left["drops"] > 0:
+                left["drops"] -= 1
+                request.transport.close()  # no status line, no byte of an answer
+                return web.Response()
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await resp.prepare(request)
+            await resp.write(b'data: {"choices": [{"text": "x", "token_ids": [1, 1]}]}\n\ndata: [DONE]\n\n')
+            return resp
+
+        app = web.Application()
+        app.router.add_post("/v1/completions", completions)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        try:
+            w = make_workload("sharegpt_like", rate=10.0, n=1, seed=0)
+            return await loadgen.run(url, w, model="m", progress=False, max_prompt=4, max_output=2)
+        finally:
+            await runner.cleanup()
+
+    ok = asyncio.run(go(loadgen.STALE_RETRIES))
+    assert not ok["errors"] and ok["summary"]["finished"] == 1
+    failed = asyncio.run(go(loadgen.STALE_RETRIES + 1))
+    assert failed["summary"]["finished"] == 0 and "ServerDisconnectedError" in failed["errors"][0]

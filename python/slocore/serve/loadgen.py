@@ -81,6 +81,8 @@ def build_workload(a):
 
 
 KEEPALIVE_S = ENGINE_KEEPALIVE_S
+# Sends of one request on pooled connections the server had just closed before it counts as failed.
+STALE_RETRIES = 2
 
 
 async def run(
@@ -113,6 +115,7 @@ async def run(
     import aiohttp
 
     import slocore as _s
+    from slocore.serve.upstream import stale_connection
     from slocore.sim.runner import requests_of
 
     reqs = requests_of(workload)
@@ -196,38 +199,47 @@ async def run(
                 body["prompt"] = prompt
                 path = "/v1/completions"
             ntok, usage, err, invalid, added = 0, None, None, False, False
+            answered = False
             try:
-                async with s.post(url.rstrip("/") + path, json=body, headers=hdr) as resp:
-                    # a 4xx other than 429 refuses the request as invalid: counted apart, outside
-                    # attainment (the router's engine_rejected); every other request is recorded
-                    invalid = 400 <= resp.status < 500 and resp.status != 429 and not refused_as_missed
-                    if not invalid:
-                        rec.add(req)
-                        added = True
-                    if resp.status != 200:
-                        err = f"HTTP {resp.status}: {(await resp.text())[:200]}"
-                    else:
-                        async for line in resp.content:
-                            if not line.startswith(b"data:"):
-                                continue
-                            data = line[5:].strip()
-                            if data == b"[DONE]":
-                                break
-                            obj = json.loads(data)
-                            if "error" in obj and not obj.get("choices"):
-                                err = f"stream error: {obj['error'].get('message', obj['error'])}"
-                                break
-                            now = time.monotonic() - t0
-                            for ch in obj.get("choices") or []:
-                                text = (ch.get("delta") or {}).get("content") if chat else ch.get("text")
-                                k = len(ch.get("token_ids") or ()) or (1 if text else 0)
-                                for _ in range(k):
-                                    rec.token(i, now)
-                                ntok += k
-                            if obj.get("usage"):
-                                usage = obj["usage"]
-            except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as e:
-                err = f"{type(e).__name__}: {e}"
+                for attempt in range(STALE_RETRIES + 1):
+                    try:
+                        async with s.post(url.rstrip("/") + path, json=body, headers=hdr) as resp:
+                            answered = True
+                            # a 4xx other than 429 refuses the request as invalid: counted apart, outside
+                            # attainment (the router's engine_rejected); every other request is recorded
+                            invalid = 400 <= resp.status < 500 and resp.status != 429 and not refused_as_missed
+                            if not invalid:
+                                rec.add(req)
+                                added = True
+                            if resp.status != 200:
+                                err = f"HTTP {resp.status}: {(await resp.text())[:200]}"
+                            else:
+                                async for line in resp.content:
+                                    if not line.startswith(b"data:"):
+                                        continue
+                                    data = line[5:].strip()
+                                    if data == b"[DONE]":
+                                        break
+                                    obj = json.loads(data)
+                                    if "error" in obj and not obj.get("choices"):
+                                        err = f"stream error: {obj['error'].get('message', obj['error'])}"
+                                        break
+                                    now = time.monotonic() - t0
+                                    for ch in obj.get("choices") or []:
+                                        text = (ch.get("delta") or {}).get("content") if chat else ch.get("text")
+                                        k = len(ch.get("token_ids") or ()) or (1 if text else 0)
+                                        for _ in range(k):
+                                            rec.token(i, now)
+                                        ntok += k
+                                    if obj.get("usage"):
+                                        usage = obj["usage"]
+                    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as e:
+                        # a pooled connection the server closed as we sent (its keep-alive ran out
+                        # while this loop was late to drop it): nothing was computed, send it again
+                        if stale_connection(e) and not answered and attempt < STALE_RETRIES:
+                            continue
+                        err = f"{type(e).__name__}: {e}"
+                    break
             finally:
                 if sem:
                     sem.release()
