@@ -163,30 +163,15 @@ void EdfScheduler::rebuild(const InstanceView& v) {
   synced_ = true;
 }
 
-// From the last call's view to this one as the engine changes it between calls
-// (sim/engine.cc): the plan's waiting requests move to the end of `running`, its preempted
-// ones to the front of `waiting` (in running order), finished, handed-off and cancelled ones
-// leave (on_finished), arrivals are appended. False when the view is not that (checked
-// where it is cheap: running, the queue's front and its new tail).
+// From the last call's view to this one (batch/kept_order.h); false when the view is not
+// such a change (checked where it is cheap: running, the queue's front and its new tail).
 bool EdfScheduler::sync(const InstanceView& v) {
-  for (const RequestState& s : v.running) {
-    auto f = kept_.find(s.request.id);
-    if (f == kept_.end() || f->second.seen == calls_) return false;
-    Kept& k = f->second;
-    k.seen = calls_;
-    if (!k.running) {  // admitted
-      wait_order_.erase(WaitKey{k.deadline, k.seq, s.request.id});
-      k.running = true;
-      --waiting_known_;
-    }
-  }
-  preempted_.clear();
-  for (Id id : last_running_) {
-    auto f = kept_.find(id);
-    if (f == kept_.end() || f->second.seen == calls_ || !f->second.running) continue;
-    if (preempted_.size() >= v.waiting.size() || v.waiting[preempted_.size()].request.id != id) return false;
-    preempted_.push_back(id);
-  }
+  auto admit = [&](Id id, Kept& k) {
+    wait_order_.erase(WaitKey{k.deadline, k.seq, id});
+    k.running = true;
+    --waiting_known_;
+  };
+  if (!follow_running(v, kept_, last_running_, calls_, admit, preempted_)) return false;
   for (size_t j = 0; j < preempted_.size(); ++j) {  // the queue's new front, in running order
     const double d = next_deadline(v.waiting[j]);
     if (std::isnan(d)) return false;

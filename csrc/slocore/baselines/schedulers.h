@@ -17,6 +17,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "slocore/batch/kept_order.h"
 #include "slocore/batch/plan_builder.h"
 #include "slocore/batch/waiting_index.h"
 #include "slocore/core/id_index.h"

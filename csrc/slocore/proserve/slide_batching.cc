@@ -249,30 +249,15 @@ void SlideBatchingScheduler::rebuild(const InstanceView& v) {
   synced_ = true;
 }
 
-// From the last call's view to this one as the engine changes it between calls
-// (sim/engine.cc): the plan's waiting requests move to the end of `running`, its preempted
-// ones to the front of `waiting` (in running order), finished, handed-off and cancelled ones
-// leave (on_finished), arrivals are appended. False when the view is not that (checked
-// where it is cheap: running, the queue's front and its new tail).
+// From the last call's view to this one (batch/kept_order.h); false when the view is not
+// such a change (checked where it is cheap: running, the queue's front and its new tail).
 bool SlideBatchingScheduler::sync(const InstanceView& v) {
-  for (const RequestState& s : v.running) {
-    auto f = kept_.find(s.request.id);
-    if (f == kept_.end() || f->second.seen == calls_) return false;
-    Kept& k = f->second;
-    k.seen = calls_;
-    if (!k.running) {  // admitted
-      remove_waiting(s.request.id, k);
-      k.running = true;
-      --waiting_known_;
-    }
-  }
-  preempted_.clear();
-  for (Id id : last_running_) {
-    auto f = kept_.find(id);
-    if (f == kept_.end() || f->second.seen == calls_ || !f->second.running) continue;
-    if (preempted_.size() >= v.waiting.size() || v.waiting[preempted_.size()].request.id != id) return false;
-    preempted_.push_back(id);
-  }
+  auto admit = [&](Id id, Kept& k) {
+    remove_waiting(id, k);
+    k.running = true;
+    --waiting_known_;
+  };
+  if (!follow_running(v, kept_, last_running_, calls_, admit, preempted_)) return false;
   if (front_seq_ - int64_t(preempted_.size()) < base_) return false;  // no room at the front: rebuild
   for (size_t j = 0; j < preempted_.size(); ++j) {                    // the queue's new front, in running order
     Kept& k = kept_.at(preempted_[j]);

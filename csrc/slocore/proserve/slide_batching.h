@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "slocore/batch/kept_order.h"
 #include "slocore/batch/plan_builder.h"
 #include "slocore/proserve/tdg.h"
 

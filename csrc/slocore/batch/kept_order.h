@@ -1,0 +1,39 @@
+// The running side of a scheduler that keeps its waiting order across an engine's calls (EDF,
+// SlideBatching): from the last call's view to this one as the engine changes it between calls
+// (sim/engine.cc), the plan's waiting requests move to the end of `running`, its preempted ones
+// to the front of `waiting` (in running order), finished, handed-off and cancelled ones leave
+// (on_finished), arrivals are appended.
+#pragma once
+#include <unordered_map>
+#include <vector>
+
+#include "slocore/core/instance_view.h"
+
+namespace slocore {
+
+// Marks every running request of `v` seen in call `call`; one kept as waiting was admitted:
+// `admit(id, kept)` takes it out of the scheduler's waiting order (and sets it running). Then
+// the last call's running requests that are not running now were preempted: they must be the
+// queue's new front, in running order; their ids go to `preempted`. False when the view is not
+// such a change (checked where it is cheap: an unknown or repeated running id, a preempted
+// request not at the front).
+template <class Kept, class Admit>
+bool follow_running(const InstanceView& v, std::unordered_map<Id, Kept>& kept, const std::vector<Id>& last_running,
+                    uint64_t call, Admit&& admit, std::vector<Id>& preempted) {
+  for (const RequestState& s : v.running) {
+    auto f = kept.find(s.request.id);
+    if (f == kept.end() || f->second.seen == call) return false;
+    f->second.seen = call;
+    if (!f->second.running) admit(s.request.id, f->second);
+  }
+  preempted.clear();
+  for (Id id : last_running) {
+    auto f = kept.find(id);
+    if (f == kept.end() || f->second.seen == call || !f->second.running) continue;
+    if (preempted.size() >= v.waiting.size() || v.waiting[preempted.size()].request.id != id) return false;
+    preempted.push_back(id);
+  }
+  return true;
+}
+
+}  // namespace slocore
