@@ -11,6 +11,7 @@ pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installe
 
 from slocore.live_bench import stats, traces  # noqa: E402
 from slocore.live_bench.stacks import LiveStack, resolve  # noqa: E402
+from test_twin import serving  # noqa: E402  (an aiohttp app on a free local port)
 
 
 def test_paired_diff_by_hand():
@@ -295,18 +296,58 @@ def test_loadgen_sends_again_a_request_whose_connection_was_dropped_unanswered()
 
         app = web.Application()
         app.router.add_post("/v1/completions", completions)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
-        try:
+        async with serving(app) as url:
             w = make_workload("sharegpt_like", rate=10.0, n=1, seed=0)
             return await loadgen.run(url, w, model="m", progress=False, max_prompt=4, max_output=2)
-        finally:
-            await runner.cleanup()
 
     ok = asyncio.run(go(loadgen.STALE_RETRIES))
     assert not ok["errors"] and ok["summary"]["finished"] == 1
     failed = asyncio.run(go(loadgen.STALE_RETRIES + 1))
     assert failed["summary"]["finished"] == 0 and "ServerDisconnectedError" in failed["errors"][0]
+
+
+def test_client_sends_slos_in_xargs_and_counts_refusals_as_misses():
+    """Behind a router that does not speak slocore's headers (vllm-router), the plugin reads
+    SLOs from vllm_xargs: the bench's client sends them there too. A stack that refuses a
+    request (4xx) has missed it: it counts in attainment and in the errors, not apart."""
+    import asyncio
+
+    from aiohttp import web
+
+    from slocore.serve import loadgen
+    from slocore.sim.workloads import make_workload
+
+    bodies = []
+
+    async def completions(request):
+        body = await request.json()
+        bodies.append(body)
+        if body["prompt"][0] % 2:  # an odd first token id: refused, as vLLM refuses an unknown model
+            return web.json_response({"error": {"message": "no such model"}}, status=404)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        chunk = {"choices": [{"text": "x", "token_ids": [1] * body["max_tokens"]}]}
+        await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n")
+        return resp
+
+    w = make_workload("sharegpt_like", rate=200.0, n=12, seed=3)
+    prompts = [[1 + (i % 2)] * 4 for i in range(12)]  # requests 0, 2, ... refused
+
+    async def go(**kw):
+        app = web.Application()
+        app.router.add_post("/v1/completions", completions)
+        async with serving(app) as url:
+            return await loadgen.run(url, w, model="m", prompts=prompts, progress=False, max_prompt=4, **kw)
+
+    kept_apart = asyncio.run(go())
+    assert len(kept_apart["invalid"]) == 6 and not kept_apart["errors"]
+    assert kept_apart["summary"]["requests"] == 6 and not any("vllm_xargs" in b for b in bodies)
+    bodies.clear()
+    missed = asyncio.run(go(slo_xargs=True, refused_as_missed=True))
+    s = missed["summary"]
+    assert len(missed["errors"]) == 6 and not missed["invalid"] and "HTTP 404" in missed["errors"][0]
+    assert s["requests"] == 12 and s["finished"] == 6 and s["attainment"] <= 0.5
+    slo = {(round(t * 1e3, 6), round(p * 1e3, 6)) for t, p in zip(w.ttft, w.tpot)}
+    for b in bodies:
+        x = b["vllm_xargs"]
+        assert (round(x["slo_ttft_ms"], 6), round(x["slo_tpot_ms"], 6)) in slo and "priority" in x

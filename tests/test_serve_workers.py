@@ -165,12 +165,17 @@ def test_client_leaving_mid_stream_finishes_once():
     assert rec.outcome != slocore.Outcome.FINISHED and "client disconnected" in rec.reason
 
 
-def test_client_leaving_while_queued_is_cancelled_once():
-    d = {
+def holding() -> dict:
+    """One engine behind a pull policy that never places a request (queued requests stay)."""
+    return {
         "backends": [{"name": "e0", "emulated": dict(EMU)}],
-        "policy": {"name": "test_conformance:Hold"},  # a pull policy that never places a request
+        "policy": {"name": "test_conformance:Hold"},
         "timeouts": {"first_token_s": 120},
     }
+
+
+def test_client_leaving_while_queued_is_cancelled_once():
+    d = holding()
 
     async def go():
         async with serving_workers(d) as (host, url, purl, s):
@@ -233,11 +238,7 @@ def test_killed_worker_leaks_nothing_and_is_started_again():
 
 
 def test_killed_worker_cancels_its_queued_requests():
-    d = {
-        "backends": [{"name": "e0", "emulated": dict(EMU)}],
-        "policy": {"name": "test_conformance:Hold"},  # a pull policy that never places a request
-        "timeouts": {"first_token_s": 120},
-    }
+    d = holding()
 
     async def go():
         async with serving_workers(d) as (host, url, purl, s):
