@@ -29,6 +29,17 @@ Tokens max_chunk(const LatencyModel& m, const RequestState& s, double time_left)
 
 namespace {
 
+// Lines 16-17 for a prefill: GETMAXCHUNK of the time left in the batch (one eta's worth, at
+// least a token, when nothing is planned yet: progress), its cost added to t_batch.
+void add_prefill_chunk(PlanBuilder& b, const LatencyModel& m, const RequestState& s, bool running, double limit,
+                       double eta, double& t_batch) {
+  Tokens k = max_chunk(m, s, limit - t_batch);
+  if (k == 0 && b.planned_count() == 0) k = std::max<Tokens>(max_chunk(m, s, eta), 1);  // progress
+  if (k == 0) return;
+  const Tokens got = b.add(s, running, k, true);
+  if (got > 0) t_batch += m.prefill_cost(got, s.computed);
+}
+
 // Line 13's order with the stable sort's tie-break written out (position in the view: running
 // ones first, then by index): a total order while no key is NaN, so a partial sort of it gives
 // the same prefix as the stable sort.
@@ -433,11 +444,7 @@ bool SlideBatchingScheduler::plan_kept(const InstanceView& v, Time now, BatchPla
       if (b.planned_count() > before && b.planned(s.request.id)) t_batch += c.exec;
       continue;
     }
-    Tokens k = max_chunk(m, s, limit - t_batch);
-    if (k == 0 && b.planned_count() == 0) k = std::max<Tokens>(max_chunk(m, s, p_.eta), 1);  // progress
-    if (k == 0) continue;
-    const Tokens got = b.add(s, c.running, k, true);
-    if (got > 0) t_batch += m.prefill_cost(got, s.computed);
+    add_prefill_chunk(b, m, s, c.running, limit, p_.eta, t_batch);
   }
   ensure_progress(b);
   plan = b.take();
@@ -507,11 +514,7 @@ BatchPlan SlideBatchingScheduler::schedule_full(const InstanceView& v, Time now)
       decode_step(c);
       continue;
     }
-    Tokens k = max_chunk(m, s, limit - t_batch);
-    if (k == 0 && b.planned_count() == 0) k = std::max<Tokens>(max_chunk(m, s, p_.eta), 1);  // progress
-    if (k == 0) continue;
-    const Tokens got = b.add(s, c.running, k, true);
-    if (got > 0) t_batch += m.prefill_cost(got, s.computed);
+    add_prefill_chunk(b, m, s, c.running, limit, p_.eta, t_batch);
   }
   ensure_progress(b);
   return b.take();
