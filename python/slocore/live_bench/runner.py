@@ -173,6 +173,19 @@ def kv_event_counts(router_log: str) -> dict:
 VLLM_BODY = {"return_token_ids": True}
 
 
+def client_settings(spec, engines) -> dict:
+    """The load generator's settings for every stack on `engines` (loadgen.run keywords): the
+    model name asked of the engines themselves (not of the router under test); on vLLM, token
+    ids in the stream (VLLM_BODY); on engines this bench starts, each request's SLO in
+    ``vllm_xargs`` as well as in the headers, so the plugin sees the SLOs behind a router that
+    does not speak them (vllm-router)."""
+    return {
+        "model": procs.served_model(engines),
+        "extra_body": VLLM_BODY if spec.kind == "vllm" else None,
+        "slo_xargs": spec.kind != "urls",
+    }
+
+
 def one_run(
     stack,
     engines,
@@ -183,14 +196,11 @@ def one_run(
     tag: str,
     bs: int,
     timeout: float,
-    extra_body: dict | None = None,
-    slo_xargs: bool = False,
+    client: dict | None = None,
 ) -> dict:
-    """One replay of `w` through `stack`. Every stack's client sends the same requests: the
-    engines' own model name, and with `slo_xargs` (engines this bench starts) each request's
-    SLO in ``vllm_xargs`` as well as in the headers (so the plugin sees the SLOs behind a
-    router that does not speak them, e.g. vllm-router). A request the stack refuses (4xx) is
-    a missed one, listed in errors."""
+    """One replay of `w` through `stack`. `client`: the load generator's request settings,
+    the same for every stack (`client_settings`). A request the stack refuses (4xx) is a
+    missed one, listed in errors."""
     from slocore.serve import loadgen
 
     la0 = os.getloadavg()[0]
@@ -204,13 +214,11 @@ def one_run(
             loadgen.run(
                 router.url,
                 w,
-                model=procs.served_model(engines),
                 prompts=prompts,
                 timeout=timeout,
                 progress=False,
-                extra_body=extra_body,
-                slo_xargs=slo_xargs,
                 refused_as_missed=True,
+                **(client or {}),
             )
         )
     except RuntimeError as e:
@@ -283,9 +291,7 @@ def measure_capacity(probe, start: float, steps: int, log=print) -> tuple[float,
     return lo, probes
 
 
-def engines_capacity(
-    engines, profiles, trace, base, start, bs, cfg, out, extra_body, log, slo_xargs=False
-) -> tuple[float, list[dict]]:
+def engines_capacity(engines, profiles, trace, base, start, bs, cfg, out, client, log) -> tuple[float, list[dict]]:
     """measure_capacity of `trace` (workload `base`) on `engines` with the reference stack, from
     the profiles' estimate `start`; each probe is the median attainment of `cfg.capacity_runs`
     runs (each with fresh arrivals' prompt texts; one run's attainment moves by a few points
@@ -303,7 +309,7 @@ def engines_capacity(
             n += 1
             salt = 10**6 * (1 + cfg.seed) + n  # the runs use salts below 10**6 per seed
             prompts, tag = _traces.prompts(w, salt=salt), f"capacity-{trace}-{n}"
-            r = one_run(ref, engines, profiles, w, prompts, out, tag, bs, cfg.timeout_s, extra_body, slo_xargs)
+            r = one_run(ref, engines, profiles, w, prompts, out, tag, bs, cfg.timeout_s, client)
             atts.append((r["attainment"] or {}).get("overall"))
         if any(a is None for a in atts):
             return None
@@ -362,8 +368,6 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
         results["across_settings"] = {}
     classes = list(_traces.CLASSES)
     k, profiles, measured = 0, None, {}  # measured: per trace, (capacity, probes), first setting's engines
-    extra_body = VLLM_BODY if spec.kind == "vllm" else None
-    slo_xargs = spec.kind != "urls"  # engines it starts read SLOs from vllm_xargs (the plugin, emulated)
     # Interleaved: both engine sets run side by side (each pinned to the same cores; only one
     # set serves at a time), the default set first so that its profiles configure the plugin.
     # Otherwise one block per setting, the engines restarted in between.
@@ -377,6 +381,7 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
                 # measured once, on the first engines: the same hardware in every setting
                 profiles = profiles or profile_engines(engines[setting], cfg, out, progress)
             bs = block_size(profiles)
+            client = {setting: client_settings(spec, engines[setting]) for setting in group}
             for setting in group:
                 results["settings"][setting] = {
                     "engine_scheduler": plugin if setting == "plugin" else "engine default",
@@ -390,7 +395,7 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
                 if cfg.capacity is None and cfg.capacity_from == "measured":
                     if trace not in measured:
                         measured[trace] = engines_capacity(
-                            engines[group[0]], profiles, trace, base, cap, bs, cfg, out, extra_body, log, slo_xargs
+                            engines[group[0]], profiles, trace, base, cap, bs, cfg, out, client[group[0]], log
                         )
                     cap, probes = measured[trace]
                 w = _traces.at_rate(base, cfg.load * cap)
@@ -412,8 +417,7 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
                             f"{setting}-{trace}-{rep}-{st.name}",
                             bs,
                             cfg.timeout_s,
-                            extra_body,
-                            slo_xargs,
+                            client[setting],
                         )
                         r["rep"] = rep
                         runs[setting].append(r)
