@@ -387,7 +387,7 @@ def test_a_stream_is_sent_again_when_the_engine_drops_the_connection_first():
     out) costs a resend, not the profile; an engine that keeps dropping still fails clearly."""
     from aiohttp import web
 
-    from slocore.twin.client import STALE_RETRIES
+    from slocore.serve.config import STALE_RETRIES
 
     chunk = b'data: {"choices": [{"token_ids": [7]}]}\n\n'
 

@@ -54,6 +54,9 @@ DEFAULT_PROFILE = "h100-llama2-7b"
 # Idle pooled connections to an engine are dropped before uvicorn's (vLLM's) default keep-alive
 # of 5 s, so a request never goes out on one the engine is closing.
 ENGINE_KEEPALIVE_S = 3.0
+# A client's sends of one request on pooled connections the engine closed as it sent (a late
+# event loop can still reuse one) before the request counts as failed (load generator, twin).
+STALE_RETRIES = 2
 
 
 @dataclass

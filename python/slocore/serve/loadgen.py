@@ -22,7 +22,7 @@ import random
 import sys
 import time
 
-from slocore.serve.config import ENGINE_KEEPALIVE_S
+from slocore.serve.config import ENGINE_KEEPALIVE_S, STALE_RETRIES
 
 
 def add_arguments(p) -> None:
@@ -81,8 +81,6 @@ def build_workload(a):
 
 
 KEEPALIVE_S = ENGINE_KEEPALIVE_S
-# Sends of one request on pooled connections the server had just closed before it counts as failed.
-STALE_RETRIES = 2
 
 
 async def run(

@@ -14,9 +14,6 @@ import random
 import time
 from dataclasses import dataclass, field
 
-# Sends of one request on pooled connections the engine had just closed before it gives up.
-STALE_RETRIES = 2
-
 
 class EngineError(ValueError):
     """The endpoint is unreachable, is not an OpenAI-compatible engine, or is too slow."""
@@ -170,6 +167,7 @@ class EngineClient:
         is checked against them."""
         import aiohttp
 
+        from slocore.serve.config import STALE_RETRIES
         from slocore.serve.upstream import stale_connection
 
         prompt = [self.rng.randrange(3, self.vocab) for _ in range(int(prompt_len))]
