@@ -36,11 +36,14 @@ def sim_requests():
     return [slocore.Request(i, 0.2 * i, p, output_len=o, ttft=2.0, tpot=0.1) for i, (p, o) in enumerate(WORKLOAD)]
 
 
-def recording(name, python):
-    return RecordingPolicy(policy=name) if python else slocore.make_global_policy("recording", {"policy": name})
+def recording(name, python, inner=None):
+    inner = {f"inner.{k}": v for k, v in (inner or {}).items()}
+    return (
+        RecordingPolicy(policy=name) if python else slocore.make_global_policy("recording", {"policy": name, **inner})
+    )
 
 
-def simulate(name, pd, python=False):
+def simulate(name, pd, python=False, inner=None):
     """The recording policies' events after a simulation (colocated: [policy]; P/D:
     [prefill policy, decode policy])."""
     cfg = slocore.SimConfig()
@@ -49,11 +52,11 @@ def simulate(name, pd, python=False):
     if pd:
         cfg.disaggregated = True
         cfg.prefill_instances, cfg.decode_instances = 1, 2
-        pols = [recording(name, python), recording(name, python)]
+        pols = [recording(name, python, inner), recording(name, python, inner)]
         cfg.prefill_policy, cfg.decode_policy = pols
     else:
         cfg.instances = 2
-        pols = [recording(name, python)]
+        pols = [recording(name, python, inner)]
         cfg.global_policy = pols[0]
     res = slocore._core.simulate(sim_requests(), cfg)
     assert all(r.outcome == slocore.Outcome.FINISHED for r in res.recorder.records()), name
@@ -91,12 +94,13 @@ async def settled(router, timeout=60.0):
         await asyncio.sleep(0.02)
 
 
-def serve(name, pd, python=False, workers=1):
+def serve(name, pd, python=False, workers=1, inner=None):
     """The recording policies' events after serving WORKLOAD live."""
+    inner = {f"inner.{k}": v for k, v in (inner or {}).items()}
     pol = (
         {"name": PY_RECORDING, "params": {"policy": name}}
         if python
-        else {"name": "recording", "params": {"policy": name}}
+        else {"name": "recording", "params": {"policy": name, **inner}}
     )
     if pd:
         backends = [
@@ -152,9 +156,9 @@ def per_request(logs):
     return out, added
 
 
-def check(name, pd, python=False, workers=1):
-    sim, sim_added = per_request(simulate(name, pd, python))
-    live, live_added = per_request(serve(name, pd, python, workers))
+def check(name, pd, python=False, workers=1, inner=None):
+    sim, sim_added = per_request(simulate(name, pd, python, inner))
+    live, live_added = per_request(serve(name, pd, python, workers, inner))
     assert len(sim) == len(WORKLOAD)
     assert sim_added == live_added
     for r in sorted(sim):
@@ -169,6 +173,13 @@ def test_colocated_live_calls_equal_simulated(name):
 @pytest.mark.parametrize("name", POLICIES)
 def test_pd_live_calls_equal_simulated(name):
     check(name, pd=True)
+
+
+@pytest.mark.parametrize("pd", [False, True], ids=["colocated", "pd"])
+def test_router_held_queue_live_calls_equal_simulated(pd):
+    """slo_predict with `hold` (the slocore-router preset): requests wait in the router's queue
+    and leave it on later polls, live as simulated."""
+    check("slo_predict", pd, inner={"hold": True, "order": "fifo"})
 
 
 @pytest.mark.parametrize("pd", [False, True], ids=["colocated", "pd"])

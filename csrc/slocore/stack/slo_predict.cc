@@ -301,22 +301,109 @@ Slo SloPredictPolicy::planning_slo(const Request& r) const {
   return slo;
 }
 
+void SloPredictPolicy::submit(const Request& r, Time now, Time expected_handoff) {
+  if (!p_.hold) return PushPolicy::submit(r, now, expected_handoff);
+  Request planned = r;
+  planned.slo = planning_slo(r);
+  const HeldKey key{due(planned, 1), held_seq_++};
+  held_at_[r.id] = key;
+  held_.emplace(key, r);
+}
+
 std::vector<Assignment> SloPredictPolicy::poll(Time now, const std::vector<InstanceView>& views) {
   placed_.clear();
   ++poll_;
-  return PushPolicy::poll(now, views);
+  std::vector<Assignment> out = PushPolicy::poll(now, views);
+  if (p_.hold) {
+    std::vector<Assignment> held = poll_held(now, views);
+    out.insert(out.end(), held.begin(), held.end());
+  }
+  return out;
+}
+
+double prefill_backlog(const InstanceView& v, const std::vector<PendingPrefill>& extra, Time now) {
+  const LatencyModel& m = v.model;
+  double per_iter = m.overhead(), cost = 0.0;
+  Tokens tokens = 0;
+  auto add = [&](double c, Tokens t) { cost += c, tokens += t; };
+  for (const RequestState& s : v.running) {
+    if (s.in_prefill())
+      add(m.prefill_cost(s.to_compute(), s.computed), s.to_compute());
+    else if (v.role != Role::Prefill)
+      per_iter += m.decode_cost(s.context_len());
+  }
+  for (const RequestState& s : v.waiting) add(m.prefill_cost(s.to_compute(), s.computed), s.to_compute());
+  for (const PendingPrefill& x : extra) add(x.cost, x.tokens);
+  const Tokens budget = std::max<Tokens>(1, v.max_batch_tokens);
+  return std::max(0.0, v.busy_until - now) + cost + double((tokens + budget - 1) / budget) * per_iter;
+}
+
+double iteration_time(const InstanceView& v) {
+  const LatencyModel& m = v.model;
+  double t = m.overhead() + m.prefill_cost(std::max<Tokens>(1, v.max_batch_tokens), 0);
+  if (v.role != Role::Prefill)
+    for (const RequestState& s : v.running)
+      if (!s.in_prefill()) t += m.decode_cost(s.context_len());
+  return t;
+}
+
+// `hold` (see the header): by deadline while an instance has room, then the hopeless ones.
+std::vector<Assignment> SloPredictPolicy::poll_held(Time now, const std::vector<InstanceView>& views) {
+  std::vector<Assignment> out;
+  std::vector<char> room(views.size(), 0);
+  static const std::vector<PendingPrefill> kNone;
+  auto refresh = [&](size_t i) {
+    const InstanceView& v = views[i];
+    auto it = placed_.find(v.id);
+    room[i] = v.accepting && prefill_backlog(v, it == placed_.end() ? kNone : it->second, now) < iteration_time(v);
+  };
+  for (size_t i = 0; i < views.size(); ++i) refresh(i);
+  while (!held_.empty() || !hopeless_.empty()) {
+    if (std::find(room.begin(), room.end(), char(1)) == room.end()) break;
+    const bool on_time = !held_.empty();
+    auto node = on_time ? held_.extract(held_.begin()) : std::map<HeldKey, Request>::node_type{};
+    const Request r = on_time ? std::move(node.mapped()) : hopeless_.begin()->second;
+    Request planned = r;
+    planned.slo = planning_slo(r);
+    SloPrediction best;
+    const int i = choose_among(planned, now, views, &room, best);
+    if (i < 0) {  // cannot happen while some instance has room; keep r where it was
+      if (on_time) held_.insert(std::move(node));
+      break;
+    }
+    if (on_time && best.finish > node.key().first) {  // late even where it would go now: triage
+      held_at_[r.id] = {kNever, node.key().second};
+      hopeless_.emplace(node.key().second, r);
+      continue;
+    }
+    placed_here(planned, views[size_t(i)], best.cached);
+    if (!on_time) hopeless_.erase(hopeless_.begin());
+    held_at_.erase(r.id);
+    out.push_back({r.id, views[size_t(i)].id});
+    refresh(size_t(i));
+  }
+  return out;
 }
 
 int SloPredictPolicy::choose(const Request& r, Time now, const std::vector<InstanceView>& views) {
   Request planned = r;
   planned.slo = planning_slo(r);
+  SloPrediction best;
+  const int pick = choose_among(planned, now, views, nullptr, best);
+  if (pick >= 0) placed_here(planned, views[size_t(pick)], best.cached);
+  return pick;
+}
+
+int SloPredictPolicy::choose_among(const Request& planned, Time now, const std::vector<InstanceView>& views,
+                                   const std::vector<char>* room, SloPrediction& best) {
+  const Request& r = planned;
   PromptChains chains(r);
   static const std::vector<PendingPrefill> kNone;
   std::vector<SloPrediction> preds;
   std::vector<int> index;
   for (size_t i = 0; i < views.size(); ++i) {
     const InstanceView& v = views[i];
-    if (!v.accepting) continue;
+    if (!v.accepting || (room && !(*room)[i])) continue;
     const Tokens cached = r.prefix.empty() ? 0 : v.cached_prefix_tokens(chains.get(v.block_size));
     auto it = placed_.find(v.id);
     const std::vector<PendingPrefill>& extra = it == placed_.end() ? kNone : it->second;
@@ -327,17 +414,18 @@ int SloPredictPolicy::choose(const Request& r, Time now, const std::vector<Insta
   }
   const int k = choose_placement(preds, now, p_.margin);
   if (k < 0) return -1;
-  const int pick = index[size_t(k)];
-  const SloPrediction& best = preds[size_t(k)];
-  const InstanceView& v = views[size_t(pick)];
-  const Tokens own = std::max<Tokens>(1, r.prompt_len - best.cached);
-  placed_[v.id].push_back({due(planned, 1), own, v.model.prefill_cost(own, best.cached), r.prompt_len});
+  best = preds[size_t(k)];
+  return index[size_t(k)];
+}
+
+void SloPredictPolicy::placed_here(const Request& r, const InstanceView& v, Tokens cached) {
+  const Tokens own = std::max<Tokens>(1, r.prompt_len - cached);
+  placed_[v.id].push_back({due(r, 1), own, v.model.prefill_cost(own, cached), r.prompt_len});
   const int prio = std::clamp(r.priority, 0, mapper_.config().levels() - 1);
   auto [t, fresh] = track_.try_emplace(r.id);
   if (!fresh && t->second.first < 0) --waiting_first_[size_t(t->second.priority)];  // a retry
   t->second = Track{prio, r.arrival, -1.0, 0};
   ++waiting_first_[size_t(prio)];
-  return pick;
 }
 
 void SloPredictPolicy::first_token(Id request, Time now) {
@@ -349,6 +437,10 @@ void SloPredictPolicy::first_token(Id request, Time now) {
 
 void SloPredictPolicy::on_cancelled(Id request, Time now) {
   PushPolicy::on_cancelled(request, now);
+  if (auto h = held_at_.find(request); h != held_at_.end()) {
+    if (held_.erase(h->second) == 0) hopeless_.erase(h->second.second);
+    held_at_.erase(h);
+  }
   auto it = track_.find(request);
   if (it == track_.end()) return;
   if (it->second.first < 0) --waiting_first_[size_t(it->second.priority)];

@@ -26,7 +26,18 @@
 // at once, so the engine scheduler sees and can reorder all of them. Requests with neither
 // a TTFT nor a TPOT target get both from the HFX Alg. 2 priority mapper (HFX Sec. 5.2).
 // On P/D prefill instances (role Prefill) there are no decodes and no TPOT prediction.
+//
+// `hold`: for engines that serve their queue in arrival order (vLLM's default scheduler), where
+// a request placed at once waits in the engine behind every earlier one. The router keeps
+// the requests instead and releases them by first-token deadline (the engine queue becomes
+// an EDF queue one level up, HFX Sec. 4's held queue), each to the best instance whose
+// predicted prefill backlog is under one full iteration (the engine never runs short of
+// prefill work, and never holds more than it can start next); a request that cannot meet its
+// first-token deadline even on an idle instance goes last, in arrival order (the triage of
+// slo_triage, in the router). The backlog test replaces HFX's per-poll token cap: a prompt of
+// any length goes as soon as one instance has room.
 #pragma once
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -43,6 +54,7 @@ inline const EnumNames<QueueOrder> kQueueOrders = {{"deadline", QueueOrder::Dead
 struct SloPredictParams {
   QueueOrder order = QueueOrder::Deadline;
   bool map_priority = true;
+  bool hold = false;
   double margin = 0.2;  // relative error of the prediction within which candidates are equal
   hfx::MapperParams mapper;
   template <class V>
@@ -51,6 +63,9 @@ struct SloPredictParams {
             "engine queue order the prediction assumes: first-token deadline (SlideBatching/EDF) or fifo",
             kQueueOrders);
     v.field("map_priority", map_priority, "requests without TTFT and TPOT targets get them from HFX Alg. 2");
+    v.field("hold", hold,
+            "keep requests in the router and release them by first-token deadline to instances with under one "
+            "iteration of prefill backlog (for engines that serve in arrival order)");
     v.field("margin", margin,
             "predicted first tokens within this relative margin of the best are equal: the most prefill time saved by "
             "the cached prefix wins, then the fewest outstanding",
@@ -123,13 +138,20 @@ class PendingQueue {
 bool better_placement(const SloPrediction& a, const SloPrediction& b);
 // Index of the chosen prediction (see above), -1 when `preds` is empty.
 int choose_placement(const std::vector<SloPrediction>& preds, Time now, double margin);
+// Predicted seconds from `now` until v has computed every pending prefill (running, waiting
+// and this poll's `extra`), in full iterations of at most max_batch_tokens prefill tokens.
+double prefill_backlog(const InstanceView& v, const std::vector<PendingPrefill>& extra, Time now);
+// One full iteration on v: the fixed cost, v's running decodes and max_batch_tokens of prefill.
+double iteration_time(const InstanceView& v);
 
 class SloPredictPolicy : public PushPolicy {
  public:
   explicit SloPredictPolicy(SloPredictParams p);
   std::string name() const override { return "slo_predict"; }
   ParamMap params() const override;
+  void submit(const Request& r, Time now, Time expected_handoff) override;
   std::vector<Assignment> poll(Time now, const std::vector<InstanceView>& views) override;
+  size_t pending() const override { return PushPolicy::pending() + held_.size() + hopeless_.size(); }
   void on_cancelled(Id request, Time now) override;
   void on_prefill_done(Id request, Id instance, Time now) override { first_token(request, now); }
   void on_token(Id request, Id instance, Tokens generated, Time now) override;
@@ -142,6 +164,12 @@ class SloPredictPolicy : public PushPolicy {
   int choose(const Request& r, Time now, const std::vector<InstanceView>& views) override;
 
  private:
+  // The index of the instance for `planned` (r with its planning SLO) among those with `room`
+  // (all when null) and its prediction there, or -1; records nothing.
+  int choose_among(const Request& planned, Time now, const std::vector<InstanceView>& views,
+                   const std::vector<char>* room, SloPrediction& best);
+  std::vector<Assignment> poll_held(Time now, const std::vector<InstanceView>& views);
+  void placed_here(const Request& r, const InstanceView& v, Tokens cached);
   struct Track {
     int priority = 0;
     Time arrival = 0.0, first = -1.0;
@@ -155,6 +183,13 @@ class SloPredictPolicy : public PushPolicy {
   uint64_t poll_ = 0;
   std::unordered_map<Id, Track> track_;
   std::vector<int64_t> waiting_first_;  // per priority: placed, first token not yet out
+  // `hold`: the on-time requests by (first-token deadline, arrival order), the hopeless ones
+  // by arrival order, and where each id is.
+  using HeldKey = std::pair<Time, uint64_t>;
+  std::map<HeldKey, Request> held_;
+  std::map<uint64_t, Request> hopeless_;
+  std::unordered_map<Id, HeldKey> held_at_;
+  uint64_t held_seq_ = 0;
 };
 
 }  // namespace slocore::stack

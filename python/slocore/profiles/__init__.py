@@ -176,3 +176,11 @@ def hardware_profile(profile) -> tuple:
         p.tps = _core.TpsQuadratic(float(q["a"]), float(q["b"]), float(q["c"]))
     p.validate()
     return p, data
+
+
+def engine_token_budget(data: dict) -> int | None:
+    """The per-iteration token budget (vLLM's max_num_batched_tokens) of the engine a measured
+    profile was taken from (`slocore profile` records it), or None when the profile does not say."""
+    engine = data.get("engine") if isinstance(data, dict) else None
+    budget = engine.get("max_num_batched_tokens") if isinstance(engine, dict) else None
+    return int(budget) if isinstance(budget, (int, float)) and budget >= 1 else None

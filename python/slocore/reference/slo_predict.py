@@ -9,6 +9,10 @@ tokens made late, r's own included), then most normalised slack, then earliest f
 then longest cached prefix, then view order; within `margin` of that best predicted first
 token (same loss, on time when it is): the most prefill time saved by the cached prefix, then
 the fewest outstanding. Same floating-point operation order as C++.
+
+`Held` is the policy with `hold`: requests wait in the router, leave by first-token deadline
+(those that would be late where they would go: after every on-time one, in arrival order), each
+to the best instance whose predicted prefill backlog is under one full iteration.
 """
 
 from __future__ import annotations
@@ -159,22 +163,96 @@ class SloPredict:
     def new_poll(self) -> None:
         self.placed = {}
 
-    def choose(self, r, now: float, views) -> int:
+    def best(self, r, now: float, views, room=None):
+        """(index into views, its prediction) among the accepting instances with `room`, or (-1, None)."""
         preds, index = [], []
         for i, v in enumerate(views):
-            if not v.accepting:
+            if not v.accepting or (room is not None and not room[i]):
                 continue
             cached = v.cached_prefix_tokens(r) if len(r.prefix) else 0
             preds.append(predict(v, r, cached, now, self.placed.get(v.id, ()), self.order))
             index.append(i)
         k = choose_placement(preds, now, self.margin)
-        pick = index[k] if k >= 0 else -1
+        return (index[k], preds[k]) if k >= 0 else (-1, None)
+
+    def place(self, r, v, cached: int) -> None:
+        own = max(1, r.prompt_len - cached)
+        m = Model(v.model)
+        self.placed.setdefault(v.id, []).append(Pending(_deadline(r, 1), own, m.prefill(own, cached), r.prompt_len))
+
+    def choose(self, r, now: float, views) -> int:
+        pick, best = self.best(r, now, views)
         if pick >= 0:
-            best = preds[k]
-            v = views[pick]
-            own = max(1, r.prompt_len - best.cached)
-            m = Model(v.model)
-            self.placed.setdefault(v.id, []).append(
-                Pending(_deadline(r, 1), own, m.prefill(own, best.cached), r.prompt_len)
-            )
+            self.place(r, views[pick], best.cached)
         return pick
+
+
+def prefill_backlog(v, extra, now: float) -> float:
+    """Seconds until v has computed every pending prefill (running, waiting, `extra`), in full
+    iterations of at most max_batch_tokens prefill tokens."""
+    m = Model(v.model)
+    per_iter, cost, tokens = m.overhead(), 0.0, 0
+    for s in v.running:
+        if s.in_prefill:
+            cost += m.prefill(s.to_compute, s.computed)
+            tokens += s.to_compute
+        elif not _is_prefill_role(v):
+            per_iter += m.decode(s.context_len)
+    for s in v.waiting:
+        cost += m.prefill(s.to_compute, s.computed)
+        tokens += s.to_compute
+    for x in extra:
+        cost += x.cost
+        tokens += x.tokens
+    budget = max(1, v.max_batch_tokens)
+    return max(0.0, v.busy_until - now) + cost + float((tokens + budget - 1) // budget) * per_iter
+
+
+def iteration_time(v) -> float:
+    """One full iteration on v: the fixed cost, max_batch_tokens of prefill, v's running decodes."""
+    m = Model(v.model)
+    t = m.overhead() + m.prefill(max(1, v.max_batch_tokens), 0)
+    if not _is_prefill_role(v):
+        for s in v.running:
+            if not s.in_prefill:
+                t += m.decode(s.context_len)
+    return t
+
+
+@dataclass
+class Held:
+    """slo_predict with `hold`: submit() keeps r; poll() returns [(request id, instance id)]."""
+
+    order: str = "fifo"
+    margin: float = 0.2
+    held: list = field(default_factory=list)  # (first-token deadline, arrival seq, request)
+    hopeless: list = field(default_factory=list)  # (arrival seq, request)
+    seq: int = 0
+
+    def submit(self, r) -> None:
+        self.held.append((_deadline(r, 1), self.seq, r))
+        self.seq += 1
+
+    def poll(self, now: float, views) -> list:
+        sp = SloPredict(order=self.order, margin=self.margin)
+        room = [v.accepting and prefill_backlog(v, (), now) < iteration_time(v) for v in views]
+        out = []
+        while (self.held or self.hopeless) and any(room):
+            if self.held:
+                d, k, r = min(self.held, key=lambda x: (x[0], x[1]))
+            else:
+                k, r = min(self.hopeless, key=lambda x: x[0])
+            pick, best = sp.best(r, now, views, room)
+            if self.held and best.finish > d:  # late even where it would go now
+                self.held.remove((d, k, r))
+                self.hopeless.append((k, r))
+                continue
+            sp.place(r, views[pick], best.cached)
+            if self.held:
+                self.held.remove((d, k, r))
+            else:
+                self.hopeless.remove((k, r))
+            out.append((r.id, views[pick].id))
+            v = views[pick]
+            room[pick] = v.accepting and prefill_backlog(v, sp.placed.get(v.id, ()), now) < iteration_time(v)
+        return out

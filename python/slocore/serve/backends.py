@@ -60,6 +60,7 @@ class Backend:
     draining: bool = False  # the scaler is retiring it: no new work (serve/scaler.py)
     prefix_index: object = None  # slocore.ApproxPrefixIndex of what was sent here (serve.prefix_index)
     kv_events: object = None  # serve.kv_events.KvBlockSet when the engine publishes KV events
+    max_batch_tokens: int | None = None  # the engine's per-iteration token budget, when its profile says
 
     def view(self) -> _s.InstanceView:
         return build_view(
@@ -73,6 +74,7 @@ class Backend:
             accepting=self.healthy and not self.draining,
             prefix_index=self.prefix_index,
             prefix_cache=self.kv_events.lookup if self.kv_events is not None and self.kv_events.fresh() else None,
+            max_batch_tokens=self.max_batch_tokens,
         )
 
     def describe(self) -> dict:
@@ -100,6 +102,7 @@ def build_view(
     accepting: bool = True,
     prefix_index=None,
     prefix_cache=None,
+    max_batch_tokens: int | None = None,
 ) -> _s.InstanceView:
     """The ``slocore.InstanceView`` of one engine: the router's own requests on it (`own`,
     ``RequestState``s; running once they have a token) merged with what the engine reports
@@ -109,6 +112,8 @@ def build_view(
     v = _s.InstanceView(iid, core_role(role))
     v.model = model
     v.block_size = block_size
+    if max_batch_tokens:  # else InstanceView's default
+        v.max_batch_tokens = int(max_batch_tokens)
     kv_total = int(polled.get("kv_blocks", kv_blocks))
     v.kv_blocks_total = kv_total
     own = list(own)

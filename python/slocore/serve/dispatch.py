@@ -116,6 +116,12 @@ class Dispatcher:
         self.metrics.child(self.metrics.decision_latency, self.label, self.name).observe(time.perf_counter() - t)
         return fut
 
+    def nudge(self) -> None:
+        """An engine's load just fell (a first token, a request's end): a policy holding
+        requests (a pull policy, slo_predict's `hold`) is polled now, not at the next tick."""
+        if self.futures and self._task is not None and not self._task.done():
+            self._wake.set()
+
     def poll_now(self) -> None:
         """Poll at once; keep the wake-up loop running while requests wait."""
         self._poll()

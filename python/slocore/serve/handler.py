@@ -237,12 +237,24 @@ class RequestHandler:
         t = r.cfg.timeouts
         # a non-streaming engine says nothing until it is done: first_token_s + idle_s for all of it
         total_s = t.total_s if ctx.client_stream else min(t.total_s, t.first_token_s + t.idle_s)
-        async with r.upstream.post(backend, disp.policy, att, body, ctx.chat, total_s) as (resp, st):
-            await check_status(backend, resp)
-            if ctx.client_stream:
-                await relay(ctx, resp, st, att, backend, disp.policy, t, r.now, skip_first=r.cfg.disaggregated)
-            else:
-                await read_whole(ctx, resp, st, att, backend, disp.policy, t, r.now, skip_first=r.cfg.disaggregated)
+        hook = ctx.on_first_token
+
+        def first_token(tt, hook=hook):
+            if hook is not None:
+                hook(tt)
+            disp.nudge()
+
+        ctx.on_first_token = first_token
+        try:
+            async with r.upstream.post(backend, disp.policy, att, body, ctx.chat, total_s) as (resp, st):
+                await check_status(backend, resp)
+                if ctx.client_stream:
+                    await relay(ctx, resp, st, att, backend, disp.policy, t, r.now, skip_first=r.cfg.disaggregated)
+                else:
+                    await read_whole(ctx, resp, st, att, backend, disp.policy, t, r.now, skip_first=r.cfg.disaggregated)
+        finally:
+            ctx.on_first_token = hook
+            disp.nudge()
         backend.served += 1
         self.record_finished(ctx, backend)
 

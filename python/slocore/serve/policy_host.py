@@ -210,6 +210,8 @@ class PolicyHost:
                 st.generated = gen
                 st.computed = a[2].prompt_len + gen - 1
                 self.disp.policy.on_token(rid, bid, gen, t)
+                if gen == 1:
+                    self.disp.nudge()
         elif kind == "fin":
             self._finish(c, ev[1], ev[3])
         elif kind == "add":
@@ -315,6 +317,7 @@ class PolicyHost:
         b.inflight.pop(rid, None)
         release_sent(b, att)
         self.disp.policy.on_finished(rid, b.id, t)
+        self.disp.nudge()
 
     async def _page(self, c: WorkerConn, token: int, path: str) -> None:
         r = self.router

@@ -12,7 +12,7 @@ import logging
 import time
 
 import slocore as _s
-from slocore.profiles import hardware_profile
+from slocore.profiles import engine_token_budget, hardware_profile
 from slocore.roles import COLOCATED
 from slocore.serve.backends import Backend
 from slocore.serve.config import BackendConfig
@@ -50,7 +50,7 @@ class BackendPool:
             raise ValueError(
                 f"role: {bc.role!r} does not fit this router's mode ({'P/D' if self.disaggregated else 'colocated'})"
             )
-        hw, _ = hardware_profile(bc.profile)
+        hw, data = hardware_profile(bc.profile)
         if getattr(bc, "default_profile", False):
             log.warning(
                 "backend %s: no latency profile given; the policies assume %r, measured on other hardware. "
@@ -64,6 +64,10 @@ class BackendPool:
             )
         b = Backend(
             next(self._ids), bc.name, bc.url, bc.role, _s.LatencyModel(hw.coeffs), int(hw.kv_blocks), int(hw.block_size)
+        )
+        emulated = getattr(bc, "emulated", None)
+        b.max_batch_tokens = engine_token_budget(data) or (
+            emulated.get("max_batch_tokens") if isinstance(emulated, dict) else None
         )
         if self.new_prefix_index is not None:
             b.prefix_index = self.new_prefix_index()

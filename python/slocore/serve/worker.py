@@ -88,6 +88,9 @@ class RemoteFlow:
     async def prepare(self, ctx, fwd: dict) -> dict:
         return fwd
 
+    def nudge(self) -> None:
+        """The policy process polls on the token and end events it receives."""
+
     async def assign(self, ctx, req, timeout: float) -> Backend:
         rid = req.id
         fut = asyncio.get_running_loop().create_future()

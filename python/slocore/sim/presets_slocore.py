@@ -13,7 +13,12 @@ the benchmark matrix measured best behind this dispatch (docs/benchmark.md "The 
 stack": SlideBatching collapses on the 4k-16k-token rag prompts, its density ablation loses a
 seed there, EDF collapses past capacity).
 `slocore+scale` adds the HFX scaler (HFX Alg. 3, role switching in P/D); it is tagged
-"scaling" because it adds instances (compare its cost)."""
+"scaling" because it adds instances (compare its cost).
+`slocore-router` is the router alone, for a team that keeps its engines' own scheduler
+(vLLM's default serves in arrival order: `sarathi_fcfs` here): `slo_predict` with `hold`, so
+the router keeps the queue the engines would keep in arrival order and releases it by
+first-token deadline, hopeless requests last, to instances with under one iteration of prefill
+backlog."""
 
 from __future__ import annotations
 
@@ -53,6 +58,20 @@ register(
         "switching); SIBYL Alg. 1 (REQLEVEL); vLLM V1 priority scheduler",
         colocated=dict(COLOCATED),
         pd=dict(PD),
+    )
+)
+# The router alone, over engines that serve in arrival order (vLLM's default scheduler).
+ROUTER_ONLY = dict(global_policy=(DISPATCH, {"order": "fifo", "hold": True}), batch_scheduler="sarathi_fcfs")
+
+register(
+    Preset(
+        "slocore-router",
+        "slocore",
+        "slocore's router alone in front of engines that keep their own first-come-first-served scheduler "
+        "(vLLM's default): slo_predict holds the queue in the router and releases it by first-token deadline, "
+        "hopeless requests last, to instances with under one iteration of prefill backlog",
+        "ProServe Eq. 3-7 (prediction); HFX Sec. 4 (the router-held queue), generalised: no per-poll token cap",
+        colocated=dict(ROUTER_ONLY),
     )
 )
 register(

@@ -90,10 +90,11 @@ def _strong_baselines() -> dict:
 
 
 def _slocore_stack() -> dict:
-    """The `slocore` preset as a variant, when this build registers it."""
+    """The `slocore` presets as variants, when this build registers them: the whole stack, and
+    its router alone over the scenario's FCFS engines (`slocore-router`)."""
     from slocore.sim.stacks import preset, presets
 
-    return {"slocore": preset("slocore")} if "slocore" in presets() else {}
+    return {name: preset(name) for name in ("slocore", "slocore-router") if name in presets()}
 
 
 def _hfx_4task(load: float, seed: int):

@@ -87,11 +87,12 @@ class SloRequestRouter(RequestRouter):
             raise TypeError(f"request_router_kwargs: unknown keys {sorted(unknown)}")
         if not (isinstance(clock_scale, (int, float)) and clock_scale > 0):
             raise ValueError(f"request_router_kwargs.clock_scale: must be > 0, got {clock_scale!r}")
-        from slocore.profiles import hardware_profile
+        from slocore.profiles import engine_token_budget, hardware_profile
 
         self.policy = make_policy(policy, dict(policy_params or {}), "request_router_kwargs.policy")
-        hw, _ = hardware_profile(profile)
+        hw, data = hardware_profile(profile)
         self.model = _s.LatencyModel(hw.coeffs)
+        self.max_batch_tokens = engine_token_budget(data)
         self.kv_blocks, self.block_size = int(hw.kv_blocks), int(hw.block_size)
         self.classes, self.default_slo = classes, default_slo
         self.clock_scale = float(clock_scale)
@@ -148,6 +149,7 @@ class SloRequestRouter(RequestRouter):
                     own.get(iid, ()),
                     stats,
                     accepting=rid_ in accepting,
+                    max_batch_tokens=self.max_batch_tokens,
                 )
             )
         return out
