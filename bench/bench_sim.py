@@ -48,6 +48,7 @@ COLOCATED = {  # global policy -> its simulate() spec
     "llmd_scorer": "llmd_scorer",
     "kv_router": "kv_router",
     "slo_predict": "slo_predict",
+    "slo_predict_hold": ("slo_predict", {"order": "fifo", "hold": True}),  # the slocore-router preset
 }
 SCHEDULERS = [
     "vllm_fcfs",

@@ -65,3 +65,43 @@ def test_slo_predict(benchmark, record_ratio, impl):
         got = benchmark.pedantic(run, rounds=20, iterations=1)
     assert 0 <= got < N_INST
     record_ratio("slo_predict 16 instances x 44 requests", impl)
+
+
+def held_views():
+    """Half the instances busy (44 requests each, as above), half idle: room for a few each."""
+    views = cluster(1)
+    for v in views[N_INST // 2 :]:
+        v.running, v.waiting = [], []
+    return views
+
+
+HELD_VIEWS = held_views()
+HELD = [
+    s.Request(2 * 10**6 + k, 5.0, 256 + (k * 97) % 2048, output_len=64, ttft=(0.5, 2.0, 8.0)[k % 3], tpot=0.1)
+    for k in range(256)
+]
+
+
+@pytest.mark.benchmark(group="slo_predict hold: one poll, 256 held, 16 instances")
+@pytest.mark.parametrize("impl", ["cpp", "python"])
+def test_slo_predict_hold_poll(benchmark, record_ratio, impl):
+    # One poll of the held queue (the slocore-router preset): by deadline into the idle
+    # instances' room, the rest stay held. Each round starts from the same 256 held requests.
+    def setup():
+        if impl == "cpp":
+            pol = _core.make_global_policy("slo_predict", {"order": "fifo", "hold": True})
+            for r in HELD:
+                pol.submit(r, 5.0)
+            return (pol,), {}
+        pol = ref.Held(order="fifo")
+        for r in HELD:
+            pol.submit(r)
+        return (pol,), {}
+
+    def run(pol):
+        out = pol.poll(5.0, HELD_VIEWS)
+        return len(out)
+
+    got = benchmark.pedantic(run, setup=setup, rounds=30 if impl == "cpp" else 5, iterations=1)
+    assert 0 < got < len(HELD)
+    record_ratio("slo_predict hold: one poll, 256 held, 16 instances", impl)

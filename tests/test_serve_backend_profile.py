@@ -55,3 +55,21 @@ def test_unknown_or_broken_profile_is_a_config_error(tmp_path):
     bad.write_text("{}")
     with pytest.raises(ValueError, match=r"backends\[0\]\.profile: "):
         cfgmod.from_dict({"backends": [{"name": "v0", "url": "http://h:1", "profile": str(bad)}]})
+
+
+def test_views_carry_the_engines_token_budget():
+    # A measured profile records the engine's max_num_batched_tokens: the policies' views
+    # plan iterations of that many tokens (the prediction's iteration count, the held
+    # queue's one-iteration backlog), not InstanceView's 8192 default.
+    budget = load_profile(str(MEASURED))["engine"]["max_num_batched_tokens"]
+    d = {
+        "backends": [
+            {"name": "v0", "url": "http://127.0.0.1:9", "profile": str(MEASURED)},
+            {"name": "v1", "url": "http://127.0.0.1:10", "profile": "h100-llama2-7b"},
+            {"name": "e0", "emulated": {"max_batch_tokens": 512}},
+        ]
+    }
+    _, (v0, v1, e0) = pool_of(d)
+    assert budget != 8192 and v0.view().max_batch_tokens == budget
+    assert v1.view().max_batch_tokens == 8192  # a bundled profile names no engine: the default
+    assert e0.view().max_batch_tokens == 512
