@@ -3,7 +3,8 @@ vLLM step: two engines with prefix caching on and KV events published (ZMQ), the
 trace (multi-turn sessions with growing histories behind four shared 384-token system
 prompts), one repetition through round robin, least-outstanding, a cache-aware router on the
 approximate index (llmd_scorer), a cache-aware router on the engines' KV events (kv_router,
-precise) and the `slocore` preset (which reads the KV events too).
+precise), the `slocore` preset and `slocore-router` (the router holding the queue; both read
+the KV events too).
 
 Asserts: every stack completes and is reported with its prefix-cache hit rate taken from the
 engines' own counters (vllm:prefix_cache_hits / _queries, the run's difference), TTFT p50/p99
@@ -46,7 +47,8 @@ def test_cache_aware_stacks_on_two_vllm_servers_with_kv_events(tmp_path):
     ).stdout.strip()
     if ver != "{}.{}".format(*sys.version_info[:2]):
         pytest.skip(f"the vLLM interpreter is Python {ver}; this slocore build is for {sys.version_info[:2]}")
-    stacks = ["round_robin", "least_outstanding", APPROX, PRECISE] + (["slocore"] if "slocore" in presets() else [])
+    ours = [n for n in ("slocore", "slocore-router") if n in presets()]
+    stacks = ["round_robin", "least_outstanding", APPROX, PRECISE] + ours
     out = tmp_path / "out"
     argv = ["bench", "live", "--engines", "vllm", "--vllm-python", VLLM_PY, "--stacks", ",".join(stacks)]
     argv += ["--kv-events", "--block-size", "32", "--settings", "default", "--traces", "prefix_chat"]
@@ -66,7 +68,7 @@ def test_cache_aware_stacks_on_two_vllm_servers_with_kv_events(tmp_path):
         assert r["attainment"]["overall"] is not None
     # the routers that read the engine's cache followed both engines' KV events and mapped
     # the blocks those events name to the prompts they sent (what the precise policy sees)
-    for name in [PRECISE] + (["slocore"] if "slocore" in stacks else []):
+    for name in [PRECISE] + ours:
         kv = runs[name]["kv_events"]
         assert sorted(kv) == ["engine0", "engine1"], (name, kv)
         assert all(c["batches"] > 0 and c["stored"] > 0 and c["known"] > 0 for c in kv.values()), (name, kv)

@@ -270,3 +270,32 @@ def test_router_preset_beats_a_placing_router_over_fcfs_engines():
     placed = simulate(wl, **kw, **preset("least_outstanding+sarathi_fcfs"))
     assert held.summary["finished"] == placed.summary["finished"] == len(wl)
     assert held.summary["attainment"] >= placed.summary["attainment"] + 0.3  # 100% vs 54.8% at seed 0
+
+
+def test_hold_counts_a_cached_prefix_as_room():
+    # Both instances hold more than one 2048-token iteration of prefill (3000 and 2500
+    # tokens): no room. Instance 0 also holds the first 1984 tokens of r's prompt, and the
+    # prefill time that saves r exceeds 0's excess backlog: 0 has room for r. A request
+    # without that prefix stays in the router.
+    segs = [(7, 1984), (8, 16)]
+    r = s.Request(9, 0.0, 2000, output_len=10, ttft=5.0, tpot=math.inf, prefix=segs)
+    plain = s.Request(10, 0.0, 2000, output_len=10, ttft=5.0, tpot=math.inf)
+
+    def views_():
+        v0 = inst(0, waiting=[s.RequestState(req(1, 3000), 0, 0)])
+        idx = _core.ApproxPrefixIndex(1024)
+        idx.record(pref.prompt_block_hashes(2000, segs, v0.block_size)[: 1984 // v0.block_size])
+        v0.prefix_index = idx
+        return [v0, inst(1, waiting=[s.RequestState(req(2, 2500), 0, 0)])]
+
+    vs = views_()
+    it = ref.iteration_time(vs[0])
+    saved = ref.predict(vs[0], r, 1984, 0.0).saved
+    assert it < ref.prefill_backlog(vs[1], (), 0.0) and it < ref.prefill_backlog(vs[0], (), 0.0) < it + saved
+    for req_, want in ((r, [(9, 0)]), (plain, [])):
+        pol = _core.make_global_policy("slo_predict", {"order": "fifo", "hold": True})
+        pol.submit(req_, 0.0)
+        assert [(a.request, a.instance) for a in pol.poll(0.0, views_())] == want
+        held = ref.Held()
+        held.submit(req_)
+        assert held.poll(0.0, views_()) == want

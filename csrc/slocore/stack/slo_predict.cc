@@ -347,19 +347,18 @@ double iteration_time(const InstanceView& v) {
   return t;
 }
 
-// `hold` (see the header): by deadline while an instance has room, then the hopeless ones.
+// `hold` (see the header): by deadline while the front request has room, then the hopeless ones.
 std::vector<Assignment> SloPredictPolicy::poll_held(Time now, const std::vector<InstanceView>& views) {
   std::vector<Assignment> out;
-  std::vector<char> room(views.size(), 0);
+  std::vector<double> room(views.size(), -kNever);  // one iteration minus the backlog, s
   static const std::vector<PendingPrefill> kNone;
   auto refresh = [&](size_t i) {
     const InstanceView& v = views[i];
     auto it = placed_.find(v.id);
-    room[i] = v.accepting && prefill_backlog(v, it == placed_.end() ? kNone : it->second, now) < iteration_time(v);
+    if (v.accepting) room[i] = iteration_time(v) - prefill_backlog(v, it == placed_.end() ? kNone : it->second, now);
   };
   for (size_t i = 0; i < views.size(); ++i) refresh(i);
   while (!held_.empty() || !hopeless_.empty()) {
-    if (std::find(room.begin(), room.end(), char(1)) == room.end()) break;
     const bool on_time = !held_.empty();
     auto node = on_time ? held_.extract(held_.begin()) : std::map<HeldKey, Request>::node_type{};
     const Request r = on_time ? std::move(node.mapped()) : hopeless_.begin()->second;
@@ -367,7 +366,7 @@ std::vector<Assignment> SloPredictPolicy::poll_held(Time now, const std::vector<
     planned.slo = planning_slo(r);
     SloPrediction best;
     const int i = choose_among(planned, now, views, &room, best);
-    if (i < 0) {  // cannot happen while some instance has room; keep r where it was
+    if (i < 0) {  // no room for r anywhere: r and everything behind it wait for the next poll
       if (on_time) held_.insert(std::move(node));
       break;
     }
@@ -395,7 +394,7 @@ int SloPredictPolicy::choose(const Request& r, Time now, const std::vector<Insta
 }
 
 int SloPredictPolicy::choose_among(const Request& planned, Time now, const std::vector<InstanceView>& views,
-                                   const std::vector<char>* room, SloPrediction& best) {
+                                   const std::vector<double>* room, SloPrediction& best) {
   const Request& r = planned;
   PromptChains chains(r);
   static const std::vector<PendingPrefill> kNone;
@@ -403,13 +402,15 @@ int SloPredictPolicy::choose_among(const Request& planned, Time now, const std::
   std::vector<int> index;
   for (size_t i = 0; i < views.size(); ++i) {
     const InstanceView& v = views[i];
-    if (!v.accepting || (room && !(*room)[i])) continue;
+    if (!v.accepting) continue;
     const Tokens cached = r.prefix.empty() ? 0 : v.cached_prefix_tokens(chains.get(v.block_size));
     auto it = placed_.find(v.id);
     const std::vector<PendingPrefill>& extra = it == placed_.end() ? kNone : it->second;
     PendingQueue& q = queues_[v.id];
-    preds.push_back(q.sync(p_, v, extra, poll_) ? q.predict(v, planned, cached, now)
-                                                : predict_slo(p_, v, planned, cached, now, extra));
+    const SloPrediction pred = q.sync(p_, v, extra, poll_) ? q.predict(v, planned, cached, now)
+                                                           : predict_slo(p_, v, planned, cached, now, extra);
+    if (room && !((*room)[i] + pred.saved > 0)) continue;  // its cached prefix buys back backlog
+    preds.push_back(pred);
     index.push_back(int(i));
   }
   const int k = choose_placement(preds, now, p_.margin);

@@ -32,8 +32,9 @@
 // the requests instead and releases them by first-token deadline (the engine queue becomes
 // an EDF queue one level up, HFX Sec. 4's held queue), each to the best instance whose
 // predicted prefill backlog is under one full iteration (the engine never runs short of
-// prefill work, and never holds more than it can start next); a request that cannot meet its
-// first-token deadline even on an idle instance goes last, in arrival order (the triage of
+// prefill work, and never holds more than it can start next; an instance holding r's prefix
+// counts the prefill time that prefix saves r as room); a request predicted to miss its
+// first-token deadline where it would go goes last, in arrival order (the triage of
 // slo_triage, in the router). The backlog test replaces HFX's per-poll token cap: a prompt of
 // any length goes as soon as one instance has room.
 #pragma once
@@ -164,10 +165,12 @@ class SloPredictPolicy : public PushPolicy {
   int choose(const Request& r, Time now, const std::vector<InstanceView>& views) override;
 
  private:
-  // The index of the instance for `planned` (r with its planning SLO) among those with `room`
-  // (all when null) and its prediction there, or -1; records nothing.
+  // The index of the instance for `planned` (r with its planning SLO) and its prediction
+  // there, or -1; records nothing. With `room` (per view: one iteration minus the predicted
+  // prefill backlog, s), only instances where room plus the prefill time r's cached prefix
+  // saves there is positive.
   int choose_among(const Request& planned, Time now, const std::vector<InstanceView>& views,
-                   const std::vector<char>* room, SloPrediction& best);
+                   const std::vector<double>* room, SloPrediction& best);
   std::vector<Assignment> poll_held(Time now, const std::vector<InstanceView>& views);
   void placed_here(const Request& r, const InstanceView& v, Tokens cached);
   struct Track {

@@ -12,7 +12,8 @@ the fewest outstanding. Same floating-point operation order as C++.
 
 `Held` is the policy with `hold`: requests wait in the router, leave by first-token deadline
 (those that would be late where they would go: after every on-time one, in arrival order), each
-to the best instance whose predicted prefill backlog is under one full iteration.
+to the best instance whose predicted prefill backlog is under one full iteration plus the
+prefill time r's cached prefix saves there.
 """
 
 from __future__ import annotations
@@ -164,13 +165,18 @@ class SloPredict:
         self.placed = {}
 
     def best(self, r, now: float, views, room=None):
-        """(index into views, its prediction) among the accepting instances with `room`, or (-1, None)."""
+        """(index into views, its prediction), or (-1, None): among the accepting instances, and
+        with `room` (per view: one iteration minus the prefill backlog, s) those where room plus
+        the prefill time r's cached prefix saves is positive."""
         preds, index = [], []
         for i, v in enumerate(views):
-            if not v.accepting or (room is not None and not room[i]):
+            if not v.accepting:
                 continue
             cached = v.cached_prefix_tokens(r) if len(r.prefix) else 0
-            preds.append(predict(v, r, cached, now, self.placed.get(v.id, ()), self.order))
+            p = predict(v, r, cached, now, self.placed.get(v.id, ()), self.order)
+            if room is not None and not room[i] + p.saved > 0:
+                continue
+            preds.append(p)
             index.append(i)
         k = choose_placement(preds, now, self.margin)
         return (index[k], preds[k]) if k >= 0 else (-1, None)
@@ -235,14 +241,20 @@ class Held:
 
     def poll(self, now: float, views) -> list:
         sp = SloPredict(order=self.order, margin=self.margin)
-        room = [v.accepting and prefill_backlog(v, (), now) < iteration_time(v) for v in views]
+
+        def room_of(v):  # one iteration minus the backlog, s
+            return iteration_time(v) - prefill_backlog(v, sp.placed.get(v.id, ()), now) if v.accepting else -INF
+
+        room = [room_of(v) for v in views]
         out = []
-        while (self.held or self.hopeless) and any(room):
+        while self.held or self.hopeless:
             if self.held:
                 d, k, r = min(self.held, key=lambda x: (x[0], x[1]))
             else:
                 k, r = min(self.hopeless, key=lambda x: x[0])
             pick, best = sp.best(r, now, views, room)
+            if pick < 0:  # no room for r: it and everything behind it wait
+                break
             if self.held and best.finish > d:  # late even where it would go now
                 self.held.remove((d, k, r))
                 self.hopeless.append((k, r))
@@ -253,6 +265,5 @@ class Held:
             else:
                 self.hopeless.remove((k, r))
             out.append((r.id, views[pick].id))
-            v = views[pick]
-            room[pick] = v.accepting and prefill_backlog(v, sp.placed.get(v.id, ()), now) < iteration_time(v)
+            room[pick] = room_of(views[pick])
         return out
