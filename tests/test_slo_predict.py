@@ -299,3 +299,10 @@ def test_hold_counts_a_cached_prefix_as_room():
         held = ref.Held()
         held.submit(req_)
         assert held.poll(0.0, views_()) == want
+    # A request that found room nowhere keeps its prefix for the next poll.
+    pol = _core.make_global_policy("slo_predict", {"order": "fifo", "hold": True})
+    pol.submit(r, 0.0)
+    crowded = views_()
+    crowded[0].waiting = [s.RequestState(req(1, 9000), 0, 0)]
+    assert pol.poll(0.0, crowded) == [] and pol.pending() == 1
+    assert [(a.request, a.instance) for a in pol.poll(0.0, views_())] == [(9, 0)]

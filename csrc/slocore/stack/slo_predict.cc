@@ -361,7 +361,7 @@ std::vector<Assignment> SloPredictPolicy::poll_held(Time now, const std::vector<
   while (!held_.empty() || !hopeless_.empty()) {
     const bool on_time = !held_.empty();
     auto node = on_time ? held_.extract(held_.begin()) : std::map<HeldKey, Request>::node_type{};
-    const Request r = on_time ? std::move(node.mapped()) : hopeless_.begin()->second;
+    const Request r = on_time ? node.mapped() : hopeless_.begin()->second;  // a copy: node may go back
     Request planned = r;
     planned.slo = planning_slo(r);
     SloPrediction best;
