@@ -18,7 +18,7 @@ seed there, EDF collapses past capacity).
 (vLLM's default serves in arrival order: `sarathi_fcfs` here): `slo_predict` with `hold`, so
 the router keeps the queue the engines would keep in arrival order and releases it by
 first-token deadline, hopeless requests last, to instances with under one iteration of prefill
-backlog."""
+backlog (on an instance holding the request's prefix, the prefill time it saves counts as room)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,8 @@ register(
         "slocore",
         "slocore's router alone in front of engines that keep their own first-come-first-served scheduler "
         "(vLLM's default): slo_predict holds the queue in the router and releases it by first-token deadline, "
-        "hopeless requests last, to instances with under one iteration of prefill backlog",
+        "hopeless requests last, to instances with under one iteration of prefill backlog (a cached prefix there "
+        "counts as room)",
         "ProServe Eq. 3-7 (prediction); HFX Sec. 4 (the router-held queue), generalised: no per-poll token cap",
         colocated=dict(ROUTER_ONLY),
     )
