@@ -126,6 +126,10 @@ class Simulation {
   Time wakeup_at_[3] = {kNever, kNever, kNever};
   int max_instances_ = 0;
   Time last_work_ = 0.0;  // the last event that moved a request (cost stops there)
+  // The last event other than a policy's wake-up that placed nothing: a pull policy that keeps
+  // asking to be polled and never places (a request no engine can take) stops being woken
+  // after stall_timeout_s, so the run ends with that request stalled instead of never.
+  Time last_progress_ = 0.0;
 };
 
 GlobalPolicy* Simulation::policy_for(Role role) const {
@@ -318,9 +322,11 @@ void Simulation::poll(GlobalPolicy* p, Role role, Time now) {
   const int pool = pool_of(role);
   if (p->pending() == 0) return;
   ++res_.stats.polls;
-  for (const Assignment& a : p->poll(now, pools_[pool])) place(a, role, now);
+  const std::vector<Assignment> out = p->poll(now, pools_[pool]);
+  if (!out.empty()) last_progress_ = now;
+  for (const Assignment& a : out) place(a, role, now);
   const Time w = p->pending() > 0 ? p->next_wakeup() : kNever;
-  if (w < kNever && (w < wakeup_at_[pool] || wakeup_at_[pool] <= now)) {
+  if (w < kNever && now - last_progress_ < cfg_.stall_timeout_s && (w < wakeup_at_[pool] || wakeup_at_[pool] <= now)) {
     wakeup_at_[pool] = std::max(w, now + 1e-6);
     push(wakeup_at_[pool], Kind::Wakeup, pool);
   }
@@ -471,7 +477,7 @@ SimResult Simulation::run() {
     ++res_.stats.events;
     if (ta < te) {
       const Request& r = reqs_[next_arrival_++];
-      last_work_ = now;
+      last_work_ = last_progress_ = now;
       on_arrival(r, now);
       poll(policy_for(cfg_.disaggregated ? Role::Prefill : Role::Colocated),
            cfg_.disaggregated ? Role::Prefill : Role::Colocated, now);
@@ -481,6 +487,7 @@ SimResult Simulation::run() {
     events_.pop();
     real_events_ -= !periodic(ev.kind);
     if (ev.kind != Kind::Sample && ev.kind != Kind::ScalerTick) last_work_ = now;
+    if (ev.kind != Kind::Sample && ev.kind != Kind::ScalerTick && ev.kind != Kind::Wakeup) last_progress_ = now;
     switch (ev.kind) {
       case Kind::IterationDone: {
         Engine& e = *engines_.at(ev.a);
