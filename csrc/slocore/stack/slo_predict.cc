@@ -321,30 +321,27 @@ std::vector<Assignment> SloPredictPolicy::poll(Time now, const std::vector<Insta
   return out;
 }
 
-double prefill_backlog(const InstanceView& v, const std::vector<PendingPrefill>& extra, Time now) {
+double held_room(const InstanceView& v, const std::vector<PendingPrefill>& extra, Time now) {
   const LatencyModel& m = v.model;
-  double per_iter = m.overhead(), cost = 0.0;
+  const Tokens budget = std::max<Tokens>(1, v.max_batch_tokens);
+  // One pass over the running requests: their decodes join both the full iteration and every
+  // iteration of the backlog; their remaining prefills join the backlog.
+  double iteration = m.overhead() + m.prefill_cost(budget, 0), per_iter = m.overhead(), cost = 0.0;
   Tokens tokens = 0;
   auto add = [&](double c, Tokens t) { cost += c, tokens += t; };
   for (const RequestState& s : v.running) {
-    if (s.in_prefill())
+    if (s.in_prefill()) {
       add(m.prefill_cost(s.to_compute(), s.computed), s.to_compute());
-    else if (v.role != Role::Prefill)
-      per_iter += m.decode_cost(s.context_len());
+    } else if (v.role != Role::Prefill) {
+      const double d = m.decode_cost(s.context_len());
+      per_iter += d;
+      iteration += d;
+    }
   }
   for (const RequestState& s : v.waiting) add(m.prefill_cost(s.to_compute(), s.computed), s.to_compute());
   for (const PendingPrefill& x : extra) add(x.cost, x.tokens);
-  const Tokens budget = std::max<Tokens>(1, v.max_batch_tokens);
-  return std::max(0.0, v.busy_until - now) + cost + double((tokens + budget - 1) / budget) * per_iter;
-}
-
-double iteration_time(const InstanceView& v) {
-  const LatencyModel& m = v.model;
-  double t = m.overhead() + m.prefill_cost(std::max<Tokens>(1, v.max_batch_tokens), 0);
-  if (v.role != Role::Prefill)
-    for (const RequestState& s : v.running)
-      if (!s.in_prefill()) t += m.decode_cost(s.context_len());
-  return t;
+  const double backlog = std::max(0.0, v.busy_until - now) + cost + double((tokens + budget - 1) / budget) * per_iter;
+  return iteration - backlog;
 }
 
 // `hold` (see the header): by deadline while the front request has room, then the hopeless ones.
@@ -355,7 +352,7 @@ std::vector<Assignment> SloPredictPolicy::poll_held(Time now, const std::vector<
   auto refresh = [&](size_t i) {
     const InstanceView& v = views[i];
     auto it = placed_.find(v.id);
-    if (v.accepting) room[i] = iteration_time(v) - prefill_backlog(v, it == placed_.end() ? kNone : it->second, now);
+    if (v.accepting) room[i] = held_room(v, it == placed_.end() ? kNone : it->second, now);
   };
   for (size_t i = 0; i < views.size(); ++i) refresh(i);
   while (!held_.empty() || !hopeless_.empty()) {

@@ -139,11 +139,11 @@ class PendingQueue {
 bool better_placement(const SloPrediction& a, const SloPrediction& b);
 // Index of the chosen prediction (see above), -1 when `preds` is empty.
 int choose_placement(const std::vector<SloPrediction>& preds, Time now, double margin);
-// Predicted seconds from `now` until v has computed every pending prefill (running, waiting
-// and this poll's `extra`), in full iterations of at most max_batch_tokens prefill tokens.
-double prefill_backlog(const InstanceView& v, const std::vector<PendingPrefill>& extra, Time now);
-// One full iteration on v: the fixed cost, v's running decodes and max_batch_tokens of prefill.
-double iteration_time(const InstanceView& v);
+// The held queue's room on v, s: one full iteration (the fixed cost, max_batch_tokens of
+// prefill and v's running decodes) minus the predicted time until v has computed every pending
+// prefill (running, waiting and this poll's `extra`) in full iterations of at most
+// max_batch_tokens prefill tokens.
+double held_room(const InstanceView& v, const std::vector<PendingPrefill>& extra, Time now);
 
 class SloPredictPolicy : public PushPolicy {
  public:
