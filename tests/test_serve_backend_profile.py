@@ -1,6 +1,7 @@
 """A backend's latency profile: a `slocore profile` JSON per backend becomes that backend's
 latency model; a real engine without a profile gets one warning line naming it."""
 
+import asyncio
 import json
 import logging
 from pathlib import Path
@@ -66,10 +67,19 @@ def test_views_carry_the_engines_token_budget():
         "backends": [
             {"name": "v0", "url": "http://127.0.0.1:9", "profile": str(MEASURED)},
             {"name": "v1", "url": "http://127.0.0.1:10", "profile": "h100-llama2-7b"},
-            {"name": "e0", "emulated": {"max_batch_tokens": 512}},
         ]
     }
-    _, (v0, v1, e0) = pool_of(d)
+    _, (v0, v1) = pool_of(d)
     assert budget != 8192 and v0.view().max_batch_tokens == budget
     assert v1.view().max_batch_tokens == 8192  # a bundled profile names no engine: the default
-    assert e0.view().max_batch_tokens == 512
+
+
+def test_an_emulated_backends_view_carries_its_engines_token_budget():
+    from test_conformance import serving
+
+    async def go():
+        d = {"backends": [{"name": "e0", "emulated": {"max_batch_tokens": 512, "time_scale": 0.05}}]}
+        async with serving(d) as (router, _, _s):
+            return router.pool.backends["e0"].view().max_batch_tokens
+
+    assert asyncio.run(go()) == 512

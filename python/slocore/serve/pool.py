@@ -65,10 +65,7 @@ class BackendPool:
         b = Backend(
             next(self._ids), bc.name, bc.url, bc.role, _s.LatencyModel(hw.coeffs), int(hw.kv_blocks), int(hw.block_size)
         )
-        emulated = getattr(bc, "emulated", None)
-        b.max_batch_tokens = engine_token_budget(data) or (
-            emulated.get("max_batch_tokens") if isinstance(emulated, dict) else None
-        )
+        b.max_batch_tokens = engine_token_budget(data)
         if self.new_prefix_index is not None:
             b.prefix_index = self.new_prefix_index()
         if getattr(bc, "kv_events", None):

@@ -124,6 +124,7 @@ class Router:
         if not backends:
             backends = [BackendConfig("emulated-0", emulated={})]
         for bc in backends:
+            eng = None
             if bc.emulated is not None:
                 kw = dict(bc.emulated)
                 kw.setdefault("profile", bc.profile)
@@ -132,7 +133,9 @@ class Router:
                 self._engines.append((runner, eng))
                 bc = BackendConfig(bc.name, url, bc.role, bc.profile, None, bc.kv_events)
                 self.model_name = self.model_name or eng.model_name
-            self.pool.add(bc)
+            b = self.pool.add(bc)
+            if eng is not None:  # the policies plan with the emulated engine's own token budget
+                b.max_batch_tokens = int(eng.max_batch_tokens)
         await self.health.poll_all(poll_timeout(self.cfg.poll_interval_s))
         self.health.start()
         if self.scaler is not None:
