@@ -262,7 +262,7 @@ bool better_placement(const SloPrediction& a, const SloPrediction& b) {
   return a.cached > b.cached;
 }
 
-int choose_placement(const std::vector<SloPrediction>& preds, Time now, double margin) {
+int choose_placement(const std::vector<SloPrediction>& preds, Time now, double margin, bool slack_for_cache) {
   int best = -1;
   for (size_t i = 0; i < preds.size(); ++i)
     if (best < 0 || better_placement(preds[i], preds[size_t(best)])) best = int(i);
@@ -272,7 +272,8 @@ int choose_placement(const std::vector<SloPrediction>& preds, Time now, double m
   int pick = best;
   for (size_t i = 0; i < preds.size(); ++i) {
     const SloPrediction& c = preds[i];
-    if (c.loss != b.loss || c.finish > bound || (b.slack >= 0 && !(c.slack >= 0))) continue;
+    const bool equal = c.finish <= bound || (slack_for_cache && c.saved > b.saved && c.slack >= margin);
+    if (c.loss != b.loss || !equal || (b.slack >= 0 && !(c.slack >= 0))) continue;
     const SloPrediction& cur = preds[size_t(pick)];
     if (c.saved != cur.saved
             ? c.saved > cur.saved
@@ -349,23 +350,37 @@ std::vector<Assignment> SloPredictPolicy::poll_held(Time now, const std::vector<
   std::vector<Assignment> out;
   std::vector<double> room(views.size(), -kNever);  // one iteration minus the backlog, s
   static const std::vector<PendingPrefill> kNone;
+  std::vector<char> queued(views.size(), 0);  // prefill queued: its next iteration has prefill to run
   auto refresh = [&](size_t i) {
     const InstanceView& v = views[i];
     auto it = placed_.find(v.id);
     if (v.accepting) room[i] = held_room(v, it == placed_.end() ? kNone : it->second, now);
+    bool q = !v.waiting.empty() || (it != placed_.end() && !it->second.empty());
+    for (const RequestState& s : v.running) q = q || s.in_prefill();
+    queued[i] = q;
   };
   for (size_t i = 0; i < views.size(); ++i) refresh(i);
+  std::vector<std::map<HeldKey, Request>::node_type> waiting;  // on time where their cache is, no room there yet
   while (!held_.empty() || !hopeless_.empty()) {
     const bool on_time = !held_.empty();
     auto node = on_time ? held_.extract(held_.begin()) : std::map<HeldKey, Request>::node_type{};
     const Request r = on_time ? node.mapped() : hopeless_.begin()->second;  // a copy: node may go back
     Request planned = r;
     planned.slo = planning_slo(r);
-    SloPrediction best;
-    const int i = choose_among(planned, now, views, &room, best);
+    SloPrediction best, want;
+    int j = -1;  // where r's cached prefix saves more
+    const int i = choose_among(planned, now, views, &room, best, &j, &want);
     if (i < 0) {  // no room for r anywhere: r and everything behind it wait for the next poll
       if (on_time) held_.insert(std::move(node));
       break;
+    }
+    // That instance has no room yet and i has prefill queued (it does not run dry while r
+    // waits): r waits for it, its prefill reserved there so that later predictions queue behind it.
+    if (on_time && j >= 0 && !(room[size_t(j)] + want.saved > 0) && queued[size_t(i)]) {
+      reserve(planned, views[size_t(j)], want.cached);
+      refresh(size_t(j));
+      waiting.push_back(std::move(node));
+      continue;
     }
     if (on_time && best.finish > node.key().first) {  // late even where it would go now: triage
       held_at_[r.id] = {kNever, node.key().second};
@@ -378,6 +393,7 @@ std::vector<Assignment> SloPredictPolicy::poll_held(Time now, const std::vector<
     out.push_back({r.id, views[size_t(i)].id});
     refresh(size_t(i));
   }
+  for (auto& n : waiting) held_.insert(std::move(n));
   return out;
 }
 
@@ -391,7 +407,8 @@ int SloPredictPolicy::choose(const Request& r, Time now, const std::vector<Insta
 }
 
 int SloPredictPolicy::choose_among(const Request& planned, Time now, const std::vector<InstanceView>& views,
-                                   const std::vector<double>* room, SloPrediction& best) {
+                                   const std::vector<double>* room, SloPrediction& best, int* cache,
+                                   SloPrediction* there) {
   const Request& r = planned;
   PromptChains chains(r);
   static const std::vector<PendingPrefill> kNone;
@@ -400,30 +417,88 @@ int SloPredictPolicy::choose_among(const Request& planned, Time now, const std::
   for (size_t i = 0; i < views.size(); ++i) {
     const InstanceView& v = views[i];
     if (!v.accepting) continue;
-    const Tokens cached = r.prefix.empty() ? 0 : v.cached_prefix_tokens(chains.get(v.block_size));
+    Tokens cached = 0;
+    if (!r.prefix.empty()) {
+      const std::vector<uint64_t>& chain = chains.get(v.block_size);
+      cached = std::max(v.cached_prefix_tokens(chain), inflight_prefix_tokens(v.id, chain, v.block_size));
+    }
     auto it = placed_.find(v.id);
     const std::vector<PendingPrefill>& extra = it == placed_.end() ? kNone : it->second;
     PendingQueue& q = queues_[v.id];
     const SloPrediction pred = q.sync(p_, v, extra, poll_) ? q.predict(v, planned, cached, now)
                                                            : predict_slo(p_, v, planned, cached, now, extra);
-    if (room && !((*room)[i] + pred.saved > 0)) continue;  // its cached prefix buys back backlog
     preds.push_back(pred);
     index.push_back(int(i));
   }
-  const int k = choose_placement(preds, now, p_.margin);
+  std::vector<SloPrediction> all;
+  std::vector<int> all_index;
+  if (cache) all = preds, all_index = index;
+  if (room) {  // its cached prefix buys back backlog
+    size_t n = 0;
+    for (size_t k = 0; k < preds.size(); ++k) {
+      if (!((*room)[size_t(index[k])] + preds[k].saved > 0)) continue;
+      preds[n] = preds[k];
+      index[n++] = index[k];
+    }
+    preds.resize(n);
+    index.resize(n);
+  }
+  const int k = choose_placement(preds, now, p_.margin, room != nullptr);
   if (k < 0) return -1;
   best = preds[size_t(k)];
+  if (cache) {  // saves more of r's prefill than `best`, r on time there with the margin, no more loss
+    *cache = -1;
+    for (size_t c = 0; c < all.size(); ++c) {
+      const SloPrediction& x = all[c];
+      if (!(x.saved > best.saved && x.slack >= p_.margin && x.loss <= best.loss)) continue;
+      if (*cache < 0 || x.saved > there->saved || (x.saved == there->saved && better_placement(x, *there)))
+        *cache = all_index[c], *there = x;
+    }
+  }
   return index[size_t(k)];
 }
 
-void SloPredictPolicy::placed_here(const Request& r, const InstanceView& v, Tokens cached) {
+void SloPredictPolicy::reserve(const Request& r, const InstanceView& v, Tokens cached) {
   const Tokens own = std::max<Tokens>(1, r.prompt_len - cached);
   placed_[v.id].push_back({due(r, 1), own, v.model.prefill_cost(own, cached), r.prompt_len});
+}
+
+void SloPredictPolicy::placed_here(const Request& r, const InstanceView& v, Tokens cached) {
+  reserve(r, v, cached);
   const int prio = std::clamp(r.priority, 0, mapper_.config().levels() - 1);
   auto [t, fresh] = track_.try_emplace(r.id);
-  if (!fresh && t->second.first < 0) --waiting_first_[size_t(t->second.priority)];  // a retry
-  t->second = Track{prio, r.arrival, -1.0, 0};
+  if (!fresh) {  // a retry
+    if (t->second.first < 0) --waiting_first_[size_t(t->second.priority)];
+    release_blocks(t->second);
+  }
+  t->second = Track{prio, r.arrival, -1.0, 0, v.id, {}};
   ++waiting_first_[size_t(prio)];
+  if (r.prefix.empty()) return;
+  t->second.blocks = prompt_block_hashes(r, v.block_size);
+  auto& held = inflight_[v.id];
+  for (uint64_t h : t->second.blocks) ++held[h];
+}
+
+Tokens SloPredictPolicy::inflight_prefix_tokens(Id instance, const std::vector<uint64_t>& chain, int block_size) const {
+  auto it = inflight_.find(instance);
+  if (it == inflight_.end()) return 0;
+  Tokens n = 0;
+  for (uint64_t h : chain) {
+    if (!it->second.count(h)) break;
+    ++n;
+  }
+  return n * block_size;
+}
+
+void SloPredictPolicy::release_blocks(Track& t) {
+  if (t.blocks.empty()) return;
+  auto it = inflight_.find(t.instance);
+  if (it != inflight_.end()) {
+    for (uint64_t h : t.blocks)
+      if (auto b = it->second.find(h); b != it->second.end() && --b->second <= 0) it->second.erase(b);
+    if (it->second.empty()) inflight_.erase(it);
+  }
+  t.blocks.clear();
 }
 
 void SloPredictPolicy::first_token(Id request, Time now) {
@@ -442,6 +517,7 @@ void SloPredictPolicy::on_cancelled(Id request, Time now) {
   auto it = track_.find(request);
   if (it == track_.end()) return;
   if (it->second.first < 0) --waiting_first_[size_t(it->second.priority)];
+  release_blocks(it->second);
   track_.erase(it);
 }
 
@@ -455,12 +531,13 @@ void SloPredictPolicy::on_token(Id request, Id, Tokens generated, Time now) {
 void SloPredictPolicy::on_finished(Id request, Id, Time now) {
   auto it = track_.find(request);
   if (it == track_.end()) return;
-  const Track& t = it->second;
+  Track& t = it->second;
   if (t.first < 0) {
     --waiting_first_[size_t(t.priority)];
   } else if (t.generated > 1) {  // a completed request feeds the mapper's windows (Alg. 2)
     mapper_.record(t.priority, std::max(0.0, t.first - t.arrival), 0.0, (now - t.first) / double(t.generated - 1));
   }
+  release_blocks(t);
   track_.erase(it);
 }
 

@@ -8,7 +8,11 @@
 //    deadline (ProServe Eq. 3) is not later than r's, in that order ("deadline", the order
 //    of the SlideBatching/EDF engines the stack runs), or all of them ("fifo");
 //  * r's own prefill of its uncached prompt tokens (the cached prefix on v is not
-//    recomputed, so cache affinity enters as predicted time, not as a weight);
+//    recomputed, so cache affinity enters as predicted time, not as a weight). Cached on v:
+//    what v's view knows (the engine's blocks, or the router's approximate index), or, if
+//    longer, the prompt blocks of the unfinished requests this policy placed there, which v
+//    computes before r (a chat session's next turn, sent while the previous turn still
+//    waits in the engine, would otherwise miss its history);
 //  * the decode interference: each iteration of at most max_batch_tokens prefill tokens also
 //    carries v's running decodes and the fixed cost (HFX Eq. 2 / ProServe Eq. 6-7);
 //  * r's TPOT: one iteration of the decode batch it would join (v's decodes and pending
@@ -33,10 +37,18 @@
 // an EDF queue one level up, HFX Sec. 4's held queue), each to the best instance whose
 // predicted prefill backlog is under one full iteration (the engine never runs short of
 // prefill work, and never holds more than it can start next; an instance holding r's prefix
-// counts the prefill time that prefix saves r as room); a request predicted to miss its
-// first-token deadline where it would go goes last, in arrival order (the triage of
-// slo_triage, in the router). The backlog test replaces HFX's per-poll token cap: a prompt of
-// any length goes as soon as one instance has room.
+// counts the prefill time that prefix saves r as room). Sessions stay where their history
+// is, bounded by r's own SLO: among the instances with room, one whose cached prefix saves
+// more than the best's, where r is on time with the margin to spare (normalised slack >=
+// margin), counts as equal to the best (the room test bounds the queue this can build; without
+// it, in the placing mode, it piles requests behind the cached instance); and when the instance
+// whose cache saves r the most, r on time there with that margin, has no room yet while the
+// one r would go to has prefill queued (it does not run dry meanwhile), r waits for it (delay
+// scheduling for locality, Zaharia et al., EuroSys 2010), its prefill reserved there for the
+// rest of the poll so that later requests predict behind it; the requests after r go on. A
+// request predicted to miss its first-token deadline where it would go goes last, in arrival
+// order (the triage of slo_triage, in the router). The backlog test replaces HFX's per-poll
+// token cap: a prompt of any length goes as soon as one instance has room.
 #pragma once
 #include <map>
 #include <string>
@@ -137,8 +149,11 @@ class PendingQueue {
 
 // True when a is the better placement (the lexicographic order above; ties keep the earlier).
 bool better_placement(const SloPrediction& a, const SloPrediction& b);
-// Index of the chosen prediction (see above), -1 when `preds` is empty.
-int choose_placement(const std::vector<SloPrediction>& preds, Time now, double margin);
+// Index of the chosen prediction (see above), -1 when `preds` is empty. `slack_for_cache` (the
+// held queue, whose room test keeps every instance's queue under one iteration): a candidate
+// whose cached prefix saves more than the best's, where r is on time with the margin to spare
+// (normalised slack >= margin), counts as equal too.
+int choose_placement(const std::vector<SloPrediction>& preds, Time now, double margin, bool slack_for_cache = false);
 // The held queue's room on v, s: one full iteration (the fixed cost, max_batch_tokens of
 // prefill and v's running decodes) minus the predicted time until v has computed every pending
 // prefill (running, waiting and this poll's `extra`) in full iterations of at most
@@ -168,23 +183,38 @@ class SloPredictPolicy : public PushPolicy {
   // The index of the instance for `planned` (r with its planning SLO) and its prediction
   // there, or -1; records nothing. With `room` (per view: one iteration minus the predicted
   // prefill backlog, s), only instances where room plus the prefill time r's cached prefix
-  // saves there is positive.
+  // saves there is positive. `cache`/`there` (optional): among all accepting instances, the one
+  // whose cached prefix saves r the most prefill time, more than at the chosen one, where r is on
+  // time with the margin to spare (normalised slack >= margin) and makes no more first tokens
+  // late (ties: better_placement), or -1.
   int choose_among(const Request& planned, Time now, const std::vector<InstanceView>& views,
-                   const std::vector<double>* room, SloPrediction& best);
+                   const std::vector<double>* room, SloPrediction& best, int* cache = nullptr,
+                   SloPrediction* there = nullptr);
   std::vector<Assignment> poll_held(Time now, const std::vector<InstanceView>& views);
   void placed_here(const Request& r, const InstanceView& v, Tokens cached);
+  void reserve(const Request& r, const InstanceView& v, Tokens cached);  // r's prefill in v's queue, this poll
   struct Track {
     int priority = 0;
     Time arrival = 0.0, first = -1.0;
     Tokens generated = 0;
+    Id instance = -1;              // where it was placed
+    std::vector<uint64_t> blocks;  // its prompt's block chain there, in inflight_
   };
   void first_token(Id request, Time now);
+  // Leading blocks of `chain` that requests this policy placed on `instance` and that have not
+  // finished will have computed (or hold) before r, queued after them, runs there.
+  Tokens inflight_prefix_tokens(Id instance, const std::vector<uint64_t>& chain, int block_size) const;
+  void release_blocks(Track& t);
   SloPredictParams p_;
   hfx::PriorityMapper mapper_;
   std::unordered_map<Id, std::vector<PendingPrefill>> placed_;  // this poll's placements
   std::unordered_map<Id, PendingQueue> queues_;                 // per instance, see PendingQueue
   uint64_t poll_ = 0;
   std::unordered_map<Id, Track> track_;
+  // Per instance: block hash -> unfinished requests placed there whose prompt has it. The engine's
+  // cache (precise) knows a prompt's blocks only once computed, so without these a session's
+  // next turn, sent while the previous one still waits in the engine, misses its history.
+  std::unordered_map<Id, std::unordered_map<uint64_t, int>> inflight_;
   std::vector<int64_t> waiting_first_;  // per priority: placed, first token not yet out
   // `hold`: the on-time requests by (first-token deadline, arrival order), the hopeless ones
   // by arrival order, and where each id is.

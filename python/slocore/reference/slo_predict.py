@@ -10,10 +10,18 @@ then longest cached prefix, then view order; within `margin` of that best predic
 token (same loss, on time when it is): the most prefill time saved by the cached prefix, then
 the fewest outstanding. Same floating-point operation order as C++.
 
+r's cached prefix on v: v's view (`InstanceView.cached_prefix_tokens`), or, if longer, the
+prompt blocks of the unfinished requests placed on v (`SloPredict.inflight`, released by
+`finished`).
+
 `Held` is the policy with `hold`: requests wait in the router, leave by first-token deadline
 (those that would be late where they would go: after every on-time one, in arrival order), each
 to the best instance whose predicted prefill backlog is under one full iteration plus the
-prefill time r's cached prefix saves there.
+prefill time r's cached prefix saves there; among those, one whose cache saves more, where r
+is on time with the margin to spare, counts as equal to the best. A request whose cache saves
+more on an instance with no room, where it is on time with the margin to spare, waits for it
+(its prefill reserved there for the rest of the poll) while the instance it would go to has
+prefill queued.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from slocore.reference import prefix as pref
 from slocore.reference.proserve import Model
 
 INF = math.inf
@@ -128,10 +137,11 @@ def better(a: Prediction, b: Prediction) -> bool:
     return a.cached > b.cached
 
 
-def choose_placement(preds: list, now: float, margin: float) -> int:
-    """The best by `better`, unless a candidate within `margin` of its predicted first token
-    (same loss, on time when the best is) saves more prefill time by its cached prefix or,
-    saving the same, has fewer outstanding requests."""
+def choose_placement(preds: list, now: float, margin: float, slack_for_cache: bool = False) -> int:
+    """The best by `better`, unless a candidate within `margin` of its predicted first token (or,
+    with `slack_for_cache`, saving more prefill than it with normalised slack >= margin; same
+    loss, on time when the best is) saves more prefill time by its cached prefix or, saving the
+    same, has fewer outstanding requests."""
     best = -1
     for i, p in enumerate(preds):
         if best < 0 or better(p, preds[best]):
@@ -142,7 +152,8 @@ def choose_placement(preds: list, now: float, margin: float) -> int:
     bound = now + (b.finish - now) * (1.0 + margin)
     pick = best
     for i, c in enumerate(preds):
-        if c.loss != b.loss or c.finish > bound or (b.slack >= 0 and not c.slack >= 0):
+        equal = c.finish <= bound or (slack_for_cache and c.saved > b.saved and c.slack >= margin)
+        if c.loss != b.loss or not equal or (b.slack >= 0 and not c.slack >= 0):
             continue
         cur = preds[pick]
         if c.saved != cur.saved:
@@ -160,34 +171,78 @@ class SloPredict:
     order: str = "deadline"
     margin: float = 0.2
     placed: dict = field(default_factory=dict)  # instance id -> [Pending] placed this poll
+    inflight: dict = field(default_factory=dict)  # instance id -> {block hash: unfinished requests placed there}
+    where: dict = field(default_factory=dict)  # request id -> (instance id, its prompt's block chain there)
 
     def new_poll(self) -> None:
         self.placed = {}
 
+    def cached(self, r, v) -> int:
+        """r's prompt tokens cached on v: v's view, or the unfinished prompts placed there if longer."""
+        if not len(r.prefix):
+            return 0
+        chain = pref.prompt_block_hashes(r.prompt_len, r.prefix, v.block_size)
+        return max(v.cached_prefix_tokens(r), pref.leading(chain, self.inflight.get(v.id, {})) * v.block_size)
+
     def best(self, r, now: float, views, room=None):
-        """(index into views, its prediction), or (-1, None): among the accepting instances, and
-        with `room` (per view: one iteration minus the prefill backlog, s) those where room plus
-        the prefill time r's cached prefix saves is positive."""
+        """((index into views, its prediction), (the cache target, its prediction)), each
+        (-1, None) when there is none. The choice is among the accepting instances, and with
+        `room` (per view: one iteration minus the prefill backlog, s) those where room plus the
+        prefill time r's cached prefix saves is positive. The cache target, among all accepting
+        instances: the one whose cached prefix saves r the most, more than at the choice, where r
+        is on time with the margin to spare and makes no more first tokens late."""
         preds, index = [], []
         for i, v in enumerate(views):
-            if not v.accepting:
+            if v.accepting:
+                preds.append(predict(v, r, self.cached(r, v), now, self.placed.get(v.id, ()), self.order))
+                index.append(i)
+        every = list(zip(index, preds))
+        if room is not None:
+            keep = [n for n in range(len(preds)) if room[index[n]] + preds[n].saved > 0]
+            preds, index = [preds[n] for n in keep], [index[n] for n in keep]
+        k = choose_placement(preds, now, self.margin, slack_for_cache=room is not None)
+        if k < 0:
+            return (-1, None), (-1, None)
+        b = preds[k]
+        target = (-1, None)
+        for i, x in every:
+            if not (x.saved > b.saved and x.slack >= self.margin and x.loss <= b.loss):
                 continue
-            cached = v.cached_prefix_tokens(r) if len(r.prefix) else 0
-            p = predict(v, r, cached, now, self.placed.get(v.id, ()), self.order)
-            if room is not None and not room[i] + p.saved > 0:
-                continue
-            preds.append(p)
-            index.append(i)
-        k = choose_placement(preds, now, self.margin)
-        return (index[k], preds[k]) if k >= 0 else (-1, None)
+            t = target[1]
+            if t is None or x.saved > t.saved or (x.saved == t.saved and better(x, t)):
+                target = (i, x)
+        return (index[k], b), target
 
-    def place(self, r, v, cached: int) -> None:
+    def reserve(self, r, v, cached: int) -> None:
         own = max(1, r.prompt_len - cached)
         m = Model(v.model)
         self.placed.setdefault(v.id, []).append(Pending(_deadline(r, 1), own, m.prefill(own, cached), r.prompt_len))
 
+    def place(self, r, v, cached: int) -> None:
+        self.reserve(r, v, cached)
+        self.finished(r.id)  # a retry
+        if len(r.prefix):
+            chain = pref.prompt_block_hashes(r.prompt_len, r.prefix, v.block_size)
+            self.where[r.id] = (v.id, chain)
+            held = self.inflight.setdefault(v.id, {})
+            for h in chain:
+                held[h] = held.get(h, 0) + 1
+
+    def finished(self, rid) -> None:
+        """r ended (finished or cancelled): its blocks are the engine's to keep or evict."""
+        if rid not in self.where:
+            return
+        iid, chain = self.where.pop(rid)
+        held = self.inflight[iid]
+        for h in chain:
+            held[h] -= 1
+            if held[h] <= 0:
+                del held[h]
+        if not held:
+            del self.inflight[iid]
+
     def choose(self, r, now: float, views) -> int:
-        pick, best = self.best(r, now, views)
+        (pick, best), _ = self.best(r, now, views)
         if pick >= 0:
             self.place(r, views[pick], best.cached)
         return pick
@@ -234,33 +289,48 @@ class Held:
     held: list = field(default_factory=list)  # (first-token deadline, arrival seq, request)
     hopeless: list = field(default_factory=list)  # (arrival seq, request)
     seq: int = 0
+    sp: SloPredict | None = None
 
     def submit(self, r) -> None:
         self.held.append((_deadline(r, 1), self.seq, r))
         self.seq += 1
 
     def poll(self, now: float, views) -> list:
-        sp = SloPredict(order=self.order, margin=self.margin)
+        if self.sp is None:
+            self.sp = SloPredict(order=self.order, margin=self.margin)
+        sp = self.sp
+        sp.new_poll()
 
         def room_of(v):  # one iteration minus the backlog, s
             return iteration_time(v) - prefill_backlog(v, sp.placed.get(v.id, ()), now) if v.accepting else -INF
 
+        def queued(v):  # prefill to run in its next iteration
+            return bool(v.waiting) or bool(sp.placed.get(v.id)) or any(x.in_prefill for x in v.running)
+
         room = [room_of(v) for v in views]
-        out = []
-        while self.held or self.hopeless:
-            if self.held:
-                d, k, r = min(self.held, key=lambda x: (x[0], x[1]))
-            else:
+        out, waiting = [], []  # waiting: on time where their cache is, no room there yet
+        while True:
+            on_time = [x for x in self.held if x not in waiting]
+            if on_time:
+                d, k, r = min(on_time, key=lambda x: (x[0], x[1]))
+            elif self.hopeless:
                 k, r = min(self.hopeless, key=lambda x: x[0])
-            pick, best = sp.best(r, now, views, room)
+            else:
+                break
+            (pick, best), (j, want) = sp.best(r, now, views, room)
             if pick < 0:  # no room for r: it and everything behind it wait
                 break
-            if self.held and best.finish > d:  # late even where it would go now
+            if on_time and j >= 0 and not room[j] + want.saved > 0 and queued(views[pick]):
+                sp.reserve(r, views[j], want.cached)  # r waits for its cache, reserved there
+                room[j] = room_of(views[j])
+                waiting.append((d, k, r))
+                continue
+            if on_time and best.finish > d:  # late even where it would go now
                 self.held.remove((d, k, r))
                 self.hopeless.append((k, r))
                 continue
             sp.place(r, views[pick], best.cached)
-            if self.held:
+            if on_time:
                 self.held.remove((d, k, r))
             else:
                 self.hopeless.remove((k, r))
