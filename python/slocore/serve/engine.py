@@ -25,6 +25,7 @@ import asyncio
 import collections
 import itertools
 import json
+import numbers
 import time
 from dataclasses import dataclass, field
 
@@ -91,6 +92,14 @@ class EmulatedEngine:
             raise ValueError(f"time_scale: must be > 0, got {time_scale}")
         if not isinstance(online_fit, bool):
             raise ValueError(f"online_fit: must be true or false, got {online_fit!r}")
+        counts = dict(
+            max_num_seqs=max_num_seqs, max_batch_tokens=max_batch_tokens, default_max_tokens=default_max_tokens
+        )
+        if kv_blocks is not None:
+            counts["kv_blocks"] = kv_blocks
+        for name, v in counts.items():  # a config's "abc" or 1.5 is refused, not cast
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"{name}: must be an integer >= 1, got {v!r}")
         self.hw, self.profile_data = hardware_profile(profile)
         if isinstance(scheduler, _s.BatchScheduler):
             self.scheduler_name, self.scheduler = scheduler.name(), scheduler
