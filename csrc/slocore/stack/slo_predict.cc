@@ -368,8 +368,9 @@ std::vector<Assignment> SloPredictPolicy::poll_held(Time now, const std::vector<
     Request planned = r;
     planned.slo = planning_slo(r);
     SloPrediction best, want;
-    int j = -1;  // where r's cached prefix saves more
-    const int i = choose_among(planned, now, views, &room, best, &j, &want);
+    int j = -1;                    // where r's cached prefix saves more
+    PromptChains chains(planned);  // hashed once: for the choice and for the in-flight blocks
+    const int i = choose_among(planned, chains, now, views, &room, best, &j, &want);
     if (i < 0) {  // no room for r anywhere: r and everything behind it wait for the next poll
       if (on_time) held_.insert(std::move(node));
       break;
@@ -387,7 +388,7 @@ std::vector<Assignment> SloPredictPolicy::poll_held(Time now, const std::vector<
       hopeless_.emplace(node.key().second, r);
       continue;
     }
-    placed_here(planned, views[size_t(i)], best.cached);
+    placed_here(planned, views[size_t(i)], best.cached, chains);
     if (!on_time) hopeless_.erase(hopeless_.begin());
     held_at_.erase(r.id);
     out.push_back({r.id, views[size_t(i)].id});
@@ -401,16 +402,16 @@ int SloPredictPolicy::choose(const Request& r, Time now, const std::vector<Insta
   Request planned = r;
   planned.slo = planning_slo(r);
   SloPrediction best;
-  const int pick = choose_among(planned, now, views, nullptr, best);
-  if (pick >= 0) placed_here(planned, views[size_t(pick)], best.cached);
+  PromptChains chains(planned);
+  const int pick = choose_among(planned, chains, now, views, nullptr, best);
+  if (pick >= 0) placed_here(planned, views[size_t(pick)], best.cached, chains);
   return pick;
 }
 
-int SloPredictPolicy::choose_among(const Request& planned, Time now, const std::vector<InstanceView>& views,
-                                   const std::vector<double>* room, SloPrediction& best, int* cache,
-                                   SloPrediction* there) {
+int SloPredictPolicy::choose_among(const Request& planned, PromptChains& chains, Time now,
+                                   const std::vector<InstanceView>& views, const std::vector<double>* room,
+                                   SloPrediction& best, int* cache, SloPrediction* there) {
   const Request& r = planned;
-  PromptChains chains(r);
   static const std::vector<PendingPrefill> kNone;
   std::vector<SloPrediction> preds;
   std::vector<int> index;
@@ -463,7 +464,7 @@ void SloPredictPolicy::reserve(const Request& r, const InstanceView& v, Tokens c
   placed_[v.id].push_back({due(r, 1), own, v.model.prefill_cost(own, cached), r.prompt_len});
 }
 
-void SloPredictPolicy::placed_here(const Request& r, const InstanceView& v, Tokens cached) {
+void SloPredictPolicy::placed_here(const Request& r, const InstanceView& v, Tokens cached, PromptChains& chains) {
   reserve(r, v, cached);
   const int prio = std::clamp(r.priority, 0, mapper_.config().levels() - 1);
   auto [t, fresh] = track_.try_emplace(r.id);
@@ -474,7 +475,7 @@ void SloPredictPolicy::placed_here(const Request& r, const InstanceView& v, Toke
   t->second = Track{prio, r.arrival, -1.0, 0, v.id, {}};
   ++waiting_first_[size_t(prio)];
   if (r.prefix.empty()) return;
-  t->second.blocks = prompt_block_hashes(r, v.block_size);
+  t->second.blocks = chains.get(v.block_size);
   auto& held = inflight_[v.id];
   for (uint64_t h : t->second.blocks) ++held[h];
 }

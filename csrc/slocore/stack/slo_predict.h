@@ -56,6 +56,7 @@
 #include <utility>
 #include <vector>
 
+#include "slocore/core/prefix.h"
 #include "slocore/hfx/priority_mapper.h"
 #include "slocore/policy/push_policy.h"
 
@@ -187,11 +188,12 @@ class SloPredictPolicy : public PushPolicy {
   // whose cached prefix saves r the most prefill time, more than at the chosen one, where r is on
   // time with the margin to spare (normalised slack >= margin) and makes no more first tokens
   // late (ties: better_placement), or -1.
-  int choose_among(const Request& planned, Time now, const std::vector<InstanceView>& views,
+  // `chains`: planned's prompt block hashes (core/prefix.h), shared with placed_here.
+  int choose_among(const Request& planned, PromptChains& chains, Time now, const std::vector<InstanceView>& views,
                    const std::vector<double>* room, SloPrediction& best, int* cache = nullptr,
                    SloPrediction* there = nullptr);
   std::vector<Assignment> poll_held(Time now, const std::vector<InstanceView>& views);
-  void placed_here(const Request& r, const InstanceView& v, Tokens cached);
+  void placed_here(const Request& r, const InstanceView& v, Tokens cached, PromptChains& chains);
   void reserve(const Request& r, const InstanceView& v, Tokens cached);  // r's prefill in v's queue, this poll
   struct Track {
     int priority = 0;
