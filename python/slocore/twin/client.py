@@ -83,19 +83,22 @@ class EngineClient:
         self.timeout = float(timeout)
         self.vocab = int(vocab)
         self.rng = random.Random(seed)
-        self.session = None
+        self.session = self.fresh = None
 
     async def __aenter__(self):
         import aiohttp
 
-        from slocore.serve.config import ENGINE_KEEPALIVE_S
+        from slocore.serve.upstream import connector
 
-        conn = aiohttp.TCPConnector(limit=0, keepalive_timeout=ENGINE_KEEPALIVE_S)
-        self.session = aiohttp.ClientSession(connector=conn)
+        self.session = aiohttp.ClientSession(connector=connector())
+        # a retry after a stale pooled connection: on a new one (the pool may hold several the
+        # engine closed at once)
+        self.fresh = aiohttp.ClientSession(connector=connector(force_close=True))
         return self
 
     async def __aexit__(self, *exc):
         await self.session.close()
+        await self.fresh.close()
 
     async def _get(self, path: str, timeout: float = 10.0):
         import aiohttp
@@ -184,7 +187,7 @@ class EngineClient:
         for attempt in range(STALE_RETRIES + 1):
             st = Stream(int(prompt_len), int(max_tokens), time.monotonic())
             try:
-                usage = await self._post_stream(st, body, on_token)
+                usage = await self._post_stream(st, body, on_token, fresh=attempt > 0)
                 break
             except asyncio.TimeoutError:
                 raise EngineError(
@@ -208,12 +211,12 @@ class EngineClient:
             del st.tokens[want:]
         return st
 
-    async def _post_stream(self, st: Stream, body: dict, on_token) -> dict | None:
+    async def _post_stream(self, st: Stream, body: dict, on_token, fresh: bool = False) -> dict | None:
         """POST one streaming completion, appending token arrival times to `st`; its usage."""
         import aiohttp
 
         usage = None
-        async with self.session.post(
+        async with (self.fresh if fresh else self.session).post(
             self.url + "/v1/completions", json=body, timeout=aiohttp.ClientTimeout(total=self.timeout)
         ) as r:
             if r.status != 200:
