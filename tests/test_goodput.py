@@ -126,7 +126,7 @@ def test_fake_world_goodput_and_pruning_exact(fake_runs):
             t = _true_goodput(p)
             assert r["goodput_load"] <= t < r["upper_load"], (p, r)
             assert r["goodput_req_s"] == pytest.approx(50.0 * r["goodput_load"])
-            assert r["ran_with_error"] == ("exact" if goodput.model_free(p) else e)
+            assert r["ran_with_error"] == ("exact" if matrix.model_free(p) else e)
         for v in g["vs_strongest"]:
             assert v["preset"] == "slocore" and v["strongest_baseline"] == "scorpio"
             assert v["ratio"] == pytest.approx(v["goodput_load"] / v["strongest_load"])
@@ -144,7 +144,7 @@ def test_fake_world_goodput_and_pruning_exact(fake_runs):
         assert a["strongest_baseline"] == b["strongest_baseline"]
         assert a["strongest_load"] == pytest.approx(b["strongest_load"], rel=goodput.GOODPUT_RESOLUTION - 1)
     # Baselines ran once (exact predictor), slocore under both errors.
-    assert {j.error for j in fake_runs if goodput.model_free(j.preset)} == {"exact"}
+    assert {j.error for j in fake_runs if matrix.model_free(j.preset)} == {"exact"}
     assert {j.error for j in fake_runs if j.preset in ("slocore", "scorpio")} == {"exact", "pm20"}
     # No run is repeated within one search (the runs of one workload are cached).
     assert len({(j.preset, j.load, j.seed, j.error) for j in fake_runs[:n_pruned]}) == n_pruned
@@ -213,7 +213,7 @@ def test_model_free_baselines_do_not_depend_on_the_predictor_error(wl):
     """The premise of reusing a model-free baseline's exact-predictor runs for every error."""
     w = matrix.WORKLOADS[wl]
     for p in stacks.presets(kind="baseline", mode=w.mode):
-        if not goodput.model_free(p):
+        if not matrix.model_free(p):
             continue
         exact = _summary({}, wl, p)
         for e in ("pm20", "shape"):

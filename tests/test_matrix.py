@@ -45,7 +45,24 @@ def test_every_cell_is_filled(tiny):
         assert c["attainment_ci95"] >= 0 and all(math.isfinite(c[k]) for k in ("ttft_p99", "tpot_p99", "cost"))
         assert c["finished"] == c["requests"]  # every request of every run finished
         assert c["rate"] == pytest.approx(c["load"] * tiny["capacity"][c["workload"]]["req_s"])
-    assert tiny["runs"] == 3 * len(want)
+    reused = {k for k in want if k[1] != TINY["errors"][0] and matrix.model_free(k[3])}
+    assert reused and tiny["runs"] == 3 * len(want - reused) and tiny["reused_runs"] == 3 * len(reused)
+    for c in tiny["cells"]:
+        key = (c["workload"], c["error"], c["load"], c["preset"])
+        assert c["ran_with_error"] == (TINY["errors"][0] if key in reused else c["error"])
+
+
+def test_model_free_baselines_run_under_every_error_give_the_reused_cells(tiny):
+    """The premise of running a model-free baseline under the first error only: run under
+    every error (--rerun-baselines-per-error), its cells are the reused ones to the digit."""
+    cfg = matrix.MatrixConfig(**{**TINY, "presets": ("rr+sarathi_fcfs", "rr+edf")}, reuse_model_free=False)
+    again = matrix.run_matrix(cfg, progress=False)
+    assert again.get("reused_runs", 0) == 0 and again["runs"] == 3 * len(again["cells"])
+    reused = {(c["workload"], c["error"], c["load"], c["preset"]): c for c in tiny["cells"]}
+    for c in again["cells"]:
+        assert c["ran_with_error"] == c["error"]
+        r = reused[(c["workload"], c["error"], c["load"], c["preset"])]
+        assert (c["attainment"], c["ttft_p99"], c["cost"]) == (r["attainment"], r["ttft_p99"], r["cost"])
 
 
 def test_capacity_is_the_reference_stacks_edge(tiny):
@@ -215,7 +232,7 @@ def test_merge_copies_exact_baselines_and_refuses_other_experiments(tiny, tmp_pa
     assert not any(c["kind"] == "baseline" and c["error"] != "exact" for c in without["cells"])
     m = merge([str(exact_only)], copy_exact_baselines=True)
     copied = [c for c in m["cells"] if c["kind"] == "baseline" and c["error"] == "pm20"]
-    assert copied
+    assert copied and all(c["ran_with_error"] == "exact" for c in copied)
     for c in copied:
         ex = next(
             x

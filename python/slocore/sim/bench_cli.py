@@ -83,6 +83,13 @@ def add_matrix_arguments(p) -> None:
         help="run nothing: merge these matrix.json outputs (parts of one matrix) into --out",
     )
     p.add_argument(
+        "--rerun-baselines-per-error",
+        dest="reuse_model_free",
+        action="store_false",
+        help="run the model-free baselines under every error (default: their runs under the first error stand "
+        "for the others; they use no latency model)",
+    )
+    p.add_argument(
         "--copy-exact-baselines",
         action="store_true",
         help="with --merge: a baseline cell of the exact predictor stands for every error (no latency model)",
@@ -130,5 +137,6 @@ def _run(a) -> dict:
         probe_n=a.probe_n,
         processes=a.processes,
         full=a.full,
+        reuse_model_free=a.reuse_model_free,
     )
     return matrix.run_matrix(cfg, progress=not a.quiet)

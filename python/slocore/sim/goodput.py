@@ -24,7 +24,7 @@ Pruning, each exact under the monotonicity assumption (docs/benchmark.md "Goodpu
   "< L", pruned). If it holds, its search continues upward from L, first probing the bracket's
   upper end of the best so far. The order (`BASELINE_ORDER`, likely-strong first) changes the
   cost, not the result.
-- `copy_exact_baselines`: a baseline in `MODEL_FREE_BASELINES` uses no latency model, so its
+- `copy_exact_baselines`: a baseline in `matrix.MODEL_FREE_BASELINES` uses no latency model, so its
   runs under the exact predictor stand for every error (as `slocore bench matrix --merge
   --copy-exact-baselines`; tests/test_goodput.py checks the premise for each of them); the
   others (scorpio, rr+mlfq) run under every error.
@@ -47,21 +47,6 @@ GOODPUT_MAX = 4.0  # doubling stops here: goodput ">= 4x" is reported as capped
 GOODPUT_MIN = 1 / 16  # halving stops here: below it goodput is None
 GOODPUT_RESOLUTION = 1.025  # bisection stops when hi/lo <= this (2^(1/32) ~ 2.2% from a doubling)
 GOODPUT_ERRORS = ("exact", "pm20")
-# Baselines that use no latency model: the same runs under every predictor error. Not
-# "scorpio" (SLO-aware router) nor "rr+mlfq" (FastServe's MLFQ skip-join uses predictions).
-MODEL_FREE_BASELINES = (
-    "rr+sarathi_fcfs",
-    "rr+edf",
-    "rr+orca",
-    "least_outstanding+sarathi_fcfs",
-    "least_outstanding+edf",
-    "least_outstanding+sarathi_priority",
-    "p2c+edf",
-    "vllm_priority",
-    "least_outstanding+vllm_priority",
-    "llmd_scorer+sarathi_fcfs",
-    "kv_router+sarathi_fcfs",
-)
 # Baselines likely strongest first (the strongest baselines of the matrix's cells): it only
 # orders the search, so that later baselines are pruned after one probe. Any order gives the
 # same goodput under monotonicity.
@@ -213,12 +198,6 @@ def _stacks_for(cfg: GoodputConfig, wl: str) -> tuple[list[str], list[str]]:
     return base, [p for p in here if known[p].kind != "baseline"]
 
 
-def model_free(preset: str) -> bool:
-    """Does the preset use no latency model, so that its runs are the same under every
-    predictor error (tests/test_goodput.py checks it for each on every default workload)?"""
-    return preset in MODEL_FREE_BASELINES
-
-
 @dataclass(frozen=True)
 class Task:
     """One unit of work for a worker: a workload, its predictor errors and its stacks, searched
@@ -247,7 +226,7 @@ def _run_task(args) -> tuple[Task, list, list]:
 
     def searcher(preset: str, error: str, start: float, prune: bool, hint: float | None):
         probes: list[Probe] = []
-        ran = "exact" if cfg.copy_exact_baselines and model_free(preset) else error
+        ran = "exact" if cfg.copy_exact_baselines and matrix.model_free(preset) else error
 
         def ok(load: float) -> bool:
             att, seeds = [], []

@@ -32,7 +32,7 @@ import math
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable
 
 from slocore.sim import stacks, workloads
@@ -46,6 +46,23 @@ CAPACITY_PRESET = {"colocated": "least_outstanding+vllm_priority", "pd": "least_
 CAPACITY_ATTAINMENT = 0.9  # the edge: the reference stack's attainment at capacity
 CAPACITY_STEPS = 4  # geometric bisection steps after the doubling bracket (2^(1/16): ~4%)
 CAPACITY_DOUBLINGS = 8  # at most this many doublings (or halvings) to bracket the edge
+# Baselines that use no latency model: their runs are the same under every predictor error, so
+# one error's runs stand for the others (tests/test_goodput.py checks it for each on every
+# default workload). Not "scorpio" (an SLO-aware router) nor "rr+mlfq" (FastServe's skip-join
+# uses predictions).
+MODEL_FREE_BASELINES = (
+    "rr+sarathi_fcfs",
+    "rr+edf",
+    "rr+orca",
+    "least_outstanding+sarathi_fcfs",
+    "least_outstanding+edf",
+    "least_outstanding+sarathi_priority",
+    "p2c+edf",
+    "vllm_priority",
+    "least_outstanding+vllm_priority",
+    "llmd_scorer+sarathi_fcfs",
+    "kv_router+sarathi_fcfs",
+)
 DEFAULT_PRESETS = (
     "rr+sarathi_fcfs",
     "rr+edf",
@@ -339,6 +356,12 @@ class Job:
     n: int
 
 
+def model_free(preset: str) -> bool:
+    """Does the preset use no latency model, so that its runs are the same under every
+    predictor error?"""
+    return preset in MODEL_FREE_BASELINES
+
+
 def run_job(job: Job) -> tuple[Job, dict]:
     from slocore.sim.runner import simulate
 
@@ -379,6 +402,8 @@ class MatrixConfig:
     processes: int = 2
     full: bool = False
     extra: dict = field(default_factory=dict)
+    # a model-free baseline runs under the first error only; its runs stand for the others
+    reuse_model_free: bool = True
 
     def resolve(self) -> MatrixConfig:
         """Defaults filled in and every name checked (KeyError/ValueError naming it)."""
@@ -416,6 +441,7 @@ class MatrixConfig:
             self.processes,
             self.full,
             dict(self.extra),
+            self.reuse_model_free,
         )
 
 
@@ -470,21 +496,25 @@ def run_matrix(cfg: MatrixConfig, progress: bool = True) -> dict:
         )
     )
     sizes = {(w, l): run_size(caps[w], l, cfg.duration_s)[1] for w in cfg.workloads for l in cfg.loads}
-    jobs = []
+    jobs, reused = [], []
     for w in cfg.workloads:
         wl = WORKLOADS[w]
         for p in cfg.presets:
             if stacks.presets()[p].kwargs_for(wl.mode) is None:
                 continue
             for load in cfg.loads:
-                for e in cfg.errors:
+                for i, e in enumerate(cfg.errors):
                     for s in cfg.seeds:
                         rate_arg = run_size(caps[w], load, cfg.duration_s)[0]
-                        jobs.append(Job(p, w, load, s, e, rate_arg, sizes[(w, load)]))
+                        job = Job(p, w, load, s, e, rate_arg, sizes[(w, load)])
+                        (reused if i > 0 and cfg.reuse_model_free and model_free(p) else jobs).append(job)
     results = _map(run_job, jobs, cfg.processes, progress, "matrix")
+    ran = {replace(j, error=cfg.errors[0]): r for j, r in results}
+    results += [(j, {**ran[replace(j, error=cfg.errors[0])], "ran_with_error": cfg.errors[0]}) for j in reused]
     out = summarize(cfg, caps, sizes, results)
     out["wall_s"] = time.perf_counter() - t0
     out["runs"] = len(jobs)
+    out["reused_runs"] = len(reused)
     return out
 
 
@@ -513,6 +543,7 @@ def summarize(cfg: MatrixConfig, caps: dict, sizes: dict, results: list) -> dict
                 "cost": statistics.fmean(r["cost"] for _, r in rs),
                 "finished": [r["finished"] for _, r in rs],
                 "requests": [r["requests"] for _, r in rs],
+                "ran_with_error": rs[0][1].get("ran_with_error", e),
             }
         )
     # Strongest baseline of each (workload, error, load) cell and every preset's difference.
@@ -594,6 +625,11 @@ def markdown(m: dict, command: str = "") -> str:
         f"predictor errors {cfg['errors']}; "
         f"{m.get('runs', '?')} runs in {m.get('wall_s', 0):.0f} s on {cfg['processes']} processes."
     )
+    if m.get("reused_runs"):
+        out[-1] += (
+            f" The model-free baselines ran under the first error only: their {m['reused_runs']} runs under "
+            "the other errors are those runs (they use no latency model; `ran_with_error` in matrix.json)."
+        )
     if m.get("merged_from"):
         copied = (
             "; baseline cells of the exact predictor stand for every error" if m.get("copy_exact_baselines") else ""

@@ -10,9 +10,9 @@ The parts must describe the same experiment: every workload's capacity (and so i
 request counts) and the window length must agree, or the merge is refused with the
 workload named.
 
-`copy_exact_baselines`: a baseline cell run with the exact predictor also stands for the
-other predictor errors present (a baseline that uses no latency model gives the same result
-under every error; docs/benchmark.md "Definitions"), so baselines need to run only once.
+`copy_exact_baselines`: a model-free baseline's cell (`matrix.MODEL_FREE_BASELINES`) run with
+the exact predictor also stands for the other predictor errors present (it uses no latency
+model, so it gives the same result under every error; docs/benchmark.md "Definitions").
 Per-seed TTFT/TPOT p99 and cost are not kept in matrix.json; each seed gets its cell's mean,
 so the merged means equal the parts'.
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 
 from slocore.sim import stacks
-from slocore.sim.matrix import ERRORS, Job, MatrixConfig, summarize
+from slocore.sim.matrix import ERRORS, Job, MatrixConfig, model_free, summarize
 
 
 def _union(seqs) -> tuple:
@@ -69,9 +69,9 @@ def merge(paths: list[str], copy_exact_baselines: bool = False) -> dict:
     errors = tuple(e for e in ERRORS if any(k[1] == e for k in cells))
     if copy_exact_baselines:
         for (w, e, l, p), c in list(cells.items()):
-            if e == "exact" and c["kind"] == "baseline":
+            if e == "exact" and model_free(p):
                 for e2 in errors:
-                    cells.setdefault((w, e2, l, p), {**c, "error": e2})
+                    cells.setdefault((w, e2, l, p), {**c, "error": e2, "ran_with_error": c.get("ran_with_error", e)})
     results = []
     for (w, e, l, p), c in cells.items():
         for i, seed in enumerate(c["seeds"]):
@@ -82,6 +82,7 @@ def merge(paths: list[str], copy_exact_baselines: bool = False) -> dict:
                 "cost": c["cost"],
                 "finished": c["finished"][i],
                 "requests": c["requests"][i],
+                "ran_with_error": c.get("ran_with_error", e),
             }
             rate = l * caps[w]["req_s"] * caps[w].get("rate_arg_per_req_s", 1.0)  # as run_matrix
             results.append((Job(p, w, l, seed, e, rate, c["requests"][i]), r))
