@@ -60,14 +60,15 @@ Dispatcher::Dispatcher(DispatcherParams p, std::string name) : p_(std::move(p)),
 
 ParamMap Dispatcher::params() const { return write_params(p_); }
 
-Dispatcher::Key Dispatcher::key_of(const Request& r) const {
-  return {stage_ == Role::Prefill ? r.slo.ttft : r.slo.tpot, r.arrival, r.id, r.prompt_len, &r};
+Dispatcher::Key Dispatcher::key_of(Queued& q) const {
+  const Request& r = q.req;
+  return {stage_ == Role::Prefill ? r.slo.ttft : r.slo.tpot, r.arrival, r.id, r.prompt_len, &r, &q};
 }
 
 void Dispatcher::submit(const Request& r, Time now, Time) {
   validate(r);
   if (reqs_.count(r.id)) fail("request.id", "duplicate id " + std::to_string(r.id) + " in " + name_);
-  incoming_.push_back(key_of(reqs_.emplace(r.id, r).first->second));
+  incoming_.push_back(key_of(reqs_.emplace(r.id, Queued{r}).first->second));
   if (p_.tight_window > 0) {
     for (auto* q : {&recent_ttft_, &recent_tpot_}) {
       const double v = q == &recent_ttft_ ? r.slo.ttft : r.slo.tpot;
@@ -222,7 +223,6 @@ std::vector<Id> Dispatcher::dispatch_one(Time now, const InstanceView& v) {
   for (size_t i : idx) {
     taken.push_back(queue_[i].id);
     reqs_.erase(queue_[i].id);
-    chains_.erase(queue_[i].id);
     remove(i);
   }
   if (2 * gone_ > queue_.size()) compact();  // amortised O(1) per dispatched request
@@ -231,9 +231,10 @@ std::vector<Id> Dispatcher::dispatch_one(Time now, const InstanceView& v) {
 
 double Dispatcher::uncached_len(const Key& k, const InstanceView& v) {
   if (k.req->prefix.empty()) return double(k.len);
-  auto& [bs, chain] = chains_[k.id];
-  if (bs != v.block_size || chain.empty()) bs = v.block_size, chain = prompt_block_hashes(*k.req, v.block_size);
-  return double(std::max<Tokens>(1, k.len - v.cached_prefix_tokens(chain)));
+  Queued& q = *k.queued;
+  if (q.chain_block_size != v.block_size || q.chain.empty())
+    q.chain_block_size = v.block_size, q.chain = prompt_block_hashes(q.req, v.block_size);
+  return double(std::max<Tokens>(1, k.len - v.cached_prefix_tokens(q.chain)));
 }
 
 std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceView& v, const InstanceLoad& L) {

@@ -104,12 +104,18 @@ class Dispatcher : public GlobalPolicy {
   double last_budget(Id instance) const;
 
  private:
+  struct Queued {
+    Request req;
+    int chain_block_size = 0;     // the block size `chain` was hashed with (0: not yet)
+    std::vector<uint64_t> chain;  // prompt_block_hashes(req), kept while queued
+  };
   struct Key {
     double slo;
     Time arrival;
     Id id;
     Tokens len = 0;                // prompt length (the scan's fit test without a pointer chase)
     const Request* req = nullptr;  // into reqs_ (node-based: stable); not part of the order
+    Queued* queued = nullptr;      // the same node
     bool gone = false;             // dispatched, compacted out later
     bool dead = false;             // arrival + TTFT <= now at some poll (stays so)
     bool operator<(const Key& o) const {
@@ -118,7 +124,7 @@ class Dispatcher : public GlobalPolicy {
       return id < o.id;
     }
   };
-  Key key_of(const Request& r) const;
+  Key key_of(Queued& q) const;
   void sync(Time now, const std::vector<InstanceView>& views);
   // Admits requests for one matured instance; returns the ids and sets its new maturity.
   std::vector<Id> dispatch_one(Time now, const InstanceView& v);
@@ -148,11 +154,10 @@ class Dispatcher : public GlobalPolicy {
   std::string name_;
   std::vector<Key> queue_;     // sorted
   std::vector<Key> incoming_;  // submitted since the last poll, unsorted
-  std::unordered_map<Id, Request> reqs_;
+  std::unordered_map<Id, Queued> reqs_;
   // Prefix caching: prompt tokens of k that instance v must still compute (its cached prefix
-  // subtracted; the prompt chain of each queued request with prefix identity kept once).
-  double uncached_len(const Key& k, const InstanceView& v);
-  std::unordered_map<Id, std::pair<int, std::vector<uint64_t>>> chains_;
+  // subtracted; the prompt chain of each queued request with prefix identity hashed once).
+  static double uncached_len(const Key& k, const InstanceView& v);
   IndexedHeap workers_;
   std::unordered_map<Id, double> budget_;
   Time next_monitor_ = 0.0;
