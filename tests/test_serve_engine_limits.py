@@ -4,6 +4,7 @@ visiting every engine."""
 
 import asyncio
 
+import numpy as np
 import pytest
 
 pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
@@ -20,15 +21,14 @@ def test_context_overflow_is_vllms_400():
     assert e["type"] == "BadRequestError" and e["code"] == 400 and e["param"] == "input_tokens"
     assert e["message"].startswith("This model's maximum context length is 100 tokens. However, you requested 110")
     assert eng.context_error(1, 101, 100)["error"]["param"] == "max_tokens"
-    with pytest.raises(ValueError, match="max_model_len"):
-        eng.EmulatedEngine(max_model_len=0)
-    for field in ("max_num_seqs", "max_batch_tokens", "default_max_tokens", "kv_blocks"):
+    for field in ("max_num_seqs", "max_batch_tokens", "default_max_tokens", "kv_blocks", "max_model_len"):
         for bad in ("abc", 1.5, 0, True):  # refused by name, never cast (1.5 used to become 1)
             with pytest.raises(ValueError, match=rf"^{field}: must be an integer >= 1, got {bad!r}"):
                 eng.EmulatedEngine(**{field: bad})
     # the KV cache bounds the context too
     e2 = eng.EmulatedEngine(kv_blocks=4)
     assert e2.max_model_len == 4 * e2.block_size
+    assert eng.EmulatedEngine(max_model_len=np.int64(32)).max_model_len == 32  # a numpy integer passes
 
     async def go():
         d = {

@@ -97,6 +97,8 @@ class EmulatedEngine:
         )
         if kv_blocks is not None:
             counts["kv_blocks"] = kv_blocks
+        if max_model_len is not None:
+            counts["max_model_len"] = max_model_len
         for name, v in counts.items():  # a config's "abc" or 1.5 is refused, not cast
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
                 raise ValueError(f"{name}: must be an integer >= 1, got {v!r}")
@@ -116,8 +118,6 @@ class EmulatedEngine:
         self.block_size = int(self.hw.block_size)
         # the context a request may use: vLLM's max_model_len, bounded by what the KV cache holds
         kv_tokens = self.kv_total * self.block_size
-        if max_model_len is not None and not (isinstance(max_model_len, int) and max_model_len > 0):
-            raise ValueError(f"max_model_len: must be an integer > 0, got {max_model_len!r}")
         self.max_model_len = min(int(max_model_len or kv_tokens), kv_tokens)
         self.core = _s.EngineModel(
             self.hw,
