@@ -11,7 +11,7 @@ pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installe
 
 from slocore.live_bench import stats, traces  # noqa: E402
 from slocore.live_bench.stacks import LiveStack, resolve  # noqa: E402
-from test_twin import serving  # noqa: E402  (an aiohttp app on a free local port)
+from test_twin import one_request_per_connection, serving  # noqa: E402  (aiohttp apps on a free local port)
 
 
 def test_paired_diff_by_hand():
@@ -312,33 +312,16 @@ def test_loadgen_retries_a_dropped_request_on_a_new_connection():
     times as it holds connections. The retry goes out on a new connection and is answered."""
     import asyncio
 
-    from aiohttp import web
-
     import slocore as s
     from slocore.serve import loadgen
 
     served = {}  # connection -> requests it carried
 
-    async def completions(request):
-        await request.read()
-        conn = id(request.transport)
-        served[conn] = served.get(conn, 0) + 1
-        if served[conn] > 1:  # a reused connection: closed without a byte of an answer
-            request.transport.close()
-            return web.Response()
-        await asyncio.sleep(0.1)  # the first requests overlap: one connection each
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        await resp.write(b'data: {"choices": [{"text": "x", "token_ids": [1]}]}\n\ndata: [DONE]\n\n')
-        return resp
-
     async def go():
-        app = web.Application()
-        app.router.add_post("/v1/completions", completions)
         n = loadgen.STALE_RETRIES + 1  # as many pooled connections as a request has sends
         reqs = [s.Request(i, 0.0, 4, output_len=1, ttft=5.0, tpot=1.0) for i in range(n)]
         reqs.append(s.Request(n, 0.5, 4, output_len=1, ttft=5.0, tpot=1.0))
-        async with serving(app) as url:
+        async with serving(one_request_per_connection(served)) as url:
             return await loadgen.run(url, reqs, model="m", progress=False)
 
     out = asyncio.run(asyncio.wait_for(go(), 30))

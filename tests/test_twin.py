@@ -418,32 +418,40 @@ def test_a_stream_is_sent_again_when_the_engine_drops_the_connection_first():
         asyncio.run(run(drops=STALE_RETRIES + 1))
 
 
-def test_a_resend_goes_out_on_a_new_connection():
-    """An engine that closed every idle connection at once: a resend on the pool would meet
-    another closed one; it goes out on a new connection instead and is answered."""
+def one_request_per_connection(served: dict):
+    """An app whose /v1/completions streams one token for a connection's first request (after
+    0.1 s, so that concurrent first requests open a connection each) and closes a reused
+    connection unanswered: an engine that closed every idle connection at once. `served`
+    counts the requests each connection carried."""
     from aiohttp import web
-
-    from slocore.serve.config import STALE_RETRIES
-
-    served = {}  # connection -> requests it carried
 
     async def complete(request):
         await request.read()
         conn = id(request.transport)
         served[conn] = served.get(conn, 0) + 1
-        if served[conn] > 1:  # a reused connection: closed unanswered
+        if served[conn] > 1:
             request.transport.close()
             return web.Response()
-        await asyncio.sleep(0.1)  # the first streams overlap: one connection each
+        await asyncio.sleep(0.1)
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
-        await resp.write(b'data: {"choices": [{"token_ids": [7]}]}\n\ndata: [DONE]\n\n')
+        await resp.write(b'data: {"choices": [{"text": "x", "token_ids": [7]}]}\n\ndata: [DONE]\n\n')
         return resp
 
+    app = web.Application()
+    app.router.add_post("/v1/completions", complete)
+    return app
+
+
+def test_a_resend_goes_out_on_a_new_connection():
+    """An engine that closed every idle connection at once: a resend on the pool would meet
+    another closed one; it goes out on a new connection instead and is answered."""
+    from slocore.serve.config import STALE_RETRIES
+
+    served = {}  # connection -> requests it carried
+
     async def run():
-        app = web.Application()
-        app.router.add_post("/v1/completions", complete)
-        async with serving(app) as url, EngineClient(url, model="m") as c:
+        async with serving(one_request_per_connection(served)) as url, EngineClient(url, model="m") as c:
             await asyncio.gather(*(c.stream(8, 1) for _ in range(STALE_RETRIES + 1)))
             return await c.stream(8, 1)
 
