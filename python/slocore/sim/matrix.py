@@ -632,7 +632,9 @@ def markdown(m: dict, command: str = "") -> str:
         )
     if m.get("merged_from"):
         copied = (
-            "; baseline cells of the exact predictor stand for every error" if m.get("copy_exact_baselines") else ""
+            "; model-free baseline cells of the exact predictor stand for every error"
+            if m.get("copy_exact_baselines")
+            else ""
         )
         out += ["", f"Merged from {len(m['merged_from'])} runs{copied}:", ""]
         out += [f"- `{p['command'] or p['path']}`" for p in m["merged_from"]]
