@@ -35,30 +35,88 @@ Engine::Hold* Engine::hold_of(const RequestState& s) {
   if (it != holds_.end()) return &it->second;
   Hold h;
   h.chain = prefix_block_hashes(s.request, v_->block_size, s.request.prompt_len + s.request.output_len.value_or(0));
+  held_blocks_ += int64_t(h.chain.size());
   return &holds_.emplace(s.request.id, std::move(h)).first->second;
+}
+
+void Engine::drop_hold(Id request) {
+  refresh_.erase(request);
+  auto it = holds_.find(request);
+  if (it == holds_.end()) return;
+  held_blocks_ -= int64_t(it->second.chain.size());
+  holds_.erase(it);
+}
+
+void Engine::on_evicted(uint64_t block) {
+  auto w = watchers_.find(block);
+  if (w == watchers_.end()) return;
+  for (const auto& [id, pos] : w->second) {
+    auto h = holds_.find(id);
+    if (h != holds_.end() && h->second.memo > pos) {
+      h->second.memo = h->second.watched = pos, h->second.stale = true;
+      refresh_.insert(id);
+    }
+  }
+  watcher_entries_ -= int64_t(w->second.size());
+  watchers_.erase(w);
+}
+
+void Engine::on_cached(uint64_t block) {
+  auto a = arrivals_.find(block);
+  if (a == arrivals_.end()) return;
+  for (Id id : a->second) {
+    auto h = holds_.find(id);
+    if (h != holds_.end()) h->second.stale = true, h->second.awaits = -1, refresh_.insert(id);
+  }
+  watcher_entries_ -= int64_t(a->second.size());
+  arrivals_.erase(a);
+}
+
+void Engine::rebuild_watchers() {
+  watchers_.clear();
+  arrivals_.clear();
+  watcher_entries_ = 0;
+  for (auto& [id, h] : holds_) {
+    for (int64_t j = 0; j < h.memo; ++j) watchers_[h.chain[size_t(j)]].emplace_back(id, j);
+    h.watched = h.memo;
+    watcher_entries_ += h.memo;
+    h.awaits = -1;
+    h.stale = true;  // re-registers its next block at its next refresh
+    refresh_.insert(id);
+  }
 }
 
 void Engine::refresh_hits() {
   // vLLM looks a waiting request up when it schedules it; here every waiting request whose
   // computed tokens came from the cache only (fresh or preempted) shows its hit now, so the
   // batch scheduler plans just the uncached tokens. Full blocks, at most num_tokens - 1.
+  if (refresh_.empty()) return;
   for (RequestState& s : v_->waiting) {
     if (s.computed != s.cached) continue;  // e.g. a P/D handoff arriving with its KV
+    if (!refresh_.erase(s.request.id)) continue;
     Hold* h = hold_of(s);
     if (!h) continue;
     const int64_t cap = std::min<int64_t>((s.num_tokens() - 1) / v_->block_size, int64_t(h->chain.size()));
-    const int64_t start = h->memo_evictions == cache_->evictions() ? std::min(h->memo, cap) : 0;
-    h->memo = cache_->match_from(h->chain, start);  // nothing evicted since the memo: only growth
-    h->memo_evictions = cache_->evictions();
+    if (h->stale) {  // [0, memo) is still cached: only growth to check
+      h->memo = cache_->match_from(h->chain, h->memo);
+      h->stale = false;
+      for (; h->watched < h->memo; ++h->watched, ++watcher_entries_)
+        watchers_[h->chain[size_t(h->watched)]].emplace_back(s.request.id, h->watched);
+      if (h->memo < int64_t(h->chain.size()) && h->awaits != h->memo) {
+        arrivals_[h->chain[size_t(h->memo)]].push_back(s.request.id);
+        h->awaits = h->memo;
+        ++watcher_entries_;
+      }
+    }
     s.cached = s.computed = std::min(h->memo, cap) * v_->block_size;
   }
+  if (watcher_entries_ > 2 * held_blocks_ + 65536) rebuild_watchers();  // entries of requests gone
 }
 
 void Engine::take_blocks(int64_t n) {
   v_->kv_blocks_free -= n;
   if (cache_)  // cached free blocks are free KV: evict the least recently freed as space runs out
-    while (cache_->cached_free() > v_->kv_blocks_free && cache_->evict_lru()) {
-    }
+    while (cache_->cached_free() > v_->kv_blocks_free && cache_->evict_lru()) on_evicted(cache_->last_evicted());
 }
 
 void Engine::release_kv(RequestState& s) {
@@ -79,7 +137,10 @@ void Engine::promote(RequestState& s) {
   if (!h) return;
   const int64_t full = std::min<int64_t>(s.computed / v_->block_size, int64_t(h->chain.size()));
   for (int64_t j = h->next_block; j < full; ++j)
-    if (cache_->insert(h->chain[size_t(j)])) h->pinned.push_back(h->chain[size_t(j)]);
+    if (cache_->insert(h->chain[size_t(j)])) {
+      h->pinned.push_back(h->chain[size_t(j)]);
+      on_cached(h->chain[size_t(j)]);
+    }
   h->next_block = std::max(h->next_block, full);
 }
 
@@ -139,6 +200,7 @@ void Engine::sanitize(BatchPlan& plan) {
     for (RequestState& s : evicted_) {
       release_kv(s);
       s.computed = s.cached = 0;  // recompute later (vLLM's recompute preemption)
+      if (prefixed_ && !s.request.prefix.empty()) refresh_.insert(s.request.id);
       ++preemptions_;
     }
     v_->waiting.insert(v_->waiting.begin(), std::make_move_iterator(evicted_.begin()),
@@ -290,13 +352,13 @@ IterationOutcome Engine::finish(Time now) {
         out.tokens.push_back({s.request.id, s.generated});
         if (s.generated >= s.request.output_len.value_or(1)) {
           release_kv(s);
-          holds_.erase(s.request.id);
+          drop_hold(s.request.id);
           out.finished.push_back(std::move(s));
           continue;
         }
         if (v_->role == Role::Prefill) {
           release_kv(s);
-          holds_.erase(s.request.id);
+          drop_hold(s.request.id);
           s.cached = 0;  // the decode instance receives its KV by transfer
           out.handed_off.push_back(std::move(s));
           continue;
@@ -348,7 +410,7 @@ bool Engine::cancel(Id request, Time now) {
     release_kv(*r);
     v_->running.erase(r);
   }
-  holds_.erase(request);
+  drop_hold(request);
   queued_valid_ = false;
   sched_->on_finished(request, now);
   return true;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "slocore/batch/batch_scheduler.h"
@@ -62,7 +63,7 @@ class Engine {
   IterationOutcome finish(Time now);
 
   void enqueue(RequestState s) {
-    prefixed_ = prefixed_ || (cache_ && !s.request.prefix.empty());
+    if (cache_ && !s.request.prefix.empty()) prefixed_ = true, refresh_.insert(s.request.id);
     v_->waiting.push_back(std::move(s));
   }
   // The sanitised plan of the iteration in flight (or of the last one).
@@ -96,10 +97,16 @@ class Engine {
     std::vector<uint64_t> chain;   // block hashes of the request's known tokens
     std::vector<uint64_t> pinned;  // cached blocks it references (the rest of its blocks are its own)
     int64_t next_block = 0;        // blocks [0, next_block) are pinned or known duplicates
-    int64_t memo = 0;              // last cache match, valid while no eviction happened
-    int64_t memo_evictions = -1;
+    int64_t memo = 0;              // blocks [0, memo) of chain are cached (watchers_ lower it)
+    int64_t watched = 0;           // blocks [0, watched) have an entry in watchers_
+    int64_t awaits = -1;           // chain[awaits] is absent and has an entry in arrivals_
+    bool stale = true;             // memo may have grown (chain[memo] was cached since the walk)
   };
   Hold* hold_of(const RequestState& s);
+  void drop_hold(Id request);
+  void on_evicted(uint64_t block);  // lowers the memo of every request whose memo covered it
+  void on_cached(uint64_t block);   // marks stale every request whose memo ended before it
+  void rebuild_watchers();
   void refresh_hits();               // waiting requests: computed = cached prefix now
   void take_blocks(int64_t n);       // n new blocks; evicts cached free ones as needed
   void release_kv(RequestState& s);  // frees s's blocks (shared ones only when unreferenced)
@@ -119,6 +126,17 @@ class Engine {
   std::shared_ptr<PrefixCache> cache_;  // null: prefix caching off
   bool prefixed_ = false;               // a request with prefix identity came here (else no cache work at all)
   std::unordered_map<Id, Hold> holds_;
+  // A waiting request's cached prefix, kept between iterations: its memo changes only when a
+  // block it covers is evicted (watchers_: cached block -> (request, position) of the memos
+  // that cover it) or when the block after it is cached (arrivals_: absent block -> requests
+  // whose memo ends there). Other requests need no lookup. Entries of requests gone or moved
+  // on only cost a walk, never a wrong match; both maps are rebuilt when mostly such entries.
+  std::unordered_map<uint64_t, std::vector<std::pair<Id, int64_t>>> watchers_;
+  std::unordered_map<uint64_t, std::vector<Id>> arrivals_;
+  // Requests whose waiting state needs refresh_hits: new here, preempted, or a stale memo
+  // (the others' computed = cached = their memo already).
+  std::unordered_set<Id> refresh_;
+  int64_t watcher_entries_ = 0, held_blocks_ = 0;  // entries in both maps; chain blocks of holds_
   int64_t hit_tokens_ = 0, query_tokens_ = 0;
   IdIndex planned_;  // plan_'s items: id -> tokens (while sanitising: the raw plan's ids -> slot in where_)
   struct Where {     // sanitize(): where a planned id is

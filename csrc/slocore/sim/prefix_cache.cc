@@ -36,6 +36,7 @@ bool PrefixCache::insert(uint64_t h) {
 
 bool PrefixCache::evict_lru() {
   if (free_.empty()) return false;
+  last_evicted_ = free_.front();
   map_.erase(free_.front());
   free_.pop_front();
   ++evictions_;

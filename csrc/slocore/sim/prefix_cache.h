@@ -25,8 +25,10 @@ class PrefixCache : public PrefixLookup {
   // A newly computed full block, referenced by its request; false when h is cached already
   // (computed twice at once: the second copy stays the request's own, as in vLLM).
   bool insert(uint64_t h);
-  // Forgets the least recently freed block; false when the free queue is empty.
+  // Forgets the least recently freed block (then last_evicted() names it); false when the
+  // free queue is empty.
   bool evict_lru();
+  uint64_t last_evicted() const { return last_evicted_; }
 
   int64_t cached_free() const { return int64_t(free_.size()); }  // evictable blocks
   int64_t size() const { return int64_t(map_.size()); }
@@ -42,6 +44,7 @@ class PrefixCache : public PrefixLookup {
   std::unordered_map<uint64_t, Entry> map_;
   std::list<uint64_t> free_;
   int64_t evictions_ = 0;
+  uint64_t last_evicted_ = 0;
 };
 
 }  // namespace slocore::sim
