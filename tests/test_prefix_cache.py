@@ -144,6 +144,7 @@ class CheckingFcfs(PyFcfs):
     own block counts); an engine with nothing running holds no block."""
 
     shared_seen = 0
+    prefixes_checked = 0
 
     def schedule(self, v, now):
         cache = v.prefix_cache
@@ -157,6 +158,13 @@ class CheckingFcfs(PyFcfs):
             assert used == 0 and cache.cached_free == len(cache)  # nothing leaked or pinned
         for w in v.waiting:  # a waiting request shows its cached prefix, in full blocks
             assert w.computed % v.block_size == 0 or w.computed == w.request.prompt_len
+            if w.computed == w.cached and w.request.prefix:  # and exactly what the cache holds now
+                chain = _core.prefix_block_hashes(
+                    w.request, v.block_size, w.request.prompt_len + (w.request.output_len or 0)
+                )
+                cap = min((w.request.prompt_len + w.generated - 1) // v.block_size, len(chain))
+                assert w.cached == min(cache.match_blocks(chain), cap) * v.block_size, w.request.id
+                CheckingFcfs.prefixes_checked += w.cached > 0
         return super().schedule(v, now)
 
 
@@ -171,6 +179,7 @@ def test_kv_accounting_and_invariants_with_caching_on():
     check_conserved(reqs, res)
     assert res.stats["preemptions"] > 0  # KV pressure was real
     assert res.stats["prefix_hit_tokens"] > 0 and CheckingFcfs.shared_seen > 0  # and so was sharing
+    assert CheckingFcfs.prefixes_checked > 0
     assert all(r.outcome == s.Outcome.FINISHED for r in res.recorder.records())
     times = [[list(r.token_times) for r in x.recorder.records()] for x in runs]
     assert times[0] == times[1]  # same seed, same run
