@@ -12,11 +12,7 @@ namespace slocore {
 
 class BlockSet : public PrefixLookup {
  public:
-  int64_t match_blocks(const std::vector<uint64_t>& chain) const override {
-    int64_t n = 0;
-    while (size_t(n) < chain.size() && set_.count(chain[size_t(n)])) ++n;
-    return n;
-  }
+  int64_t match_blocks(const std::vector<uint64_t>& chain) const override { return leading_held(chain, set_); }
   void add(const std::vector<uint64_t>& hs) { set_.insert(hs.begin(), hs.end()); }
   void remove(const std::vector<uint64_t>& hs) {
     for (uint64_t h : hs) set_.erase(h);

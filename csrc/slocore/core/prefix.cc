@@ -90,11 +90,7 @@ ApproxPrefixIndex::ApproxPrefixIndex(int64_t capacity_blocks) : capacity_(capaci
   require(capacity_blocks >= 1, "capacity_blocks", "must be >= 1");
 }
 
-int64_t ApproxPrefixIndex::match_blocks(const std::vector<uint64_t>& chain) const {
-  int64_t n = 0;
-  while (size_t(n) < chain.size() && pos_.count(chain[size_t(n)])) ++n;
-  return n;
-}
+int64_t ApproxPrefixIndex::match_blocks(const std::vector<uint64_t>& chain) const { return leading_held(chain, pos_); }
 
 void ApproxPrefixIndex::record(const std::vector<uint64_t>& chain) {
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {

@@ -55,6 +55,15 @@ class PromptChains {
   std::vector<std::pair<int, std::vector<uint64_t>>> by_size_;
 };
 
+// Leading hashes of `chain` that `set` holds (its count(h)), checked from `start` on (the
+// blocks before it known held): the walk every prefix lookup makes.
+template <class Set>
+int64_t leading_held(const std::vector<uint64_t>& chain, const Set& set, int64_t start = 0) {
+  int64_t n = start;
+  while (size_t(n) < chain.size() && set.count(chain[size_t(n)])) ++n;
+  return n;
+}
+
 class PrefixLookup {
  public:
   virtual ~PrefixLookup() = default;

@@ -62,7 +62,7 @@ ParamMap Dispatcher::params() const { return write_params(p_); }
 
 Dispatcher::Key Dispatcher::key_of(Queued& q) const {
   const Request& r = q.req;
-  return {stage_ == Role::Prefill ? r.slo.ttft : r.slo.tpot, r.arrival, r.id, r.prompt_len, &r, &q};
+  return {stage_ == Role::Prefill ? r.slo.ttft : r.slo.tpot, r.arrival, r.id, r.prompt_len, &q};
 }
 
 void Dispatcher::submit(const Request& r, Time now, Time) {
@@ -131,7 +131,7 @@ void Dispatcher::refresh_index(Time now) {
         continue;
       }
       alive_.put(i, 0.0);
-      if (std::isfinite(k.req->slo.ttft)) deaths_.emplace_back(k.req->arrival + k.req->slo.ttft, i);
+      if (std::isfinite(k.req().slo.ttft)) deaths_.emplace_back(k.req().arrival + k.req().slo.ttft, i);
     }
     alive_.build();
     dead_.build();
@@ -230,7 +230,7 @@ std::vector<Id> Dispatcher::dispatch_one(Time now, const InstanceView& v) {
 }
 
 double Dispatcher::uncached_len(const Key& k, const InstanceView& v) {
-  if (k.req->prefix.empty()) return double(k.len);
+  if (k.req().prefix.empty()) return double(k.len);
   Queued& q = *k.queued;
   if (q.chain_block_size != v.block_size || q.chain.empty())
     q.chain_block_size = v.block_size, q.chain = prompt_block_hashes(q.req, v.block_size);
@@ -241,7 +241,7 @@ std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceVi
   const LatencyModel& m = v.model;
   const double a = m.overhead(), b = m.correction() * m.coeffs().c_p;
   const size_t head = head_ = next_present(head_);
-  const Request& head_req = *queue_[head].req;
+  const Request& head_req = queue_[head].req();
   double budget;
   if (stage_ == Role::Colocated) {
     // Eq. 5 with the tightest TTFT/TPOT of the instance's requests and the queue head; E_d is
@@ -265,7 +265,7 @@ std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceVi
   double used = 0.0, sum = L.prefill_tokens, sq = L.prefill_sq;
   size_t first_ok = kNone;
   auto feasible = [&](const Key& k) {
-    const Request& r = *k.req;
+    const Request& r = k.req();
     const double l = uncached_len(k, v);
     const double p = admission_p(r.arrival, r.slo.ttft, m.stage_prefill(l, l * l), now, util, p_.util_exp);
     return p > 0.0 && p >= p_.theta;
@@ -328,7 +328,7 @@ std::vector<size_t> Dispatcher::dispatch_prefill_like(Time now, const InstanceVi
   } else {
     double ctx = L.all_ctx, batch = L.all_batch, tpot = L.min_tpot;
     for (size_t i : taken) {
-      const Request& r = *queue_[i].req;
+      const Request& r = queue_[i].req();
       ctx += double(r.prompt_len);
       batch += 1;
       tpot = std::min(tpot, r.slo.tpot);
@@ -344,7 +344,7 @@ std::vector<size_t> Dispatcher::dispatch_decode(Time now, const InstanceView& v,
   const LatencyModel& m = v.model;
   double ctx = L.all_ctx, batch = L.all_batch;
   const size_t head = head_ = next_present(head_);
-  double tpot = L.idle ? queue_[head].req->slo.tpot : L.min_tpot;
+  double tpot = L.idle ? queue_[head].req().slo.tpot : L.min_tpot;
   double kv_free = L.kv_free_tokens;
   std::vector<size_t> taken;
   double slots = 0.0;
@@ -356,7 +356,7 @@ std::vector<size_t> Dispatcher::dispatch_decode(Time now, const InstanceView& v,
   auto next = [&](size_t i) { return skip_big ? fit_.first_at_most(i, kv_free) : next_present(i); };
   for (size_t i = next(head); i < queue_.size(); i = next(i + 1)) {
     if (m.stage_decode(ctx + 1.0, batch + 1.0) > tpot) break;  // not even the shortest fits
-    const Request& r = *queue_[i].req;
+    const Request& r = queue_[i].req();
     const double c = double(r.prompt_len + 1);
     const double lim = std::min(tpot, r.slo.tpot);
     if (c > kv_free || m.stage_decode(ctx + c, batch + 1.0) > lim) continue;

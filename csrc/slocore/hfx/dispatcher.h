@@ -113,11 +113,11 @@ class Dispatcher : public GlobalPolicy {
     double slo;
     Time arrival;
     Id id;
-    Tokens len = 0;                // prompt length (the scan's fit test without a pointer chase)
-    const Request* req = nullptr;  // into reqs_ (node-based: stable); not part of the order
-    Queued* queued = nullptr;      // the same node
-    bool gone = false;             // dispatched, compacted out later
-    bool dead = false;             // arrival + TTFT <= now at some poll (stays so)
+    Tokens len = 0;            // prompt length (the scan's fit test without a pointer chase)
+    Queued* queued = nullptr;  // into reqs_ (node-based: stable); not part of the order
+    bool gone = false;         // dispatched, compacted out later
+    bool dead = false;         // arrival + TTFT <= now at some poll (stays so)
+    const Request& req() const { return queued->req; }
     bool operator<(const Key& o) const {
       if (slo != o.slo) return slo < o.slo;
       if (arrival != o.arrival) return arrival < o.arrival;
@@ -139,7 +139,7 @@ class Dispatcher : public GlobalPolicy {
   void compact();                       // erases gone entries
   // The P-side scan's indexes over queue_ positions, rebuilt lazily after the queue moved.
   void refresh_index(Time now);  // rebuilds if stale, then marks requests dead up to now
-  static double shortest(const Key& k) { return k.req->prefix.empty() ? double(k.len) : 1.0; }  // <= uncached_len
+  static double shortest(const Key& k) { return k.req().prefix.empty() ? double(k.len) : 1.0; }  // <= uncached_len
   size_t gone_ = 0;
   size_t head_ = 0;  // no entry before it is present (a hint, reset when the queue moves)
   bool index_fresh_ = false;

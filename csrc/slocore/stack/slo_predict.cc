@@ -482,13 +482,7 @@ void SloPredictPolicy::placed_here(const Request& r, const InstanceView& v, Toke
 
 Tokens SloPredictPolicy::inflight_prefix_tokens(Id instance, const std::vector<uint64_t>& chain, int block_size) const {
   auto it = inflight_.find(instance);
-  if (it == inflight_.end()) return 0;
-  Tokens n = 0;
-  for (uint64_t h : chain) {
-    if (!it->second.count(h)) break;
-    ++n;
-  }
-  return n * block_size;
+  return it == inflight_.end() ? 0 : leading_held(chain, it->second) * block_size;
 }
 
 void SloPredictPolicy::release_blocks(Track& t) {
