@@ -69,8 +69,130 @@ def test_slo_triage_matches_reference_when_crowded(vn, budget, margin, guard, co
     _check_against_reference(vn, budget, margin, guard, count_optimal)
 
 
+@st.composite
+def event_sequences(draw):
+    """A scheduler's life: views at increasing times, and between them some requests that ran
+    in an earlier view finish (on_finished), which moves the measured KV release rate."""
+    steps, seen, t = [], [], 0.0
+    for _ in range(draw(st.integers(2, 5))):
+        v, _ = draw(crowded_views() if draw(st.booleans()) else timed_views())
+        finished = draw(st.lists(st.sampled_from(seen), unique=True, max_size=4)) if seen else []
+        t += draw(st.floats(0.0, 3.0))
+        steps.append((v, t, [(rid, max(0.0, t - draw(st.floats(0.0, 0.5)))) for rid in finished]))
+        seen += [x.request.id for x in v.running]
+    return steps
+
+
+@given(event_sequences(), BUDGETS, MARGINS, st.booleans(), st.booleans())
+def test_slo_triage_matches_reference_over_a_sequence(steps, budget, margin, kv_wait, priority_wait):
+    params = {"token_budget": budget, "margin": margin, "kv_wait": kv_wait, "priority_wait": priority_wait}
+    params["rate_window_s"] = 2.0
+    cpp, py = _core.make_batch_scheduler("slo_triage", params), ref.SloTriage(**params)
+    for v, now, finished in steps:
+        for rid, at in finished:
+            cpp.on_finished(rid, at)
+            py.on_finished(rid, at)
+        plan = cpp.schedule(v, now)
+        feasible(v, plan)
+        assert ([(i.request, i.tokens) for i in plan.items], list(plan.preempt)) == py.schedule(v, now)
+
+
+def test_kv_release_rate_is_measured_from_finished_requests():
+    """Request 0 holds 100 blocks at t=0 and finishes at t=1; with a 10-s window the rate at t=2
+    is 100 e^-0.1 / (10 (1 - e^-0.2)) = 49.9 blocks/s (decayed, over the window seen so far);
+    a decode crossing a block boundary takes one block from it."""
+    kv = ref.InstanceRates(10.0)
+    held = _view([s.RequestState(s.Request(0, 0.0, 1600, output_len=5, ttft=1.0, tpot=0.1), 1600, 0)])
+    kv.observe(held, 0.0)
+    assert kv.kv_release_rate(0.5) == 0.0  # nothing finished yet
+    kv.finished(0, 1.0)
+    assert math.isclose(kv.kv_release_rate(2.0), 100 * math.exp(-0.1) / (10 * (1 - math.exp(-0.2))))
+    kv.finished(0, 1.5)  # a second report of the same request frees nothing
+    assert math.isclose(kv.kv_release_rate(2.0), 49.92, rel_tol=1e-3)
+
+
+def _kv_bound_plan(kv_wait: bool):
+    """At t=2 the rate above (49.9 blocks/s), 20 blocks free: a decode runs, and waiting are W
+    (1,600 tokens = 100 blocks, arrived 1.9, TTFT 1 s) and the newer X (16 tokens). W waits
+    (100 - 20) / 49.9 = 1.6 s for KV: late with kv_wait (0.8 x 1.6 s > its 0.9 s left), so the
+    feasible X is admitted first; without, W is first in vLLM's order and does not fit the
+    free KV, and nothing behind it is admitted."""
+    sched = _core.make_batch_scheduler("slo_triage", {"kv_wait": kv_wait})
+    gone = s.RequestState(s.Request(0, 0.0, 1600, output_len=5, ttft=1.0, tpot=0.1), 1600, 0)
+    sched.schedule(_view([gone]), 0.0)
+    sched.on_finished(0, 1.0)
+    dec = _state(1, 1.0, 32, gen=1)
+    dec.first_token = 1.1
+    w = s.RequestState(s.Request(2, 1.9, 1600, output_len=5, ttft=1.0, tpot=0.1), 0, 0)
+    x = s.RequestState(s.Request(3, 1.95, 16, output_len=5, ttft=1.0, tpot=0.1), 0, 0)
+    v = _view([dec], [w, x])
+    v.kv_blocks_total, v.kv_blocks_free = 1_000, 20
+    return [(i.request, i.tokens) for i in sched.schedule(v, 2.0).items]
+
+
+def test_kv_wait_puts_a_request_the_kv_cannot_take_in_time_behind_one_it_can():
+    assert _kv_bound_plan(True) == [(1, 1), (3, 16)]
+    assert _kv_bound_plan(False) == [(1, 1)]
+
+
+def _after_high_priority_work(priority_wait: bool):
+    """At t=0 a high-priority 5,000-token prompt (0.5 s of prefill) arrives; at t=1 it is gone
+    and two low-priority requests wait: L (1,000 tokens, 0.11 s predicted, 0.15 s left) and the
+    newer M (10 tokens). Higher levels took 0.5 e^-0.1 / (10 (1 - e^-0.1)) = 47.5% of the
+    time, so L's wait stretches by 1.905: 0.8 x 0.21 s > 0.15 s, late; without the stretch
+    0.8 x 0.11 s fits, and L goes first in vLLM's order, filling the 1,000-token budget."""
+    sched = _core.make_batch_scheduler("slo_triage", {"priority_wait": priority_wait})
+    high = s.RequestState(s.Request(0, 0.0, 5000, output_len=5, ttft=1.0, tpot=0.1, priority=0), 0, 0)
+    sched.schedule(_view(waiting=[high], budget=1000), 0.0)
+    low = s.RequestState(s.Request(1, 1.0, 1000, output_len=5, ttft=0.15, tpot=0.1, priority=1), 0, 0)
+    newer = s.RequestState(s.Request(2, 1.0, 10, output_len=5, ttft=1.0, tpot=0.1, priority=1), 0, 0)
+    return [(i.request, i.tokens) for i in sched.schedule(_view(waiting=[low, newer], budget=1000), 1.0).items]
+
+
+def test_priority_wait_counts_the_higher_levels_arriving_work():
+    rates = ref.InstanceRates(10.0)
+    high = s.RequestState(s.Request(0, 0.0, 5000, output_len=5, ttft=1.0, tpot=0.1, priority=0), 0, 0)
+    rates.observe(_view(waiting=[high]), 0.0)
+    share = 0.5 * math.exp(-0.1) / (10 * (1 - math.exp(-0.1)))
+    assert math.isclose(rates.busy_above(1, 1.0), share) and math.isclose(share, 0.4754, rel_tol=1e-3)
+    assert rates.busy_above(0, 1.0) == 0.0  # nothing above the top level
+    assert _after_high_priority_work(True) == [(2, 10), (1, 990)]
+    assert _after_high_priority_work(False) == [(1, 1000)]
+
+
+def test_resumed_request_with_an_on_time_first_token_is_not_predicted_late():
+    """A request preempted after its first token (on time, at 0.5 s) waits for its recompute;
+    its first-token deadline (1 s) has passed, but it goes first in vLLM's order, before a
+    newer request, as a running request would."""
+    resumed = s.RequestState(s.Request(0, 0.0, 100, output_len=10, ttft=1.0, tpot=0.1), 0, 1)
+    resumed.first_token = 0.5
+    fresh = _state(1, 4.5, 100)
+    v = _view(waiting=[resumed, fresh], budget=101)
+    assert [(i.request, i.tokens) for i in _core.make_batch_scheduler("slo_triage").schedule(v, 5.0).items] == [
+        (0, 101)
+    ]
+
+
+def test_late_request_is_admitted_only_with_kv_room_left():
+    """1,000 blocks, 311 free, a decode running that takes one: a late 10-block request leaves
+    300 (30%) and is admitted; with 306 free it would leave 295 and waits; an on-time one needs
+    only to fit."""
+    dec = _state(0, 0.0, 32, gen=1)
+    dec.first_token = 0.5
+    late = _state(1, 1.0, 160)  # TTFT 1 s: past its deadline at t=3
+    for free, admitted in ((311, True), (306, False)):
+        v = _view([dec], [late])
+        v.kv_blocks_total, v.kv_blocks_free = 1_000, free
+        items = [i.request for i in _core.make_batch_scheduler("slo_triage").schedule(v, 3.0).items]
+        assert items == ([0, 1] if admitted else [0])
+    on_time = _state(2, 2.9, 160)
+    v = _view([dec], [on_time])
+    v.kv_blocks_total, v.kv_blocks_free = 1_000, 12
+    assert [i.request for i in _core.make_batch_scheduler("slo_triage").schedule(v, 3.0).items] == [0, 2]
+
+
 def _late_ids(v, now, count_optimal):
-    return [x.request.id for x in ref.split_waiting(v, now, v.max_batch_tokens, 0.2, count_optimal)[1]]
+    return [x.request.id for x in ref.SloTriage(count_optimal=count_optimal).split(v, now, 0.0)[1]]
 
 
 def _demotes(vn) -> bool:

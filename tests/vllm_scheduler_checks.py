@@ -173,6 +173,28 @@ def check_online_fit_learns_the_steps(model):
     assert rms(s.latency_model) < 0.03 and rms(prior) > 0.3, (rms(s.latency_model), rms(prior))
 
 
+def check_finished_requests_reach_on_finished(model):
+    """Every request that leaves vLLM reaches the batch scheduler's on_finished with its slocore
+    id, as in the simulator's engine (slo_triage measures the KV they free from it)."""
+    s = make_scheduler(model, SlocoreScheduler, additional_config={"slocore": {"batch_scheduler": "slo_triage"}})
+    real, done = s.batch, []
+
+    class Spy:
+        def schedule(self, view, now):
+            return real.schedule(view, now)
+
+        def on_finished(self, rid, now):
+            done.append(rid)
+            real.on_finished(rid, now)
+
+    s.batch = Spy()
+    reqs = [make_request(30 + i, 4) for i in range(3)]
+    for r in reqs:
+        s.add_request(r)
+    run_to_end(s)
+    assert sorted(done) == sorted(s._ids[r.request_id] for r in reqs), done
+
+
 def check_default_name():
     n = default_scheduler_name()
     assert n in slocore.batch_scheduler_names()
@@ -187,6 +209,7 @@ CHECKS = [
     check_every_registered_batch_scheduler_finishes,
     check_full_batch_with_waiting_requests_finishes,
     check_online_fit_learns_the_steps,
+    check_finished_requests_reach_on_finished,
 ]
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 #include <queue>
+#include <tuple>
 #include <utility>
 
 namespace slocore::stack {
@@ -36,6 +37,8 @@ namespace {
 
 Time ttft_deadline(const Request& r) { return r.arrival + r.slo.ttft; }
 
+constexpr double kMinShareLeft = 0.05;  // the priority stretch is at most 20x
+
 // The first token came late, or has not come and its deadline has passed (TTFT < SLO is met).
 bool already_late(const RequestState& s, Time now) {
   const Time d = ttft_deadline(s.request);
@@ -53,6 +56,9 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   // One decode step of the running decodes, and the prefill work of the feasible running prefills.
   double decode_s = 0.0, tpot_min = kNever;
   Tokens ahead = 0;
+  int64_t ahead_blocks = 0;  // KV blocks the feasible running prefills have yet to take
+  rates_.observe(v, now);
+  const double kv_rate = p_.kv_wait ? rates_.kv_release_rate(now) : 0.0;
   std::vector<char> run_late(run.size());
   for (size_t i = 0; i < run.size(); ++i) {
     const RequestState& s = run[i];
@@ -62,8 +68,19 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
       if (!run_late[i]) tpot_min = std::min(tpot_min, s.request.slo.tpot);
     } else if (!run_late[i]) {
       ahead += s.to_compute();
+      ahead_blocks += v.blocks_needed(s, s.to_compute(), true);
     }
   }
+  // TPOT guard: new prefill tokens fit the tightest TPOT SLO of the on-time decodes; the
+  // queue's prefill runs in chunks of at most that many tokens.
+  const Tokens prefill_cap =
+      p_.tpot_guard && std::isfinite(tpot_min)
+          ? max_prefill_tokens(v, (1.0 - p_.margin) * tpot_min - v.model.overhead() - decode_s, budget)
+          : budget;
+  const Tokens chunk = std::max<Tokens>(1, prefill_cap);
+  auto kv_wait_s = [&](int64_t blocks) {
+    return kv_rate > 0 ? double(std::max<int64_t>(0, blocks - v.kv_blocks_free)) / kv_rate : 0.0;
+  };
   std::vector<const RequestState*> waiting;
   for (const RequestState& s : v.waiting) waiting.push_back(&s);
   std::stable_sort(waiting.begin(), waiting.end(), [&](auto* a, auto* c) { return key(*a) < key(*c); });
@@ -71,24 +88,39 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   // level (Moore 1968: in deadline order, when the current job would be late, drop the longest
   // job taken so far): `level` holds this level's feasible waiting requests, longest (then
   // newest) on top; running requests are never demoted, nor a higher level for a lower one.
+  struct Feasible {
+    double cost;  // the larger of its prefill time and its blocks' time at the release rate
+    Tokens tokens;
+    int64_t blocks;
+    size_t i;
+    bool operator<(const Feasible& o) const { return std::tie(cost, i) < std::tie(o.cost, o.i); }
+  };
   std::vector<char> waiting_late(waiting.size());
-  std::priority_queue<std::pair<Tokens, size_t>> level;
+  std::priority_queue<Feasible> level;
   for (size_t i = 0; i < waiting.size(); ++i) {
     const RequestState& s = *waiting[i];
     if (i > 0 && s.request.priority != waiting[i - 1]->request.priority) level = {};
     bool is_late = already_late(s, now);
-    if (!is_late && std::isfinite(s.request.slo.ttft)) {
-      auto late_behind = [&](Tokens work) {
-        const double wait = predicted_prefill_s(v, work + s.to_compute(), budget, decode_s);
+    const bool resumed = s.generated > 0;  // preempted after an on-time first token: recompute only
+    const int64_t need = v.blocks_needed(s, s.to_compute(), false);
+    const double own_s = predicted_prefill_s(v, s.to_compute(), chunk, decode_s);
+    const double cost = std::max(own_s, kv_rate > 0 ? double(need) / kv_rate : 0.0);
+    if (!is_late && !resumed && std::isfinite(s.request.slo.ttft)) {
+      const double stretch =
+          p_.priority_wait ? 1.0 / std::max(kMinShareLeft, 1.0 - rates_.busy_above(s.request.priority, now)) : 1.0;
+      auto late_behind = [&](Tokens work, int64_t blocks) {
+        const double wait = stretch * std::max(predicted_prefill_s(v, work + s.to_compute(), chunk, decode_s),
+                                               kv_wait_s(blocks + need) + own_s);
         return now + (1.0 - p_.margin) * wait >= ttft_deadline(s.request);
       };
-      is_late = late_behind(ahead);
+      is_late = late_behind(ahead, ahead_blocks);
       if (is_late && p_.count_optimal && !level.empty()) {
-        const auto [tokens, j] = level.top();
-        if (tokens > s.to_compute() && !late_behind(ahead - tokens)) {
+        const Feasible top = level.top();
+        if (top.cost > cost && !late_behind(ahead - top.tokens, ahead_blocks - top.blocks)) {
           level.pop();
-          waiting_late[j] = 1;
-          ahead -= tokens;
+          waiting_late[top.i] = 1;
+          ahead -= top.tokens;
+          ahead_blocks -= top.blocks;
           is_late = false;
         }
       }
@@ -96,7 +128,8 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
     waiting_late[i] = is_late;
     if (!is_late) {
       ahead += s.to_compute();
-      level.emplace(s.to_compute(), i);
+      ahead_blocks += need;
+      if (!resumed) level.push({cost, s.to_compute(), need, i});
     }
   }
   std::vector<const RequestState*> feasible_waiting, late_waiting;
@@ -119,17 +152,20 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
     if (run[i].in_prefill()) prefill += took;
   });
   if (!preempted) {
-    // TPOT guard: new prefill tokens fit the tightest TPOT SLO of the on-time decodes.
-    const Tokens prefill_cap =
-        p_.tpot_guard && std::isfinite(tpot_min)
-            ? max_prefill_tokens(v, (1.0 - p_.margin) * tpot_min - v.model.overhead() - decode_s, budget)
-            : budget;
-    feasible_waiting.insert(feasible_waiting.end(), late_waiting.begin(), late_waiting.end());
-    for (const RequestState* s : feasible_waiting) {
+    // Waiting requests whose whole remaining prompt fits the free KV; late ones only while
+    // they leave late_kv_room of it free (always one when nothing runs: progress).
+    const int64_t late_room = int64_t(std::ceil(p_.late_kv_room * double(v.kv_blocks_total)));
+    std::vector<const RequestState*> order = std::move(feasible_waiting);
+    const size_t n_feasible = order.size();
+    order.insert(order.end(), late_waiting.begin(), late_waiting.end());
+    for (size_t k = 0; k < order.size(); ++k) {
+      const RequestState* s = order[k];
       if (b.budget_left() <= 0 || b.seq_full() || prefill >= prefill_cap) break;
-      const Tokens k = b.add(*s, false, std::min(s->to_compute(), prefill_cap - prefill), true);
-      if (k == 0) break;
-      prefill += k;
+      const int64_t left = b.blocks_left() - v.blocks_needed(*s, s->to_compute(), false);
+      if (!run.empty() && left < (k < n_feasible ? 0 : late_room)) break;
+      const Tokens took = b.add(*s, false, std::min(s->to_compute(), prefill_cap - prefill), true);
+      if (took == 0) break;
+      prefill += took;
     }
   }
   ensure_progress(b);

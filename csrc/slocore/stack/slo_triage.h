@@ -30,16 +30,38 @@
 // the late test: aimed at the SLO itself, every mixed step lands on it and any error or a
 // running prefill's chunk pushes the decodes past it); running prefills are planned first, waiting requests
 // get what is left (at least one iteration's progress is always made).
+// Two more waits, both measured by the instance's own rates (instance_rates.h):
+//  * KV (`kv_wait`): where the KV blocks, not the prefill compute, bound the queue (long chat
+//    histories), a waiting request also waits until the blocks of the feasible work ahead of
+//    it and its own come free, at the net rate the instance frees them; its wait is the longer
+//    of the two, and Moore-Hodgson's "longest" is the larger of its own prefill time and its
+//    blocks' time at that rate.
+//  * Priority (`priority_wait`): the work of higher levels that arrives while a request waits
+//    goes ahead of it too, so its wait stretches by 1 / (1 - sigma), sigma the share of the
+//    instance's time the higher levels' arriving prefill work takes (the preemptive priority
+//    queue's stretch; at sigma >= 0.95 the stretch is capped at 20x).
+// The predicted prefill runs in chunks of what the TPOT guard lets an iteration take. A
+// preempted request whose first token came in time waits for its recompute only: it is not
+// predicted, nor demoted. A waiting request is admitted only when its whole remaining prompt
+// fits in the free KV (vLLM admits a first chunk, and under KV pressure the rest then
+// preempts someone), and a late one only when it leaves `late_kv_room` of the KV free: a late
+// request holds its blocks through its whole decode, which the on-time arrivals of the next
+// seconds need.
 #pragma once
 #include "slocore/batch/plan_builder.h"
+#include "slocore/stack/instance_rates.h"
 
 namespace slocore::stack {
 
 struct SloTriageParams {
   Tokens token_budget = 0;  // 0: the engine's max_batch_tokens
   double margin = 0.2;  // late when now + (1 - margin) x predicted wait >= deadline; TPOT guard at (1 - margin) x SLO
-  bool tpot_guard = true;     // cap prefill tokens so the iteration fits the on-time decodes' TPOT SLO
-  bool count_optimal = true;  // Moore-Hodgson within a priority level: demote the longest feasible waiting request
+  bool tpot_guard = true;       // cap prefill tokens so the iteration fits the on-time decodes' TPOT SLO
+  bool count_optimal = true;    // Moore-Hodgson within a priority level: demote the longest feasible waiting request
+  bool kv_wait = true;          // a waiting request also waits for the KV blocks of the work ahead of it
+  bool priority_wait = true;    // ... and for the higher levels' work that arrives while it waits
+  double rate_window_s = 10.0;  // time constant of the measured rates
+  double late_kv_room = 0.3;    // a late request is admitted only when it leaves this share of the KV free
   template <class V>
   void visit(V& v) {
     v.field("token_budget", token_budget, "tokens per iteration; 0 = the engine's max_batch_tokens",
@@ -54,18 +76,30 @@ struct SloTriageParams {
     v.field("count_optimal", count_optimal,
             "Moore-Hodgson within a priority level: when a waiting request would be late, demote the level's "
             "longest feasible waiting request if it is longer and that makes the current one feasible");
+    v.field("kv_wait", kv_wait,
+            "a waiting request also waits until the KV blocks of the feasible work ahead of it and its own come "
+            "free, at the rate the instance frees them");
+    v.field("priority_wait", priority_wait,
+            "a waiting request's wait stretches by 1 / (1 - the share of time the higher priority levels' arriving "
+            "prefill work takes)");
+    v.field("rate_window_s", rate_window_s, "time constant (s) of the measured KV release rate and arriving work",
+            Range::above(0.0));
+    v.field("late_kv_room", late_kv_room, "admit a late request only when it leaves this share of the KV blocks free",
+            Range::closed(0.0, 1.0));
   }
 };
 
 class SloTriageScheduler : public BatchScheduler {
  public:
-  explicit SloTriageScheduler(SloTriageParams p = {}) : p_(p) {}
+  explicit SloTriageScheduler(SloTriageParams p = {}) : p_(p), rates_(p.rate_window_s) {}
   std::string name() const override { return "slo_triage"; }
   ParamMap params() const override { return write_params(SloTriageParams{p_}); }
   BatchPlan schedule(const InstanceView& v, Time now) override;
+  void on_finished(Id request, Time now) override { rates_.finished(request, now); }
 
  private:
   SloTriageParams p_;
+  InstanceRates rates_;
 };
 
 // Predicted time of `tokens` prefill tokens on v in chunks of `budget`, each iteration also

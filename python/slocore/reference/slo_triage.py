@@ -3,14 +3,19 @@ priority, arrival). Late: past the first-token deadline (ProServe Eq. 3), or pre
 with `margin` taken off the predicted wait; preemption takes late ones first; new prefill
 tokens are capped to (1 - margin) of the on-time decodes' TPOT (`tpot_guard`); within a
 priority level a request predicted late demotes the level's longest feasible waiting request
-when that is longer and makes it feasible (Moore-Hodgson, `count_optimal`)."""
+when that is longer and makes it feasible (Moore-Hodgson, `count_optimal`); with `kv_wait` a
+waiting request also waits for the KV blocks ahead of it at the measured release rate
+and, with `priority_wait`, stretches by 1 / (1 - the higher levels' share of the time)
+(`InstanceRates`, csrc/slocore/stack/instance_rates.h); a preempted request with an on-time first
+token is neither predicted nor demoted; a waiting request is admitted only when its whole
+prompt fits the free KV, a late one only when it leaves `late_kv_room` of it free."""
 
 from __future__ import annotations
 
 import heapq
 import math
 
-from slocore.reference.batch_baselines import PlanBuilder, ensure_progress, in_prefill
+from slocore.reference.batch_baselines import PlanBuilder, blocks_for, ensure_progress, in_prefill
 from slocore.reference.vllm_priority import running_pass
 
 
@@ -43,6 +48,9 @@ def max_prefill_tokens(v, limit_s: float, budget: int) -> int:
     return lo
 
 
+MIN_SHARE_LEFT = 0.05  # the priority stretch is at most 20x
+
+
 def _deadline(r) -> float:
     return r.arrival + r.slo.ttft
 
@@ -57,10 +65,66 @@ def _key(s):
     return (s.request.priority, s.request.arrival)
 
 
+class InstanceRates:
+    """csrc/slocore/stack/instance_rates.h: the net KV blocks/s the instance frees (finished
+    requests' blocks minus the decodes' new ones) and, per priority level, the prefill seconds
+    arriving per second; decayed with time constant `window_s`, over the window seen so far."""
+
+    def __init__(self, window_s: float):
+        self.window_s, self.known, self.work = window_s, {}, {}
+        self.freed, self.taken, self.t, self.t0 = 0.0, 0.0, -1.0, -1.0
+
+    def _decay(self, now: float) -> None:
+        if self.t0 < 0:
+            self.t = self.t0 = now
+        elif now > self.t:
+            f = math.exp(-(now - self.t) / self.window_s)
+            self.freed, self.taken, self.t = self.freed * f, self.taken * f, now
+            self.work = {level: w * f for level, w in self.work.items()}
+
+    def _seen(self, now: float) -> float:
+        return self.window_s * (1.0 - math.exp(-(now - self.t0) / self.window_s))
+
+    def observe(self, v, now: float) -> None:
+        self._decay(now)
+        for s in v.waiting:
+            if s.request.id not in self.known:
+                self.known[s.request.id] = 0
+                p = s.request.priority
+                self.work[p] = self.work.get(p, 0.0) + v.model.prefill_cost(s.to_compute, 0)
+        for s in v.running:
+            self.known[s.request.id] = blocks_for(v, s.computed)
+            if not in_prefill(s):
+                self.taken += blocks_for(v, s.computed + 1) - blocks_for(v, s.computed)
+
+    def finished(self, rid: int, now: float) -> None:
+        if rid in self.known:
+            self._decay(now)
+            self.freed += self.known.pop(rid)
+
+    def kv_release_rate(self, now: float) -> float:
+        self._decay(now)
+        seen = self._seen(now)
+        return max(0.0, self.freed - self.taken) / seen if seen > 1e-9 else 0.0
+
+    def busy_above(self, priority: int, now: float) -> float:
+        self._decay(now)
+        seen = self._seen(now)
+        if not seen > 1e-9:
+            return 0.0
+        work = 0.0
+        for level in sorted(self.work):
+            if level >= priority:
+                break
+            work += self.work[level]
+        return work / seen
+
+
 def running_load(v, now: float):
     """Per running request whether it is late; one decode step of the running decodes; the
-    feasible running prefill tokens; the tightest TPOT SLO of the on-time decodes."""
-    decode_s, ahead, tpot_min = 0.0, 0, math.inf
+    feasible running prefill tokens and the KV blocks they have yet to take; the tightest TPOT
+    SLO of the on-time decodes."""
+    decode_s, ahead, ahead_blocks, tpot_min = 0.0, 0, 0, math.inf
     run_late = [already_late(s, now) for s in v.running]
     for s, late in zip(v.running, run_late):
         if not in_prefill(s):
@@ -69,73 +133,135 @@ def running_load(v, now: float):
                 tpot_min = min(tpot_min, s.request.slo.tpot)
         elif not late:
             ahead += s.to_compute
-    return run_late, decode_s, ahead, tpot_min
+            ahead_blocks += blocks_for(v, s.computed + s.to_compute) - blocks_for(v, s.computed)
+    return run_late, decode_s, ahead, ahead_blocks, tpot_min
 
 
-def split_waiting(v, now: float, budget: int, margin: float, count_optimal: bool):
+def split_waiting(v, now, chunk, decode_s, ahead, ahead_blocks, kv_rate, stretch_of, margin, count_optimal):
     """The waiting requests in (priority, arrival) order split into (feasible, late), with
     Moore-Hodgson's demotion within a priority level when `count_optimal`."""
-    _, decode_s, ahead, _ = running_load(v, now)
+
+    def kv_wait_s(blocks):
+        return max(0, blocks - v.kv_blocks_free) / kv_rate if kv_rate > 0 else 0.0
+
     waiting = sorted(v.waiting, key=_key)
     waiting_late = [False] * len(waiting)
-    level = []  # this level's feasible waiting requests as a heap: longest, then newest, first
+    level = []  # this level's feasible waiting requests: (-cost, -index, tokens, blocks), costliest then newest first
     for i, s in enumerate(waiting):
         if i > 0 and s.request.priority != waiting[i - 1].request.priority:
             level = []
         late = already_late(s, now)
-        if not late and math.isfinite(s.request.slo.ttft):
+        resumed = s.generated > 0  # preempted after an on-time first token: recompute only
+        need = blocks_for(v, s.computed + s.to_compute)
+        own_s = predicted_prefill_s(v, s.to_compute, chunk, decode_s)
+        cost = max(own_s, need / kv_rate if kv_rate > 0 else 0.0)
+        if not late and not resumed and math.isfinite(s.request.slo.ttft):
+            stretch = stretch_of(s.request.priority)
 
-            def late_behind(work, s=s):
-                wait = predicted_prefill_s(v, work + s.to_compute, budget, decode_s)
+            def late_behind(work, blocks, s=s, need=need, own_s=own_s, stretch=stretch):
+                wait = stretch * max(
+                    predicted_prefill_s(v, work + s.to_compute, chunk, decode_s), kv_wait_s(blocks + need) + own_s
+                )
                 return now + (1.0 - margin) * wait >= _deadline(s.request)
 
-            late = late_behind(ahead)
+            late = late_behind(ahead, ahead_blocks)
             if late and count_optimal and level:
-                tokens, j = -level[0][0], -level[0][1]
-                if tokens > s.to_compute and not late_behind(ahead - tokens):
+                top_cost, j, tokens, blocks = -level[0][0], -level[0][1], level[0][2], level[0][3]
+                if top_cost > cost and not late_behind(ahead - tokens, ahead_blocks - blocks):
                     heapq.heappop(level)
                     waiting_late[j] = True
-                    ahead -= tokens
-                    late = False
+                    ahead, ahead_blocks, late = ahead - tokens, ahead_blocks - blocks, False
         waiting_late[i] = late
         if not late:
-            ahead += s.to_compute
-            heapq.heappush(level, (-s.to_compute, -i))
+            ahead, ahead_blocks = ahead + s.to_compute, ahead_blocks + need
+            if not resumed:
+                heapq.heappush(level, (-cost, -i, s.to_compute, need))
     return [s for s, late in zip(waiting, waiting_late) if not late], [
         s for s, late in zip(waiting, waiting_late) if late
     ]
 
 
-def slo_triage(
-    v, now: float, token_budget: int = 0, margin: float = 0.2, tpot_guard: bool = True, count_optimal: bool = True
-):
-    b = PlanBuilder(v, token_budget if token_budget > 0 else v.max_batch_tokens)
-    budget = b.budget
-    run = v.running
-    key = _key
-    run_late, decode_s, _, tpot_min = running_load(v, now)
-    feasible_waiting, late_waiting = split_waiting(v, now, budget, margin, count_optimal)
-    # vLLM priority keyed (late, priority, arrival): running pass, then waiting if nothing was preempted.
-    run_order = [i for i in range(len(run)) if not run_late[i]] + [i for i in range(len(run)) if run_late[i]]
-    victims = sorted(range(len(run)), key=lambda i: (run_late[i], key(run[i])))
-    prefill = 0
+class SloTriage:
+    """The scheduler with its one piece of state, the KV release rate (`on_finished` feeds it)."""
 
-    def on_turn(i, took):
-        nonlocal prefill
-        if in_prefill(run[i]):
-            prefill += took
+    def __init__(
+        self,
+        token_budget: int = 0,
+        margin: float = 0.2,
+        tpot_guard: bool = True,
+        count_optimal: bool = True,
+        kv_wait: bool = True,
+        priority_wait: bool = True,
+        rate_window_s: float = 10.0,
+        late_kv_room: float = 0.3,
+    ):
+        self.token_budget, self.margin, self.tpot_guard = token_budget, margin, tpot_guard
+        self.count_optimal = count_optimal
+        self.kv_wait, self.priority_wait, self.late_kv_room = kv_wait, priority_wait, late_kv_room
+        self.rates = InstanceRates(rate_window_s)
 
-    preempted = running_pass(b, run, run_order, victims, on_turn)
-    if not preempted:
+    def on_finished(self, rid: int, now: float) -> None:
+        self.rates.finished(rid, now)
+
+    def _stretch(self, priority: int, now: float) -> float:
+        if not self.priority_wait:
+            return 1.0
+        return 1.0 / max(MIN_SHARE_LEFT, 1.0 - self.rates.busy_above(priority, now))
+
+    def split(self, v, now: float, kv_rate: float):
+        """(feasible waiting, late waiting, per running request late, one decode step, prefill cap)."""
+        budget = min(self.token_budget if self.token_budget > 0 else v.max_batch_tokens, v.max_batch_tokens)
+        run_late, decode_s, ahead, ahead_blocks, tpot_min = running_load(v, now)
         cap = budget
-        if tpot_guard and math.isfinite(tpot_min):
-            cap = max_prefill_tokens(v, (1.0 - margin) * tpot_min - v.model.overhead() - decode_s, budget)
-        for s in feasible_waiting + late_waiting:
-            if b.budget <= 0 or b.seq_full() or prefill >= cap:
-                break
-            k = b.add(s, False, min(s.to_compute, cap - prefill), True)
-            if k == 0:
-                break
-            prefill += k
-    ensure_progress(b)
-    return b.items, b.preempted
+        if self.tpot_guard and math.isfinite(tpot_min):
+            cap = max_prefill_tokens(v, (1.0 - self.margin) * tpot_min - v.model.overhead() - decode_s, budget)
+        feasible, late = split_waiting(
+            v,
+            now,
+            max(1, cap),
+            decode_s,
+            ahead,
+            ahead_blocks,
+            kv_rate,
+            lambda priority: self._stretch(priority, now),
+            self.margin,
+            self.count_optimal,
+        )
+        return feasible, late, run_late, cap
+
+    def schedule(self, v, now: float):
+        b = PlanBuilder(v, self.token_budget if self.token_budget > 0 else v.max_batch_tokens)
+        run = v.running
+        self.rates.observe(v, now)
+        kv_rate = self.rates.kv_release_rate(now) if self.kv_wait else 0.0
+        feasible_waiting, late_waiting, run_late, cap = self.split(v, now, kv_rate)
+        # vLLM priority keyed (late, priority, arrival): running pass, then waiting if nothing was preempted.
+        run_order = [i for i in range(len(run)) if not run_late[i]] + [i for i in range(len(run)) if run_late[i]]
+        victims = sorted(range(len(run)), key=lambda i: (run_late[i], _key(run[i])))
+        prefill = 0
+
+        def on_turn(i, took):
+            nonlocal prefill
+            if in_prefill(run[i]):
+                prefill += took
+
+        preempted = running_pass(b, run, run_order, victims, on_turn)
+        if not preempted:
+            late_room = math.ceil(self.late_kv_room * v.kv_blocks_total)
+            for k, s in enumerate(feasible_waiting + late_waiting):
+                if b.budget <= 0 or b.seq_full() or prefill >= cap:
+                    break
+                left = b.blocks - blocks_for(v, s.computed + s.to_compute)
+                if run and left < (0 if k < len(feasible_waiting) else late_room):
+                    break
+                took = b.add(s, False, min(s.to_compute, cap - prefill), True)
+                if took == 0:
+                    break
+                prefill += took
+        ensure_progress(b)
+        return b.items, b.preempted
+
+
+def slo_triage(v, now: float, *args, **params):
+    """One decision of a fresh scheduler (no KV release rate measured yet)."""
+    return SloTriage(*args, **params).schedule(v, now)

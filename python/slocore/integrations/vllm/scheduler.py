@@ -143,6 +143,16 @@ class SlocoreScheduler(Scheduler):
         v.waiting = [self._state(r) for r in waiting]
         return v
 
+    def _free_request(self, request, *args, **kwargs):
+        """A request left the engine (finished or aborted): the batch scheduler's
+        ``on_finished``, as the simulator's engine calls it (slo_triage measures the KV its
+        finished requests free from it)."""
+        out = super()._free_request(request, *args, **kwargs)
+        rid, hook = self._ids.get(request.request_id), getattr(self.batch, "on_finished", None)
+        if rid is not None and hook is not None:
+            hook(rid, time.time())
+        return out
+
     # --- the step's time, for the online fit ----------------------------------------------
     def _begin_step(self, out) -> None:
         """The step's items as the latency model sees them (vLLM has already advanced

@@ -1,0 +1,60 @@
+#include "slocore/stack/instance_rates.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace slocore::stack {
+
+void InstanceRates::decay(Time now) {
+  if (t0_ < 0) {
+    t_ = t0_ = now;
+    return;
+  }
+  if (now > t_) {
+    const double f = std::exp(-(now - t_) / window_s_);
+    freed_ *= f;
+    taken_ *= f;
+    for (auto& [level, work] : work_) work *= f;
+    t_ = now;
+  }
+}
+
+double InstanceRates::seen_s(Time now) const { return window_s_ * (1.0 - std::exp(-(now - t0_) / window_s_)); }
+
+void InstanceRates::observe(const InstanceView& v, Time now) {
+  decay(now);
+  for (const RequestState& s : v.waiting)
+    if (known_.emplace(s.request.id, 0).second) work_[s.request.priority] += v.model.prefill_cost(s.to_compute(), 0);
+  for (const RequestState& s : v.running) {
+    known_[s.request.id] = v.blocks_for(s.computed);
+    if (!s.in_prefill()) taken_ += double(v.blocks_needed(s, 1, true));
+  }
+}
+
+void InstanceRates::finished(Id id, Time now) {
+  const auto it = known_.find(id);
+  if (it == known_.end()) return;
+  decay(now);
+  freed_ += double(it->second);
+  known_.erase(it);
+}
+
+double InstanceRates::kv_release_rate(Time now) {
+  decay(now);
+  const double seen = seen_s(now);
+  return seen > 1e-9 ? std::max(0.0, freed_ - taken_) / seen : 0.0;
+}
+
+double InstanceRates::busy_above(int priority, Time now) {
+  decay(now);
+  const double seen = seen_s(now);
+  if (!(seen > 1e-9)) return 0.0;
+  double work = 0.0;
+  for (const auto& [level, w] : work_) {
+    if (level >= priority) break;
+    work += w;
+  }
+  return work / seen;
+}
+
+}  // namespace slocore::stack
