@@ -111,6 +111,19 @@ def test_kv_release_rate_is_measured_from_finished_requests():
     assert math.isclose(kv.kv_release_rate(2.0), 49.92, rel_tol=1e-3)
 
 
+def test_instance_rates_forget_requests_whose_finish_is_never_reported():
+    """An integration that never calls on_finished must not grow the scheduler's memory: past
+    8 x the requests on the engine + 4,096, the ones the view no longer has are forgotten."""
+    rates = ref.InstanceRates(10.0)
+    for k in range(20):
+        waiting = [
+            s.RequestState(s.Request(1000 * k + i, 0.0, 16, output_len=5, ttft=1.0, tpot=0.1), 0, 0) for i in range(500)
+        ]
+        rates.observe(_view(waiting=waiting), float(k))
+        assert len(rates.known) <= 8 * 500 + ref.KEEP_AT_LEAST + 500
+    assert len(rates.known) < 20 * 500
+
+
 def _kv_bound_plan(kv_wait: bool):
     """At t=2 the rate above (49.9 blocks/s), 20 blocks free: a decode runs, and waiting are W
     (1,600 tokens = 100 blocks, arrived 1.9, TTFT 1 s) and the newer X (16 tokens). W waits

@@ -29,6 +29,15 @@ void InstanceRates::observe(const InstanceView& v, Time now) {
     known_[s.request.id] = v.blocks_for(s.computed);
     if (!s.in_prefill()) taken_ += double(v.blocks_needed(s, 1, true));
   }
+  // Bounded memory when finishes are not reported (an integration that skips on_finished):
+  // forget the requests this view no longer has.
+  const size_t on_engine = v.running.size() + v.waiting.size();
+  if (known_.size() > 8 * on_engine + kKeepAtLeast) {
+    std::unordered_map<Id, int64_t> kept;
+    for (const RequestState& s : v.running) kept.emplace(s.request.id, known_[s.request.id]);
+    for (const RequestState& s : v.waiting) kept.emplace(s.request.id, known_[s.request.id]);
+    known_ = std::move(kept);
+  }
 }
 
 void InstanceRates::finished(Id id, Time now) {

@@ -26,6 +26,7 @@ class InstanceRates {
   double kv_release_rate(Time now);
   // Share of the time taken by arriving prefill work of levels above `priority` (lower numbers).
   double busy_above(int priority, Time now);
+  static constexpr size_t kKeepAtLeast = 4096;  // requests remembered before unreported ones are forgotten
 
  private:
   void decay(Time now);

@@ -49,6 +49,7 @@ def max_prefill_tokens(v, limit_s: float, budget: int) -> int:
 
 
 MIN_SHARE_LEFT = 0.05  # the priority stretch is at most 20x
+KEEP_AT_LEAST = 4096  # requests InstanceRates remembers before it forgets unreported ones
 
 
 def _deadline(r) -> float:
@@ -96,6 +97,8 @@ class InstanceRates:
             self.known[s.request.id] = blocks_for(v, s.computed)
             if not in_prefill(s):
                 self.taken += blocks_for(v, s.computed + 1) - blocks_for(v, s.computed)
+        if len(self.known) > 8 * (len(v.running) + len(v.waiting)) + KEEP_AT_LEAST:  # unreported finishes
+            self.known = {s.request.id: self.known[s.request.id] for s in list(v.running) + list(v.waiting)}
 
     def finished(self, rid: int, now: float) -> None:
         if rid in self.known:
