@@ -97,17 +97,24 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   };
   std::vector<char> waiting_late(waiting.size());
   std::priority_queue<Feasible> level;
+  double stretch = 1.0;  // this level's priority stretch
   for (size_t i = 0; i < waiting.size(); ++i) {
     const RequestState& s = *waiting[i];
-    if (i > 0 && s.request.priority != waiting[i - 1]->request.priority) level = {};
-    bool is_late = already_late(s, now);
+    if (i == 0 || s.request.priority != waiting[i - 1]->request.priority) {
+      level = {};
+      stretch =
+          p_.priority_wait ? 1.0 / std::max(kMinShareLeft, 1.0 - rates_.busy_above(s.request.priority, now)) : 1.0;
+    }
+    if (already_late(s, now)) {
+      waiting_late[i] = 1;
+      continue;
+    }
     const bool resumed = s.generated > 0;  // preempted after an on-time first token: recompute only
     const int64_t need = v.blocks_needed(s, s.to_compute(), false);
     const double own_s = predicted_prefill_s(v, s.to_compute(), chunk, decode_s);
     const double cost = std::max(own_s, kv_rate > 0 ? double(need) / kv_rate : 0.0);
-    if (!is_late && !resumed && std::isfinite(s.request.slo.ttft)) {
-      const double stretch =
-          p_.priority_wait ? 1.0 / std::max(kMinShareLeft, 1.0 - rates_.busy_above(s.request.priority, now)) : 1.0;
+    bool is_late = false;
+    if (!resumed && std::isfinite(s.request.slo.ttft)) {
       auto late_behind = [&](Tokens work, int64_t blocks) {
         const double wait = stretch * std::max(predicted_prefill_s(v, work + s.to_compute(), chunk, decode_s),
                                                kv_wait_s(blocks + need) + own_s);

@@ -150,16 +150,19 @@ def split_waiting(v, now, chunk, decode_s, ahead, ahead_blocks, kv_rate, stretch
     waiting = sorted(v.waiting, key=_key)
     waiting_late = [False] * len(waiting)
     level = []  # this level's feasible waiting requests: (-cost, -index, tokens, blocks), costliest then newest first
+    stretch = 1.0  # this level's priority stretch
     for i, s in enumerate(waiting):
-        if i > 0 and s.request.priority != waiting[i - 1].request.priority:
-            level = []
-        late = already_late(s, now)
+        if i == 0 or s.request.priority != waiting[i - 1].request.priority:
+            level, stretch = [], stretch_of(s.request.priority)
+        if already_late(s, now):
+            waiting_late[i] = True
+            continue
         resumed = s.generated > 0  # preempted after an on-time first token: recompute only
         need = blocks_for(v, s.computed + s.to_compute)
         own_s = predicted_prefill_s(v, s.to_compute, chunk, decode_s)
         cost = max(own_s, need / kv_rate if kv_rate > 0 else 0.0)
-        if not late and not resumed and math.isfinite(s.request.slo.ttft):
-            stretch = stretch_of(s.request.priority)
+        late = False
+        if not resumed and math.isfinite(s.request.slo.ttft):
 
             def late_behind(work, blocks, s=s, need=need, own_s=own_s, stretch=stretch):
                 wait = stretch * max(
