@@ -26,7 +26,7 @@ import time
 
 import pytest
 
-from slocore.sim import simulate, workloads
+from slocore.sim import preset, simulate, workloads
 
 PROFILE = "h100-llama2-7b"
 STEADY_N, BURST_N = 1_000_000, 100_000
@@ -59,6 +59,7 @@ SCHEDULERS = [
     "mlfq",
     "slide_batching",
     "slice",
+    "slo_triage",
 ]
 PD_PAIRS = {  # prefill policy / decode policy
     "round_robin/round_robin": ("round_robin", "round_robin"),
@@ -103,6 +104,13 @@ def cases() -> dict[str, dict]:
             prefill_policy=p,
             decode_policy=d,
             batch_scheduler="sarathi_fcfs",
+        )
+    for mode in ("colocated", "pd"):  # the slocore stack as its preset runs it
+        kw = preset("slocore", mode=mode)
+        if mode == "pd":
+            kw.update(prefill_instances=BURST_INSTANCES // 2, decode_instances=BURST_INSTANCES // 2)
+        out["burst/slocore" if mode == "colocated" else "burst_pd/slocore"] = dict(
+            kind="burst", **({"instances": BURST_INSTANCES} if mode == "colocated" else {}), **kw
         )
     return out
 

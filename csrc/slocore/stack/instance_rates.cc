@@ -23,8 +23,18 @@ double InstanceRates::seen_s(Time now) const { return window_s_ * (1.0 - std::ex
 
 void InstanceRates::observe(const InstanceView& v, Time now) {
   decay(now);
-  for (const RequestState& s : v.waiting)
+  // New requests: the whole queue, or, in an engine's view (epoch set: arrivals are appended,
+  // preempted requests, seen running, go to the front), the tail back to the first request
+  // seen before. Added in queue order either way, so the sums are the same doubles.
+  size_t from = 0;
+  if (v.epoch != 0) {
+    from = v.waiting.size();
+    while (from > 0 && !known_.count(v.waiting[from - 1].request.id)) --from;
+  }
+  for (size_t i = from; i < v.waiting.size(); ++i) {
+    const RequestState& s = v.waiting[i];
     if (known_.emplace(s.request.id, 0).second) work_[s.request.priority] += v.model.prefill_cost(s.to_compute(), 0);
+  }
   for (const RequestState& s : v.running) {
     known_[s.request.id] = v.blocks_for(s.computed);
     if (!s.in_prefill()) taken_ += double(v.blocks_needed(s, 1, true));
