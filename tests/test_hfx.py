@@ -361,6 +361,23 @@ def test_slocore_pd_rebalances_a_prefill_bound_overload_on_its_own_budget():
     assert got.summary["attainment"] > base.summary["attainment"] + 0.03, (got.summary, base.summary)
 
 
+@pytest.mark.parametrize("decode_policy", [("sibyl", {"reqlevel": True}), "sibyl", "least_outstanding"])
+def test_kv_transfer_to_an_instance_that_switched_to_prefill_is_placed_again(decode_policy):
+    """SIBYL picks the decode instance when the prefill starts; the scaler may switch that
+    instance to the prefill pool before the KV arrives. The transfer must go back to the
+    decode policy, not into the prefill queue: a prefill instance hands the request off again
+    and an early-assigning policy, having placed it already, never saw it return (a 2k burst
+    on 1 prefill + 2 decode instances lost 69 requests, 50k on 8 + 8 lost 2,602)."""
+    from slocore.sim import preset, simulate, workloads
+
+    kw = dict(preset("slocore", mode="pd"), decode_policy=decode_policy, prefill_instances=1, decode_instances=2)
+    w = workloads.sharegpt_like(rate=2000.0, n=2000, seed=0)
+    res = simulate(w, profile="h100-llama2-7b", seed=0, **kw)
+    assert res.stats["role_switches"] >= 1
+    assert res.stats["stalled"] == 0 and res.summary["finished"] == 2000, (res.stats, res.summary["finished"])
+    assert all(len(r.token_times) == r.request.output_len for r in res.recorder.records())
+
+
 def test_scaler_bad_params():
     with pytest.raises(ValueError, match="in_rate"):
         _core.make_scaler("hfx", {"in_rate": 2.0})

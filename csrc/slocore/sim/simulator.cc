@@ -500,8 +500,10 @@ SimResult Simulation::run() {
         RequestState s = std::move(awaiting_decode_.at(ev.a));
         awaiting_decode_.erase(ev.a);
         auto it = engines_.find(ev.b);
-        if (it == engines_.end() || it->second->state == EngineState::Stopped ||
-            !it->second->view().accepting) {                 // target drained meanwhile: ask again
+        // The target drained meanwhile, or switched roles (a decode instance picked at prefill
+        // start that is a prefill instance now): ask the decode policy again.
+        if (it == engines_.end() || it->second->state == EngineState::Stopped || !it->second->view().accepting ||
+            it->second->view().role != Role::Decode) {
           cfg_.decode_policy->on_finished(ev.a, ev.b, now);  // event contract: a retry
           awaiting_decode_.emplace(ev.a, std::move(s));
           cfg_.decode_policy->submit(awaiting_decode_.at(ev.a).request, now, std::nan(""));
