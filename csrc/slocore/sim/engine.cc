@@ -258,11 +258,20 @@ double Engine::queued_prefill_cost() {
 
 double Engine::start(Time now) {
   if (busy_ || !has_work() || state == EngineState::Starting || state == EngineState::Stopped) return -1.0;
-  v_->epoch = next_view_epoch();  // refresh_hits and the plan change requests in place
-  if (prefixed_) refresh_hits();
-  queued_valid_ = false;  // the plan may preempt or admit
-  BatchPlan plan = sched_->schedule(*v_, now);
-  sanitize(plan);
+  // A plan's preemptions can free fewer blocks than its scheduler counted (with prefix caching,
+  // the blocks a preempted request shares with running ones stay in use), so that none of its
+  // items fits any more. The engine then asks again on the view after those preemptions, as
+  // vLLM's scheduler tries its allocation again after each preemption; every retry follows at
+  // least one preemption, so the loop ends (without it the engine idled with work until the
+  // next arrival, or for good).
+  BatchPlan plan;
+  do {
+    v_->epoch = next_view_epoch();  // refresh_hits and the plan change requests in place
+    if (prefixed_) refresh_hits();
+    queued_valid_ = false;  // the plan may preempt or admit
+    plan = sched_->schedule(*v_, now);
+    sanitize(plan);
+  } while (plan.items.empty() && !plan.preempt.empty());
   if (plan.items.empty()) return -1.0;
 
   // Move scheduled waiting requests to running (in waiting order) and allocate their KV;
