@@ -83,7 +83,9 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   };
   std::vector<const RequestState*> waiting;
   for (const RequestState& s : v.waiting) waiting.push_back(&s);
-  std::stable_sort(waiting.begin(), waiting.end(), [&](auto* a, auto* c) { return key(*a) < key(*c); });
+  // An engine's queue is mostly in arrival order already (appended): check before sorting.
+  auto before = [&](const RequestState* a, const RequestState* c) { return key(*a) < key(*c); };
+  if (!std::is_sorted(waiting.begin(), waiting.end(), before)) std::stable_sort(waiting.begin(), waiting.end(), before);
   // Feasibility pass in (priority, arrival) order, with Moore-Hodgson's rule within a priority
   // level (Moore 1968: in deadline order, when the current job would be late, drop the longest
   // job taken so far): `level` holds this level's feasible waiting requests, longest (then
