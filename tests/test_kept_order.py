@@ -1,4 +1,5 @@
-"""Engine schedulers that keep their order across calls (mlfq, edf, slide_batching): with an engine's view (an
+"""Engine schedulers that keep their order across calls (mlfq, edf, slide_batching), and slo_triage, whose measured
+rates follow the queue's new tail: with an engine's view (an
 epoch, changed as sim/engine.cc changes it between calls: the plan's waiting requests join
 `running`, preempted ones go back to the queue's front, finished and cancelled ones leave
 with on_finished, arrivals are appended) the plans equal the pure-Python reference's, which
@@ -13,13 +14,19 @@ import slocore as s
 from slocore import _core
 from slocore.reference import batch_baselines as ref
 from slocore.reference import proserve as proserve_ref
+from slocore.reference import slo_triage as triage_ref
 
 
-def _request(rid, arrival, prompt, output, ttft=1.0):
-    return s.Request(rid, arrival, prompt, output_len=output, ttft=ttft, tpot=0.1)
+def _request(rid, arrival, prompt, output, ttft=1.0, priority=0):
+    return s.Request(rid, arrival, prompt, output_len=output, ttft=ttft, tpot=0.1, priority=priority)
 
 
-def engine_loop(cpp, py, seed, steps=80, tie_arrivals=False, ttft=1.0):
+def _finished(py, rid, now):
+    at = getattr(py, "finished_at", None)
+    at(rid, now) if at else py.finished(rid)
+
+
+def engine_loop(cpp, py, seed, steps=80, tie_arrivals=False, ttft=1.0, priorities=1):
     """Drives cpp and py through one engine's calls; returns how many calls planned something."""
     rng = random.Random(seed)
     v = s.InstanceView(0)
@@ -33,14 +40,15 @@ def engine_loop(cpp, py, seed, steps=80, tie_arrivals=False, ttft=1.0):
     for step in range(steps):
         for _ in range(rng.choice([0, 0, 1, 3, 8])):  # arrivals, appended
             arrival = round(now, 1) if tie_arrivals else now + 0.01 * rng.random()
-            req[next_id] = _request(next_id, arrival, rng.randint(1, 300), rng.randint(1, 30), ttft)
+            prio = rng.randrange(priorities)
+            req[next_id] = _request(next_id, arrival, rng.randint(1, 300), rng.randint(1, 30), ttft, prio)
             done[next_id], gen[next_id] = 0, 0
             waiting.append(next_id)
             next_id += 1
         if waiting and rng.random() < 0.05:  # a cancel from anywhere in the queue
             rid = waiting.pop(rng.randrange(len(waiting)))
             cpp.on_finished(rid, now)
-            py.finished(rid)
+            _finished(py, rid, now)
         if not running and not waiting:
             now += 0.05
             continue
@@ -76,7 +84,7 @@ def engine_loop(cpp, py, seed, steps=80, tie_arrivals=False, ttft=1.0):
                 if gen[i] >= req[i].output_len:
                     running.remove(i)
                     cpp.on_finished(i, now)
-                    py.finished(i)
+                    _finished(py, i, now)
     return planned_calls
 
 
@@ -140,3 +148,31 @@ def test_slide_batching_kept_queue_matches_reference_over_an_engine_run(seed, ph
     params = {"phi": phi, "order": order, "latency_aware": latency_aware}
     cpp = _core.make_batch_scheduler("slide_batching", params)
     assert engine_loop(cpp, _Slide(params), seed, ttft=ttft) > 0
+
+
+class _Triage:
+    def __init__(self, params):
+        self.t = triage_ref.SloTriage(**params)
+
+    def schedule(self, v, now):
+        return self.t.schedule(v, now)
+
+    def finished_at(self, rid, now):
+        self.t.on_finished(rid, now)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 10**9),
+    st.sampled_from([0, 64, 512]),
+    st.booleans(),
+    st.sampled_from([1, 3]),
+    st.sampled_from([0.05, 1.0]),
+)
+def test_slo_triage_matches_reference_over_an_engine_run(seed, budget, ties, priorities, ttft):
+    """slo_triage's rates read only the queue's new tail in an engine's view (instance_rates.h)
+    and it skips the sort of a queue already in (priority, arrival) order; the reference
+    reads and sorts the whole queue every call."""
+    params = {"token_budget": budget, "rate_window_s": 2.0}
+    cpp = _core.make_batch_scheduler("slo_triage", params)
+    assert engine_loop(cpp, _Triage(params), seed, tie_arrivals=ties, ttft=ttft, priorities=priorities) > 0

@@ -226,6 +226,13 @@ def test_killed_worker_leaks_nothing_and_is_started_again():
             no_leaks(host)
             # the restarted worker serves: new connections reach both workers
             res = await asyncio.gather(*(post(s, url, {"prompt": "hi", "max_tokens": 2}) for _ in range(16)))
+            # A worker's on_finished reaches the policy host over its link, which may be after
+            # the client has its response: wait for it (it never came, the test fails here).
+            pol = host.disp.policy
+            await wait_until(
+                lambda: all(k.count("finished") >= k.count("assign") for k in by_request(pol.events()).values()),
+                what="on_finished for every placement",
+            )
             restarts = host.worker_restarts._value.get()
             return lost, by_request(host.disp.policy.events()), res, restarts
 
