@@ -105,13 +105,12 @@ def cases() -> dict[str, dict]:
             decode_policy=d,
             batch_scheduler="sarathi_fcfs",
         )
-    for mode in ("colocated", "pd"):  # the slocore stack as its preset runs it
-        kw = preset("slocore", mode=mode)
-        if mode == "pd":
-            kw.update(prefill_instances=BURST_INSTANCES // 2, decode_instances=BURST_INSTANCES // 2)
-        out["burst/slocore" if mode == "colocated" else "burst_pd/slocore"] = dict(
-            kind="burst", **({"instances": BURST_INSTANCES} if mode == "colocated" else {}), **kw
-        )
+    half = BURST_INSTANCES // 2
+    for name, mode, size in (  # the slocore stack as its preset runs it
+        ("burst/slocore", "colocated", dict(instances=BURST_INSTANCES)),
+        ("burst_pd/slocore", "pd", dict(prefill_instances=half, decode_instances=half)),
+    ):
+        out[name] = dict(kind="burst", **size, **preset("slocore", mode=mode))
     return out
 
 
