@@ -46,6 +46,38 @@ def crowded_views(draw):
     return v, now
 
 
+@st.composite
+def resumed_views(draw):
+    """A decode instance's queue in P/D: waiting requests past their first token (on time or
+    late), in the order their prefills ended, not by arrival; sometimes one new request among
+    them, which brings back the prediction pass."""
+    v, now = draw(timed_views())
+    waiting = []
+    arrivals = draw(st.lists(st.floats(0, 10), min_size=1, max_size=3))  # ties: queue order decides
+    for x in v.waiting:
+        a = x.request
+        r = s.Request(
+            a.id,
+            draw(st.sampled_from(arrivals)),
+            a.prompt_len,
+            output_len=40,
+            ttft=a.slo.ttft,
+            tpot=a.slo.tpot,
+            priority=a.priority,
+        )
+        gen = draw(st.integers(1, 30))
+        state = s.RequestState(r, 0 if draw(st.integers(0, 3)) == 0 else r.prompt_len + gen - 1, gen)  # 0: preempted
+        state.first_token = r.arrival + draw(st.floats(0.0, 3.0))
+        waiting.append(state)
+    if waiting and draw(st.booleans()):
+        i = draw(st.integers(0, len(waiting) - 1))
+        waiting[i] = s.RequestState(waiting[i].request, 0, 0)
+    v.waiting = draw(st.permutations(waiting))
+    room = draw(st.integers(0, 4000))  # a decode instance's KV mostly has room for a few more
+    v.kv_blocks_total, v.kv_blocks_free = v.kv_blocks_total + room, v.kv_blocks_free + room
+    return v, now
+
+
 def _check_against_reference(vn, budget, margin, guard, count_optimal):
     v, now = vn
     params = {"token_budget": budget, "margin": margin, "tpot_guard": guard, "count_optimal": count_optimal}
@@ -66,6 +98,11 @@ def test_slo_triage_matches_reference(vn, budget, margin, guard, count_optimal):
 
 @given(crowded_views(), BUDGETS, MARGINS, st.booleans(), st.booleans())
 def test_slo_triage_matches_reference_when_crowded(vn, budget, margin, guard, count_optimal):
+    _check_against_reference(vn, budget, margin, guard, count_optimal)
+
+
+@given(resumed_views(), BUDGETS, MARGINS, st.booleans(), st.booleans())
+def test_slo_triage_matches_reference_on_a_decode_queue(vn, budget, margin, guard, count_optimal):
     _check_against_reference(vn, budget, margin, guard, count_optimal)
 
 

@@ -46,46 +46,74 @@ bool already_late(const RequestState& s, Time now) {
   return now >= d;
 }
 
+std::pair<int, Time> key(const RequestState& s) { return {s.request.priority, s.request.arrival}; }
+
 }  // namespace
 
-BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
-  PlanBuilder b(v, p_.token_budget > 0 ? p_.token_budget : v.max_batch_tokens);
-  const Tokens budget = b.budget_left();  // PlanBuilder caps it at the engine's max_batch_tokens
-  const auto& run = v.running;
-  auto key = [](const RequestState& s) { return std::make_pair(s.request.priority, s.request.arrival); };
-  // One decode step of the running decodes, and the prefill work of the feasible running prefills.
-  double decode_s = 0.0, tpot_min = kNever;
-  Tokens ahead = 0;
-  int64_t ahead_blocks = 0;  // KV blocks the feasible running prefills have yet to take
-  rates_.observe(v, now);
-  const double kv_rate = p_.kv_wait ? rates_.kv_release_rate(now) : 0.0;
-  std::vector<char> run_late(run.size());
-  for (size_t i = 0; i < run.size(); ++i) {
-    const RequestState& s = run[i];
-    run_late[i] = already_late(s, now);
-    if (!s.in_prefill()) {
-      decode_s += v.model.decode_cost(s.context_len());
-      if (!run_late[i]) tpot_min = std::min(tpot_min, s.request.slo.tpot);
-    } else if (!run_late[i]) {
-      ahead += s.to_compute();
-      ahead_blocks += v.blocks_needed(s, s.to_compute(), true);
-    }
+// Hands out waiting requests by (priority, arrival), ties in list order. A list not in that
+// order is ordered lazily: a heap of the keys hands out the next one in O(log n), so admission,
+// which stops at the first request that does not fit, orders only the few it takes.
+class SloTriageScheduler::InKeyOrder {
+ public:
+  void push(const RequestState& s) { items_.push_back({key(s), items_.size(), &s}); }
+  void order_lazily() {
+    lazy_ = true;
+    std::make_heap(items_.begin(), items_.end(), After{});
   }
-  // TPOT guard: new prefill tokens fit the tightest TPOT SLO of the on-time decodes; the
-  // queue's prefill runs in chunks of at most that many tokens.
-  const Tokens prefill_cap =
-      p_.tpot_guard && std::isfinite(tpot_min)
-          ? max_prefill_tokens(v, (1.0 - p_.margin) * tpot_min - v.model.overhead() - decode_s, budget)
-          : budget;
-  const Tokens chunk = std::max<Tokens>(1, prefill_cap);
-  auto kv_wait_s = [&](int64_t blocks) {
-    return kv_rate > 0 ? double(std::max<int64_t>(0, blocks - v.kv_blocks_free)) / kv_rate : 0.0;
+  void clear() { items_.clear(); }
+  bool empty() const { return next_ == items_.size(); }
+  const RequestState* next() {
+    if (!lazy_) return items_[next_++].s;
+    const auto heap_end = items_.end() - std::ptrdiff_t(next_++);  // the heap; handed out ones behind it
+    std::pop_heap(items_.begin(), heap_end, After{});
+    return (heap_end - 1)->s;
+  }
+
+ private:
+  struct Item {
+    std::pair<int, Time> key;
+    size_t pos;  // in the list
+    const RequestState* s;
   };
+  struct After {  // the heap's "less": later in (key, list position), so the first is on top
+    bool operator()(const Item& a, const Item& c) const { return std::tie(a.key, a.pos) > std::tie(c.key, c.pos); }
+  };
+  std::vector<Item> items_;
+  bool lazy_ = false;
+  size_t next_ = 0;  // handed out so far
+};
+
+void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const QueueAhead& q, InKeyOrder& feasible,
+                                       InKeyOrder& late) {
+  // No waiting request has a first token to predict (all resumed, or late already; a decode
+  // instance's queue in P/D): each one's split is its own, and ordering the queue, which
+  // fills in the order prefills end, is left to admission, which takes a few from its head.
+  bool predicts = false;
+  for (const RequestState& s : v.waiting) {
+    const bool is_late = already_late(s, now);
+    if (s.generated == 0 && !is_late) {
+      predicts = true;
+      break;
+    }
+    (is_late ? late : feasible).push(s);
+  }
+  if (!predicts) {
+    feasible.order_lazily();
+    late.order_lazily();
+    return;
+  }
+  feasible.clear();
+  late.clear();
   std::vector<const RequestState*> waiting;
   for (const RequestState& s : v.waiting) waiting.push_back(&s);
   // An engine's queue is mostly in arrival order already (appended): check before sorting.
   auto before = [&](const RequestState* a, const RequestState* c) { return key(*a) < key(*c); };
   if (!std::is_sorted(waiting.begin(), waiting.end(), before)) std::stable_sort(waiting.begin(), waiting.end(), before);
+  auto kv_wait_s = [&](int64_t blocks) {
+    return q.kv_rate > 0 ? double(std::max<int64_t>(0, blocks - v.kv_blocks_free)) / q.kv_rate : 0.0;
+  };
+  Tokens ahead = q.tokens;
+  int64_t ahead_blocks = q.blocks;
   // Feasibility pass in (priority, arrival) order, with Moore-Hodgson's rule within a priority
   // level (Moore 1968: in deadline order, when the current job would be late, drop the longest
   // job taken so far): `level` holds this level's feasible waiting requests, longest (then
@@ -113,12 +141,12 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
     }
     const bool resumed = s.generated > 0;  // preempted after an on-time first token: recompute only
     const int64_t need = v.blocks_needed(s, s.to_compute(), false);
-    const double own_s = predicted_prefill_s(v, s.to_compute(), chunk, decode_s);
-    const double cost = std::max(own_s, kv_rate > 0 ? double(need) / kv_rate : 0.0);
+    const double own_s = predicted_prefill_s(v, s.to_compute(), q.chunk, q.decode_s);
+    const double cost = std::max(own_s, q.kv_rate > 0 ? double(need) / q.kv_rate : 0.0);
     bool is_late = false;
     if (!resumed && std::isfinite(s.request.slo.ttft)) {
       auto late_behind = [&](Tokens work, int64_t blocks) {
-        const double wait = stretch * std::max(predicted_prefill_s(v, work + s.to_compute(), chunk, decode_s),
+        const double wait = stretch * std::max(predicted_prefill_s(v, work + s.to_compute(), q.chunk, q.decode_s),
                                                kv_wait_s(blocks + need) + own_s);
         return now + (1.0 - p_.margin) * wait >= ttft_deadline(s.request);
       };
@@ -141,8 +169,37 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
       if (!resumed) level.push({cost, s.to_compute(), need, i});
     }
   }
-  std::vector<const RequestState*> feasible_waiting, late_waiting;
-  for (size_t i = 0; i < waiting.size(); ++i) (waiting_late[i] ? late_waiting : feasible_waiting).push_back(waiting[i]);
+  for (size_t i = 0; i < waiting.size(); ++i) (waiting_late[i] ? late : feasible).push(*waiting[i]);
+}
+
+BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
+  PlanBuilder b(v, p_.token_budget > 0 ? p_.token_budget : v.max_batch_tokens);
+  const Tokens budget = b.budget_left();  // PlanBuilder caps it at the engine's max_batch_tokens
+  const auto& run = v.running;
+  // One decode step of the running decodes, and the prefill work of the feasible running prefills.
+  QueueAhead q;
+  double tpot_min = kNever;
+  rates_.observe(v, now);
+  q.kv_rate = p_.kv_wait ? rates_.kv_release_rate(now) : 0.0;
+  std::vector<char> run_late(run.size());
+  for (size_t i = 0; i < run.size(); ++i) {
+    const RequestState& s = run[i];
+    run_late[i] = already_late(s, now);
+    if (!s.in_prefill()) {
+      q.decode_s += v.model.decode_cost(s.context_len());
+      if (!run_late[i]) tpot_min = std::min(tpot_min, s.request.slo.tpot);
+    } else if (!run_late[i]) {
+      q.tokens += s.to_compute();
+      q.blocks += v.blocks_needed(s, s.to_compute(), true);
+    }
+  }
+  // TPOT guard: new prefill tokens fit the tightest TPOT SLO of the on-time decodes; the
+  // queue's prefill runs in chunks of at most that many tokens.
+  const Tokens prefill_cap =
+      p_.tpot_guard && std::isfinite(tpot_min)
+          ? max_prefill_tokens(v, (1.0 - p_.margin) * tpot_min - v.model.overhead() - q.decode_s, budget)
+          : budget;
+  q.chunk = std::max<Tokens>(1, prefill_cap);
   // vLLM's priority scheduler (baselines/vllm_priority.cc) keyed (late, priority, arrival):
   // the running pass (feasible first, then late) with preemption from the back of `victims`
   // (late first, then the lowest priority, newest), then, only when nothing was preempted,
@@ -160,18 +217,19 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   const bool preempted = vllm_running_pass(b, run, run_order, std::move(victims), [&](size_t i, Tokens took) {
     if (run[i].in_prefill()) prefill += took;
   });
-  if (!preempted) {
+  auto room = [&] { return b.budget_left() > 0 && !b.seq_full() && prefill < prefill_cap; };
+  // The waiting queue is split only when some of it can be admitted: a full batch reads none.
+  if (!preempted && !v.waiting.empty() && room()) {
+    InKeyOrder feasible, late;
+    split_waiting(v, now, q, feasible, late);
     // Waiting requests whose whole remaining prompt fits the free KV; late ones only while
     // they leave late_kv_room of it free (always one when nothing runs: progress).
     const int64_t late_room = int64_t(std::ceil(p_.late_kv_room * double(v.kv_blocks_total)));
-    std::vector<const RequestState*> order = std::move(feasible_waiting);
-    const size_t n_feasible = order.size();
-    order.insert(order.end(), late_waiting.begin(), late_waiting.end());
-    for (size_t k = 0; k < order.size(); ++k) {
-      const RequestState* s = order[k];
-      if (b.budget_left() <= 0 || b.seq_full() || prefill >= prefill_cap) break;
+    while ((!feasible.empty() || !late.empty()) && room()) {
+      const bool is_late = feasible.empty();
+      const RequestState* s = is_late ? late.next() : feasible.next();
       const int64_t left = b.blocks_left() - v.blocks_needed(*s, s->to_compute(), false);
-      if (!run.empty() && left < (k < n_feasible ? 0 : late_room)) break;
+      if (!run.empty() && left < (is_late ? late_room : 0)) break;
       const Tokens took = b.add(*s, false, std::min(s->to_compute(), prefill_cap - prefill), true);
       if (took == 0) break;
       prefill += took;

@@ -47,6 +47,10 @@
 // preempts someone), and a late one only when it leaves `late_kv_room` of the KV free: a late
 // request holds its blocks through its whole decode, which the on-time arrivals of the next
 // seconds need.
+// Cost: the waiting queue is read only when the batch has room for some of it; a queue with no
+// first token to predict (a decode instance's in P/D: resumed or late requests only) is split
+// in one pass and ordered lazily, as admission takes from it (a heap of the keys), the same
+// plan as a full stable sort.
 #pragma once
 #include "slocore/batch/plan_builder.h"
 #include "slocore/stack/instance_rates.h"
@@ -98,6 +102,19 @@ class SloTriageScheduler : public BatchScheduler {
   void on_finished(Id request, Time now) override { rates_.finished(request, now); }
 
  private:
+  // What the waiting queue's first tokens wait behind: the running decodes' step and the
+  // feasible running prefills' work, in chunks the TPOT guard allows, at the KV release rate.
+  struct QueueAhead {
+    double decode_s = 0.0;  // one decode step of the running decodes
+    Tokens tokens = 0;      // prefill tokens the feasible running prefills have yet to compute
+    int64_t blocks = 0;     // ... and the KV blocks they have yet to take
+    Tokens chunk = 1;       // prefill tokens per iteration
+    double kv_rate = 0.0;   // blocks/s the instance frees (0: not measured or kv_wait off)
+  };
+  class InKeyOrder;
+  // The triage of the waiting queue into feasible and late requests, each handed out by
+  // (priority, arrival).
+  void split_waiting(const InstanceView& v, Time now, const QueueAhead& q, InKeyOrder& feasible, InKeyOrder& late);
   SloTriageParams p_;
   InstanceRates rates_;
 };
