@@ -3,11 +3,14 @@ and 1,024 waiting requests at t = 11 s (about half the running ones got their fi
 time; the waiting ones arrived over 10-20 s with a 1 s TTFT, so the queue splits into feasible
 and late, and the count-optimal split demotes: 97 feasible waiting requests against the greedy
 split's 72), C++ vs the pure-Python reference (python/slocore/reference/slo_triage.py), with
-vLLM's priority scheduler on the same view for scale."""
+vLLM's priority scheduler on the same view for scale. And a P/D decode instance's queue: 8,192
+waiting requests past their first token (a third of them late), in the order their prefills
+ended, which the triage splits in one pass and orders only as far as admission takes."""
 
 import numpy as np
 import pytest
 
+import slocore as s
 from bench_batch_baselines import make_view
 from slocore import _core
 from slocore.reference import slo_triage as ref
@@ -24,18 +27,34 @@ def triage_view():
     return v
 
 
-VIEW = triage_view()
+def decode_view(n_waiting=8192):
+    v = triage_view()
+    rng = np.random.default_rng(2)
+    waiting = []
+    for i in rng.permutation(n_waiting):
+        r = s.Request(
+            1_000_000 + int(i), float(i) * 0.001, int(rng.integers(16, 2048)), output_len=64, ttft=1.0, tpot=0.05
+        )
+        x = s.RequestState(r, r.prompt_len, 1)  # the KV came over; its first token was made by the prefill
+        x.first_token = r.arrival + float(rng.uniform(0.2, 1.5))
+        waiting.append(x)
+    v.waiting = waiting
+    return v
+
+
+VIEWS = {"triage view": triage_view(), "decode queue of 8k": decode_view()}
 IMPLS = {
     "slo_triage": lambda v, now: ref.slo_triage(v, now),
     "vllm_priority": lambda v, now: ref_vp.vllm_priority(v),
 }
 
 
+@pytest.mark.parametrize("view", list(VIEWS))
 @pytest.mark.parametrize("name", list(IMPLS))
 @pytest.mark.parametrize("impl", ["cpp", "python"])
-def test_schedule(benchmark, record_ratio, name, impl):
-    benchmark.group = f"{name} 256 running + 1k waiting, triage view"
+def test_schedule(benchmark, record_ratio, view, name, impl):
+    benchmark.group = f"{name} 256 running + {len(VIEWS[view].waiting):,} waiting, {view}"
     fn = _core.make_batch_scheduler(name).schedule if impl == "cpp" else IMPLS[name]
-    out = benchmark(fn, VIEW, 11.0)
+    out = benchmark(fn, VIEWS[view], 11.0)
     assert out is not None
     record_ratio(benchmark.group, impl)
