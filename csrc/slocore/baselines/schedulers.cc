@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 
+#include "slocore/batch/priority_order.h"
 #include "slocore/core/metrics.h"
 
 namespace slocore {
@@ -82,22 +83,11 @@ BatchPlan SarathiScheduler::schedule(const InstanceView& v, Time) {
     const Tokens bs = v.block_size;
     for (auto it = v.waiting.begin(); it != v.waiting.end() && !full() && !kv_full(); ++it)
       if (it->computed < b.blocks_left() * bs) b.add_next(*it, false, true);
-  } else if (!full() && !kv_full()) {  // (priority, arrival, queue position) order, popped lazily from a heap
-    std::vector<size_t> heap;
-    heap.reserve(v.waiting.size());
-    auto after = [&](size_t x, size_t y) {  // heap "less": x comes after y
-      const RequestState &a = v.waiting[x], &c = v.waiting[y];
-      if (later(a, c)) return false;
-      if (later(c, a)) return true;
-      return x > y;
-    };
-    for (size_t i = 0; i < v.waiting.size(); ++i) heap.push_back(i);
-    std::make_heap(heap.begin(), heap.end(), after);
-    while (!heap.empty() && !full() && !kv_full()) {
-      std::pop_heap(heap.begin(), heap.end(), after);
-      b.add_next(v.waiting[heap.back()], false, true);
-      heap.pop_back();
-    }
+  } else if (!full() && !kv_full()) {  // (priority, arrival, queue position) order, popped lazily
+    PriorityArrivalOrder order;
+    for (const RequestState& s : v.waiting) order.push(s);
+    order.order_lazily();
+    while (!order.empty() && !full() && !kv_full()) b.add_next(*order.next(), false, true);
   }
   ensure_progress(b);
   return b.take();

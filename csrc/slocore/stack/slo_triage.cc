@@ -50,41 +50,8 @@ std::pair<int, Time> key(const RequestState& s) { return {s.request.priority, s.
 
 }  // namespace
 
-// Hands out waiting requests by (priority, arrival), ties in list order. A list not in that
-// order is ordered lazily: a heap of the keys hands out the next one in O(log n), so admission,
-// which stops at the first request that does not fit, orders only the few it takes.
-class SloTriageScheduler::InKeyOrder {
- public:
-  void push(const RequestState& s) { items_.push_back({key(s), items_.size(), &s}); }
-  void order_lazily() {
-    lazy_ = true;
-    std::make_heap(items_.begin(), items_.end(), After{});
-  }
-  void clear() { items_.clear(); }
-  bool empty() const { return next_ == items_.size(); }
-  const RequestState* next() {
-    if (!lazy_) return items_[next_++].s;
-    const auto heap_end = items_.end() - std::ptrdiff_t(next_++);  // the heap; handed out ones behind it
-    std::pop_heap(items_.begin(), heap_end, After{});
-    return (heap_end - 1)->s;
-  }
-
- private:
-  struct Item {
-    std::pair<int, Time> key;
-    size_t pos;  // in the list
-    const RequestState* s;
-  };
-  struct After {  // the heap's "less": later in (key, list position), so the first is on top
-    bool operator()(const Item& a, const Item& c) const { return std::tie(a.key, a.pos) > std::tie(c.key, c.pos); }
-  };
-  std::vector<Item> items_;
-  bool lazy_ = false;
-  size_t next_ = 0;  // handed out so far
-};
-
-void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const QueueAhead& q, InKeyOrder& feasible,
-                                       InKeyOrder& late) {
+void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const QueueAhead& q,
+                                       PriorityArrivalOrder& feasible, PriorityArrivalOrder& late) {
   // No waiting request has a first token to predict (all resumed, or late already; a decode
   // instance's queue in P/D): each one's split is its own, and ordering the queue, which
   // fills in the order prefills end, is left to admission, which takes a few from its head.
@@ -220,7 +187,7 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   auto room = [&] { return b.budget_left() > 0 && !b.seq_full() && prefill < prefill_cap; };
   // The waiting queue is split only when some of it can be admitted: a full batch reads none.
   if (!preempted && !v.waiting.empty() && room()) {
-    InKeyOrder feasible, late;
+    PriorityArrivalOrder feasible, late;
     split_waiting(v, now, q, feasible, late);
     // Waiting requests whose whole remaining prompt fits the free KV; late ones only while
     // they leave late_kv_room of it free (always one when nothing runs: progress).

@@ -53,6 +53,7 @@
 // plan as a full stable sort.
 #pragma once
 #include "slocore/batch/plan_builder.h"
+#include "slocore/batch/priority_order.h"
 #include "slocore/stack/instance_rates.h"
 
 namespace slocore::stack {
@@ -111,10 +112,10 @@ class SloTriageScheduler : public BatchScheduler {
     Tokens chunk = 1;       // prefill tokens per iteration
     double kv_rate = 0.0;   // blocks/s the instance frees (0: not measured or kv_wait off)
   };
-  class InKeyOrder;
   // The triage of the waiting queue into feasible and late requests, each handed out by
   // (priority, arrival).
-  void split_waiting(const InstanceView& v, Time now, const QueueAhead& q, InKeyOrder& feasible, InKeyOrder& late);
+  void split_waiting(const InstanceView& v, Time now, const QueueAhead& q, PriorityArrivalOrder& feasible,
+                     PriorityArrivalOrder& late);
   SloTriageParams p_;
   InstanceRates rates_;
 };
