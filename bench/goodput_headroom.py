@@ -44,16 +44,17 @@ def main(argv=None) -> int:
     ap.add_argument("goodput_json", help="a `slocore bench goodput` report (goodput.json)")
     ap.add_argument("--processes", type=int, default=2)
     a = ap.parse_args(argv)
-    g = json.load(open(a.goodput_json))
-    seeds = g["config"]["seeds"]
-    missed = [
-        v for v in g["vs_strongest"] if v["preset"] == "slocore" and v["error"] == "exact" and v["ratio"] < TARGET
-    ]
+    try:
+        with open(a.goodput_json) as f:
+            g = json.load(f)
+        seeds, caps, rows, dur = g["config"]["seeds"], g["capacity"], g["vs_strongest"], g["config"]["duration_s"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        ap.error(f"{a.goodput_json}: not a readable `slocore bench goodput` report ({type(e).__name__}: {e})")
+    missed = [v for v in rows if v["preset"] == "slocore" and v["error"] == "exact" and v["ratio"] < TARGET]
     cells = [
         (v["workload"], TARGET * v["strongest_load"], st) for v in missed for st in ("slocore", v["strongest_baseline"])
     ]
-    dur = g["config"]["duration_s"]
-    jobs = [(w, g["capacity"][w], load, seed, st, dur) for w, load, st in cells for seed in seeds]
+    jobs = [(w, caps[w], load, seed, st, dur) for w, load, st in cells for seed in seeds]
     with ProcessPoolExecutor(a.processes) as ex:
         out = list(ex.map(run, jobs))
     print("| workload | load x cap | stack | attainment % | TTFT met % | TPOT met % | started in time % |")
