@@ -26,15 +26,26 @@ def _finished(py, rid, now):
     at(rid, now) if at else py.finished(rid)
 
 
-def engine_loop(cpp, py, seed, steps=80, tie_arrivals=False, ttft=1.0, priorities=1):
-    """Drives cpp and py through one engine's calls; returns how many calls planned something."""
+def engine_loop(cpp, py, seed, steps=80, tie_arrivals=False, ttft=1.0, priorities=1, handoff=False):
+    """Drives cpp and py through one engine's calls; returns how many calls planned something.
+    handoff: a P/D decode instance's, whose arrivals come with their prompt computed
+    elsewhere and their first token out (in time or not)."""
     rng = random.Random(seed)
-    v = s.InstanceView(0)
+    v = s.InstanceView(0, s.Role.DECODE if handoff else s.Role.COLOCATED)
     v.block_size, v.max_batch_tokens, v.max_num_seqs = 16, rng.choice([64, 256, 1024]), rng.choice([2, 4, 16])
     total = rng.choice([12, 40, 400])
+    if handoff:  # a handed-off request needs its whole context's blocks at once
+        total = max(total, 40)
     v.kv_blocks_total = total
     v.model = s.LatencyModel(s.LatencyCoeffs(t_c=0.01, c_p=1e-4, a_d=1e-6, b_d=1e-3))
-    req, done, gen = {}, {}, {}  # id -> Request, computed tokens, generated tokens
+    req, done, gen, first = {}, {}, {}, {}  # id -> Request, computed tokens, generated tokens, first token
+
+    def state(i):
+        st = s.RequestState(req[i], done[i], gen[i])
+        if i in first:
+            st.first_token = first[i]
+        return st
+
     running, waiting = [], []
     now, next_id, planned_calls = 0.0, 0, 0
     for step in range(steps):
@@ -43,6 +54,9 @@ def engine_loop(cpp, py, seed, steps=80, tie_arrivals=False, ttft=1.0, prioritie
             prio = rng.randrange(priorities)
             req[next_id] = _request(next_id, arrival, rng.randint(1, 300), rng.randint(1, 30), ttft, prio)
             done[next_id], gen[next_id] = 0, 0
+            if handoff:
+                done[next_id], gen[next_id] = req[next_id].prompt_len, 1
+                first[next_id] = arrival + 2 * ttft * rng.random()
             waiting.append(next_id)
             next_id += 1
         if waiting and rng.random() < 0.05:  # a cancel from anywhere in the queue
@@ -52,8 +66,8 @@ def engine_loop(cpp, py, seed, steps=80, tie_arrivals=False, ttft=1.0, prioritie
         if not running and not waiting:
             now += 0.05
             continue
-        v.running = [s.RequestState(req[i], done[i], gen[i]) for i in running]
-        v.waiting = [s.RequestState(req[i], done[i], gen[i]) for i in waiting]
+        v.running = [state(i) for i in running]
+        v.waiting = [state(i) for i in waiting]
         v.kv_blocks_free = total - sum(v.blocks_for(done[i]) for i in running)
         v.epoch = step + 1
         if step % 17 == 16:  # the belief corrected (ProServe 4.1): kept metrics must follow it
@@ -81,6 +95,7 @@ def engine_loop(cpp, py, seed, steps=80, tie_arrivals=False, ttft=1.0, prioritie
             done[i] += k[i]
             if done[i] == req[i].prompt_len + gen[i]:
                 gen[i] += 1
+                first.setdefault(i, now)
                 if gen[i] >= req[i].output_len:
                     running.remove(i)
                     cpp.on_finished(i, now)
@@ -176,3 +191,21 @@ def test_slo_triage_matches_reference_over_an_engine_run(seed, budget, ties, pri
     params = {"token_budget": budget, "rate_window_s": 2.0}
     cpp = _core.make_batch_scheduler("slo_triage", params)
     assert engine_loop(cpp, _Triage(params), seed, tie_arrivals=ties, ttft=ttft, priorities=priorities) > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 10**9),
+    st.sampled_from([0, 64]),
+    st.booleans(),
+    st.sampled_from([1, 3]),
+    st.sampled_from([0.05, 1.0]),
+)
+def test_slo_triage_kept_decode_queue_matches_reference(seed, budget, ties, priorities, ttft):
+    """A decode instance's queue of handed-off requests, some with late first tokens, with
+    preemptions and cancels: slo_triage keeps it split and ordered across calls
+    (batch/kept_queue.h); the reference splits and sorts it every call."""
+    params = {"token_budget": budget, "rate_window_s": 2.0}
+    cpp = _core.make_batch_scheduler("slo_triage", params)
+    calls = engine_loop(cpp, _Triage(params), seed, 120, ties, ttft, priorities, handoff=True)
+    assert calls > 0

@@ -140,13 +140,31 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
 }
 
 BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
+  rates_.observe(v, now);
+  // A waiting request is kept split when it has no first token to predict: its split is its
+  // own and fixed (the first token came, or the deadline passed).
+  auto settled = [&](const RequestState& s, KeptKey& k) {
+    k.late = already_late(s, now);
+    k.priority = s.request.priority;
+    k.arrival = s.request.arrival;
+    return s.generated > 0 || k.late;
+  };
+  if (v.role != Role::Decode) kept_.forget();
+  const bool kept = v.role == Role::Decode && kept_.follow(v, settled);
+  std::optional<BatchPlan> out;
+  if (kept) out = plan(v, now, true);
+  if (!out) out = plan(v, now, false);
+  kept_.planned(v);
+  return std::move(*out);
+}
+
+std::optional<BatchPlan> SloTriageScheduler::plan(const InstanceView& v, Time now, bool kept) {
   PlanBuilder b(v, p_.token_budget > 0 ? p_.token_budget : v.max_batch_tokens);
   const Tokens budget = b.budget_left();  // PlanBuilder caps it at the engine's max_batch_tokens
   const auto& run = v.running;
   // One decode step of the running decodes, and the prefill work of the feasible running prefills.
   QueueAhead q;
   double tpot_min = kNever;
-  rates_.observe(v, now);
   q.kv_rate = p_.kv_wait ? rates_.kv_release_rate(now) : 0.0;
   std::vector<char> run_late(run.size());
   for (size_t i = 0; i < run.size(); ++i) {
@@ -187,19 +205,29 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   auto room = [&] { return b.budget_left() > 0 && !b.seq_full() && prefill < prefill_cap; };
   // The waiting queue is split only when some of it can be admitted: a full batch reads none.
   if (!preempted && !v.waiting.empty() && room()) {
-    PriorityArrivalOrder feasible, late;
-    split_waiting(v, now, q, feasible, late);
     // Waiting requests whose whole remaining prompt fits the free KV; late ones only while
     // they leave late_kv_room of it free (always one when nothing runs: progress).
     const int64_t late_room = int64_t(std::ceil(p_.late_kv_room * double(v.kv_blocks_total)));
-    while ((!feasible.empty() || !late.empty()) && room()) {
-      const bool is_late = feasible.empty();
-      const RequestState* s = is_late ? late.next() : feasible.next();
-      const int64_t left = b.blocks_left() - v.blocks_needed(*s, s->to_compute(), false);
-      if (!run.empty() && left < (is_late ? late_room : 0)) break;
-      const Tokens took = b.add(*s, false, std::min(s->to_compute(), prefill_cap - prefill), true);
-      if (took == 0) break;
+    auto admit = [&](const RequestState& s, bool is_late) {  // false: admission stops
+      const int64_t left = b.blocks_left() - v.blocks_needed(s, s.to_compute(), false);
+      if (!run.empty() && left < (is_late ? late_room : 0)) return false;
+      const Tokens took = b.add(s, false, std::min(s.to_compute(), prefill_cap - prefill), true);
       prefill += took;
+      return took > 0;
+    };
+    if (kept) {
+      for (auto it = kept_.order().begin(); it != kept_.order().end() && room(); ++it) {
+        const RequestState* s = kept_.find(v, *it);
+        if (!s) return std::nullopt;
+        if (!admit(*s, it->late)) break;
+      }
+    } else {
+      PriorityArrivalOrder feasible, late;
+      split_waiting(v, now, q, feasible, late);
+      while ((!feasible.empty() || !late.empty()) && room()) {
+        const bool is_late = feasible.empty();
+        if (!admit(*(is_late ? late.next() : feasible.next()), is_late)) break;
+      }
     }
   }
   ensure_progress(b);

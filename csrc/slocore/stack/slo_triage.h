@@ -48,10 +48,16 @@
 // request holds its blocks through its whole decode, which the on-time arrivals of the next
 // seconds need.
 // Cost: the waiting queue is read only when the batch has room for some of it; a queue with no
-// first token to predict (a decode instance's in P/D: resumed or late requests only) is split
-// in one pass and ordered lazily, as admission takes from it (a heap of the keys), the same
-// plan as a full stable sort.
+// first token to predict (resumed or late requests only) is split in one pass and ordered
+// lazily, as admission takes from it (a heap of the keys), the same plan as a full stable sort.
+// A decode instance's queue in P/D (handed-off requests: their first tokens came) is kept split
+// and ordered across the engine's calls (batch/kept_queue.h): per call only the running
+// requests, the queue's new front and tail and the requests admission takes are read.
 #pragma once
+#include <optional>
+#include <tuple>
+
+#include "slocore/batch/kept_queue.h"
 #include "slocore/batch/plan_builder.h"
 #include "slocore/batch/priority_order.h"
 #include "slocore/stack/instance_rates.h"
@@ -100,7 +106,10 @@ class SloTriageScheduler : public BatchScheduler {
   std::string name() const override { return "slo_triage"; }
   ParamMap params() const override { return write_params(SloTriageParams{p_}); }
   BatchPlan schedule(const InstanceView& v, Time now) override;
-  void on_finished(Id request, Time now) override { rates_.finished(request, now); }
+  void on_finished(Id request, Time now) override {
+    rates_.finished(request, now);
+    kept_.finished(request);
+  }
 
  private:
   // What the waiting queue's first tokens wait behind: the running decodes' step and the
@@ -116,8 +125,23 @@ class SloTriageScheduler : public BatchScheduler {
   // (priority, arrival).
   void split_waiting(const InstanceView& v, Time now, const QueueAhead& q, PriorityArrivalOrder& feasible,
                      PriorityArrivalOrder& late);
+  // The plan, with the waiting requests taken from the kept queue when `kept`; nullopt when
+  // the kept queue disagrees with v.
+  std::optional<BatchPlan> plan(const InstanceView& v, Time now, bool kept);
+  // A kept waiting request's order: feasible before late, then (priority, arrival), then queue order.
+  struct KeptKey {
+    bool late = false;
+    int priority = 0;
+    Time arrival = 0.0;
+    int64_t seq = 0;
+    Id id = 0;
+    bool operator<(const KeptKey& o) const {
+      return std::tie(late, priority, arrival, seq) < std::tie(o.late, o.priority, o.arrival, o.seq);
+    }
+  };
   SloTriageParams p_;
   InstanceRates rates_;
+  KeptQueue<KeptKey> kept_;
 };
 
 // Predicted time of `tokens` prefill tokens on v in chunks of `budget`, each iteration also

@@ -1,0 +1,161 @@
+// An engine's waiting queue kept across the engine's calls in a scheduler's own order, with
+// each request's position in the queue (a Fenwick tree over queue order), so that a plan reads
+// the few waiting requests it takes, not the whole queue. The view changes between calls as
+// batch/kept_order.h says; per call the queue reads the running requests, the queue's new
+// front (preempted) and its new tail (arrivals).
+#pragma once
+#include <cstdint>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "slocore/batch/kept_order.h"
+
+namespace slocore {
+
+// Key: the scheduler's order of waiting requests; has `int64_t seq` (queue order: the front's
+// inserts count down, appends count up; set by the queue) and `Id id`, and an operator< that
+// ends in seq, so that ties keep queue order.
+template <class Key>
+class KeptQueue {
+ public:
+  // Follows v from the last call's view, or reads it whole when v is not such a change (a
+  // new view, a repeated epoch, a change follow_running refuses). `make(s, key)` fills the
+  // key of a waiting request and says whether it can be kept. False when v's queue is not
+  // kept (not an engine's view: epoch 0; a request `make` refuses; an id twice).
+  template <class Make>
+  bool follow(const InstanceView& v, Make&& make) {
+    ++calls_;
+    if (v.epoch == 0) {
+      synced_ = false;
+    } else if (!(synced_ && &v == last_view_ && v.epoch != last_epoch_ && sync(v, make))) {
+      rebuild(v, make);
+    }
+    last_view_ = &v;
+    last_epoch_ = v.epoch;
+    return synced_;
+  }
+  // Not followed this call (a view the caller does not keep): the next follow reads the queue whole.
+  void forget() {
+    synced_ = false;
+    if (kept_.empty()) return;
+    kept_.clear();
+    order_.clear();
+  }
+  // After the plan of a followed view: the running requests the next call's view changes from.
+  void planned(const InstanceView& v) {
+    last_running_.clear();
+    if (synced_)
+      for (const RequestState& s : v.running) last_running_.push_back(s.request.id);
+  }
+  // A request left the engine (finished, handed off, cancelled).
+  void finished(Id id) {
+    auto it = kept_.find(id);
+    if (it == kept_.end()) return;
+    if (synced_ && !it->second.running) remove_waiting(it->second);
+    kept_.erase(it);
+  }
+  // The waiting requests in the scheduler's order.
+  const std::set<Key>& order() const { return order_; }
+  // The waiting request of v with key k, by its position; nullptr when v disagrees (then the
+  // queue is read whole at the next call).
+  const RequestState* find(const InstanceView& v, const Key& k) {
+    const size_t i = rank(k.seq);
+    if (i < v.waiting.size() && v.waiting[i].request.id == k.id) return &v.waiting[i];
+    synced_ = false;
+    return nullptr;
+  }
+
+ private:
+  struct Kept {
+    Key key{};
+    bool running = false;
+    uint64_t seen = 0;  // the call that last found it running
+  };
+
+  template <class Make>
+  void rebuild(const InstanceView& v, Make& make) {
+    synced_ = false;
+    kept_.clear();
+    order_.clear();
+    const int64_t n = int64_t(v.waiting.size()), head = n + 1024;  // room for preemptions at the front
+    base_ = -head;
+    front_seq_ = 0;
+    back_seq_ = n;
+    tree_.assign(size_t(head + n + 1024), 0);
+    waiting_ = 0;
+    for (const RequestState& s : v.running)
+      if (!kept_.emplace(s.request.id, Kept{Key{}, true, calls_}).second) return;  // an id twice
+    for (int64_t i = 0; i < n; ++i)
+      if (!add_waiting(v.waiting[size_t(i)], i, make)) return;
+    synced_ = true;
+  }
+
+  template <class Make>
+  bool sync(const InstanceView& v, Make& make) {
+    auto admit = [&](Id, Kept& k) {
+      remove_waiting(k);
+      k.running = true;
+    };
+    if (!follow_running(v, kept_, last_running_, calls_, admit, preempted_)) return false;
+    if (front_seq_ - int64_t(preempted_.size()) < base_) return false;  // no room at the front: rebuild
+    for (size_t j = 0; j < preempted_.size(); ++j) {                    // the queue's new front, in running order
+      kept_.erase(preempted_[j]);
+      if (!add_waiting(v.waiting[j], front_seq_ - int64_t(preempted_.size() - j), make)) return false;
+    }
+    front_seq_ -= int64_t(preempted_.size());
+    if (v.waiting.size() < waiting_) return false;
+    for (size_t j = waiting_; j < v.waiting.size(); ++j)  // arrivals
+      if (!add_waiting(v.waiting[j], back_seq_++, make)) return false;
+    return true;
+  }
+
+  template <class Make>
+  bool add_waiting(const RequestState& s, int64_t seq, Make& make) {
+    Key key{};
+    if (!make(s, key)) return false;
+    key.seq = seq;
+    key.id = s.request.id;
+    if (!kept_.emplace(key.id, Kept{key, false, 0}).second) return false;
+    const size_t at = size_t(seq - base_);
+    if (at >= tree_.size()) grow(2 * at + 64);
+    order_.insert(key);
+    count(seq, 1);
+    ++waiting_;
+    return true;
+  }
+  void remove_waiting(const Kept& k) {
+    order_.erase(k.key);
+    count(k.key.seq, -1);
+    --waiting_;
+  }
+
+  // Fenwick tree over seq - base_: the waiting requests before seq are its index in the queue.
+  size_t rank(int64_t seq) const {
+    size_t r = 0;
+    for (size_t i = size_t(seq - base_); i > 0; i &= i - 1) r += size_t(tree_[i - 1]);
+    return r;
+  }
+  void count(int64_t seq, int d) {
+    for (size_t i = size_t(seq - base_) + 1; i <= tree_.size(); i += i & (~i + 1)) tree_[i - 1] += d;
+  }
+  void grow(size_t slots) {  // room at the back: the tree rebuilt over more slots
+    std::vector<int> present(slots, 0);
+    for (const Key& k : order_) present[size_t(k.seq - base_)] = 1;
+    tree_ = std::move(present);
+    for (size_t i = 1; i <= tree_.size(); ++i)
+      if (const size_t up = i + (i & (~i + 1)); up <= tree_.size()) tree_[up - 1] += tree_[i - 1];
+  }
+
+  std::unordered_map<Id, Kept> kept_;
+  std::set<Key> order_;
+  std::vector<int> tree_;
+  int64_t base_ = 0, front_seq_ = 0, back_seq_ = 0;
+  size_t waiting_ = 0;  // kept waiting requests: the view's queue up to its new tail
+  std::vector<Id> last_running_, preempted_;
+  bool synced_ = false;
+  const InstanceView* last_view_ = nullptr;
+  uint64_t last_epoch_ = 0, calls_ = 0;
+};
+
+}  // namespace slocore
