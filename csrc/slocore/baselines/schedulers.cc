@@ -99,88 +99,23 @@ double EdfScheduler::next_deadline(const RequestState& s) {
 
 // Every step by (deadline, running before waiting, queue position). With an engine's views
 // (an epoch; the event contract of batch_scheduler.h) the waiting requests' order is kept
-// across calls (sync, plan_kept): per call, the running requests, the queue's new front and
+// across calls (batch/kept_queue.h, plan_kept): per call, the running requests, the queue's new front and
 // tail and the order as far as the batch reaches, not the whole queue. Same plan; the heap
 // over every waiting request each call otherwise, the full sort when a deadline is NaN.
 BatchPlan EdfScheduler::schedule(const InstanceView& v, Time) {
-  ++calls_;
-  if (v.epoch == 0 || never_kept_) {
-    synced_ = false;
-  } else if (!(synced_ && &v == last_view_ && v.epoch != last_epoch_ && sync(v))) {
-    rebuild(v);
-  }
-  last_view_ = &v;
-  last_epoch_ = v.epoch;
+  auto make = [&](const RequestState& s, WaitKey& k) {
+    k.deadline = next_deadline(s);
+    never_kept_ |= std::isnan(k.deadline);
+    return !never_kept_;
+  };
+  if (never_kept_) kept_.forget();
   BatchPlan plan;
-  if (!synced_ || !plan_kept(v, plan)) plan = schedule_heap(v);
-  if (synced_) {
-    last_running_.clear();
-    for (const RequestState& s : v.running) last_running_.push_back(s.request.id);
-  }
+  if (never_kept_ || !kept_.follow(v, make) || !plan_kept(v, plan)) plan = schedule_heap(v);
+  kept_.planned(v);
   return plan;
 }
 
-void EdfScheduler::on_finished(Id request, Time) {
-  auto it = kept_.find(request);
-  if (it == kept_.end()) return;
-  if (!it->second.running) {
-    wait_order_.erase(WaitKey{it->second.deadline, it->second.seq, request});
-    --waiting_known_;
-  }
-  kept_.erase(it);
-}
-
-// The kept order from the whole view.
-void EdfScheduler::rebuild(const InstanceView& v) {
-  synced_ = false;
-  kept_.clear();
-  wait_order_.clear();
-  for (const RequestState& s : v.running)
-    if (!kept_.emplace(s.request.id, Kept{0.0, 0, true, calls_}).second) return;  // an id twice
-  for (size_t i = 0; i < v.waiting.size(); ++i) {
-    const RequestState& s = v.waiting[i];
-    const double d = next_deadline(s);
-    if (std::isnan(d)) {
-      never_kept_ = true;
-      return;
-    }
-    if (!kept_.emplace(s.request.id, Kept{d, int64_t(i), false, 0}).second) return;
-    wait_order_.insert(WaitKey{d, int64_t(i), s.request.id});
-  }
-  front_seq_ = 0;
-  back_seq_ = int64_t(v.waiting.size());
-  waiting_known_ = v.waiting.size();
-  synced_ = true;
-}
-
-// From the last call's view to this one (batch/kept_order.h); false when the view is not
-// such a change (checked where it is cheap: running, the queue's front and its new tail).
-bool EdfScheduler::sync(const InstanceView& v) {
-  auto admit = [&](Id id, Kept& k) {
-    wait_order_.erase(WaitKey{k.deadline, k.seq, id});
-    k.running = true;
-    --waiting_known_;
-  };
-  if (!follow_running(v, kept_, last_running_, calls_, admit, preempted_)) return false;
-  for (size_t j = 0; j < preempted_.size(); ++j) {  // the queue's new front, in running order
-    const double d = next_deadline(v.waiting[j]);
-    if (std::isnan(d)) return false;
-    Kept& k = kept_.at(preempted_[j]);
-    k = Kept{d, front_seq_ - int64_t(preempted_.size() - j), false, k.seen};
-    wait_order_.insert(WaitKey{d, k.seq, preempted_[j]});
-  }
-  front_seq_ -= int64_t(preempted_.size());
-  waiting_known_ += preempted_.size();
-  if (v.waiting.size() < waiting_known_) return false;
-  for (size_t j = waiting_known_; j < v.waiting.size(); ++j) {  // arrivals
-    const RequestState& s = v.waiting[j];
-    const double d = next_deadline(s);
-    if (std::isnan(d) || !kept_.emplace(s.request.id, Kept{d, back_seq_, false, 0}).second) return false;
-    wait_order_.insert(WaitKey{d, back_seq_++, s.request.id});
-  }
-  waiting_known_ = v.waiting.size();
-  return true;
-}
+void EdfScheduler::on_finished(Id request, Time) { kept_.finished(request); }
 
 // schedule_heap's loop over the kept order. While no KV block is left a waiting request gets
 // nothing (PlanBuilder::add) and changes nothing, so the walk goes on from the next running
@@ -195,28 +130,25 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
   std::vector<size_t> victims;  // running by deadline: the latest deadline is evicted first
   victims.reserve(run.size());
   for (const auto& x : run) victims.push_back(x.second);
-  waiting_.reset();
+  const std::set<WaitKey>& order = kept_.order();
   PlanBuilder b(v, p_.token_budget);
   size_t r = 0;
-  auto it = wait_order_.begin();
+  auto it = order.begin();
   while (!b.seq_full() && b.budget_left() > 0) {
-    const bool from_run = r < run.size() && (it == wait_order_.end() || run[r].first <= it->deadline);
+    const bool from_run = r < run.size() && (it == order.end() || run[r].first <= it->deadline);
     if (from_run) {
       const size_t i = run[r++].second;
       if (!b.planned(v.running[i].request.id)) run_with_preemption(b, {i}, victims);
       continue;
     }
-    if (it == wait_order_.end()) break;
+    if (it == order.end()) break;
     if (b.blocks_left() <= 0) {  // waiting no-ops up to the next running request
       if (r == run.size()) break;
-      it = wait_order_.lower_bound(WaitKey{run[r].first, std::numeric_limits<int64_t>::min(), 0});
+      it = order.lower_bound(WaitKey{run[r].first, std::numeric_limits<int64_t>::min(), 0});
       continue;
     }
-    const RequestState* s = waiting_.find(v, it->id);
-    if (!s) {
-      synced_ = false;
-      return false;
-    }
+    const RequestState* s = kept_.find(v, *it);
+    if (!s) return false;
     ++it;
     if (!b.planned(s->request.id)) b.add_next(*s, false, true);
   }

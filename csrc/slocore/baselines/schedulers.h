@@ -15,12 +15,9 @@
 //                   by its next token deadline arrival + TTFT + generated*TPOT (ProServe Eq. 3).
 #pragma once
 #include <set>
-#include <unordered_map>
 
-#include "slocore/batch/kept_order.h"
+#include "slocore/batch/kept_queue.h"
 #include "slocore/batch/plan_builder.h"
-#include "slocore/batch/waiting_index.h"
-#include "slocore/core/id_index.h"
 
 namespace slocore {
 
@@ -85,34 +82,19 @@ class EdfScheduler : public BatchScheduler {
   BatchPlan schedule_sorted(const InstanceView& v);  // one full sort (NaN deadlines)
   BatchPlan schedule_heap(const InstanceView& v);    // every waiting deadline, a heap of them
   // The kept order (schedule()): an engine's waiting requests by (deadline, position),
-  // followed across calls instead of recomputed.
-  struct Kept {
-    double deadline = 0.0;  // of its next token (fixed while it waits)
-    int64_t seq = 0;        // queue position order: the front's inserts count down, appends up
-    bool running = false;
-    uint64_t seen = 0;  // the call that last found it running
-  };
+  // followed across calls instead of recomputed (batch/kept_queue.h).
   struct WaitKey {
-    double deadline;
-    int64_t seq;
-    Id id;
+    double deadline = 0.0;  // of its next token (fixed while it waits)
+    int64_t seq = 0;
+    Id id = 0;
     bool operator<(const WaitKey& o) const { return deadline != o.deadline ? deadline < o.deadline : seq < o.seq; }
   };
-  bool sync(const InstanceView& v);
-  void rebuild(const InstanceView& v);
   bool plan_kept(const InstanceView& v, BatchPlan& plan);
 
   TokenBudgetParams p_;
   std::vector<std::pair<double, size_t>> run_, wait_;  // schedule() scratch: (deadline, index)
-  std::unordered_map<Id, Kept> kept_;
-  std::set<WaitKey> wait_order_;
-  std::vector<Id> last_running_, preempted_;
-  size_t waiting_known_ = 0;
-  int64_t front_seq_ = 0, back_seq_ = 0;
-  bool synced_ = false, never_kept_ = false;
-  const InstanceView* last_view_ = nullptr;
-  uint64_t last_epoch_ = 0, calls_ = 0;
-  LazyWaitingIndex waiting_;
+  KeptQueue<WaitKey> kept_;
+  bool never_kept_ = false;  // a NaN deadline was seen: no strict weak order to keep
 };
 
 }  // namespace slocore
