@@ -1,5 +1,5 @@
 // An engine's waiting queue kept across the engine's calls in a scheduler's own order, with
-// each request's position in the queue (a Fenwick tree over queue order), so that a plan reads
+// each request's position in the queue (batch/queue_positions.h), so that a plan reads
 // the few waiting requests it takes, not the whole queue. The view changes between calls as
 // batch/kept_order.h says; per call the queue reads the running requests, the queue's new
 // front (preempted) and its new tail (arrivals).
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "slocore/batch/kept_order.h"
+#include "slocore/batch/queue_positions.h"
 
 namespace slocore {
 
@@ -60,7 +61,7 @@ class KeptQueue {
   // The waiting request of v with key k, by its position; nullptr when v disagrees (then the
   // queue is read whole at the next call).
   const RequestState* find(const InstanceView& v, const Key& k) {
-    const size_t i = rank(k.seq);
+    const size_t i = positions_.rank(k.seq);
     if (i < v.waiting.size() && v.waiting[i].request.id == k.id) return &v.waiting[i];
     synced_ = false;
     return nullptr;
@@ -78,11 +79,10 @@ class KeptQueue {
     synced_ = false;
     kept_.clear();
     order_.clear();
-    const int64_t n = int64_t(v.waiting.size()), head = n + 1024;  // room for preemptions at the front
-    base_ = -head;
+    const int64_t n = int64_t(v.waiting.size());
+    positions_.reset(n);
     front_seq_ = 0;
     back_seq_ = n;
-    tree_.assign(size_t(head + n + 1024), 0);
     waiting_ = 0;
     for (const RequestState& s : v.running)
       if (!kept_.emplace(s.request.id, Kept{Key{}, true, calls_}).second) return;  // an id twice
@@ -98,8 +98,8 @@ class KeptQueue {
       k.running = true;
     };
     if (!follow_running(v, kept_, last_running_, calls_, admit, preempted_)) return false;
-    if (front_seq_ - int64_t(preempted_.size()) < base_) return false;  // no room at the front: rebuild
-    for (size_t j = 0; j < preempted_.size(); ++j) {                    // the queue's new front, in running order
+    if (!positions_.fits_front(front_seq_ - int64_t(preempted_.size()))) return false;  // rebuild
+    for (size_t j = 0; j < preempted_.size(); ++j) {  // the queue's new front, in running order
       kept_.erase(preempted_[j]);
       if (!add_waiting(v.waiting[j], front_seq_ - int64_t(preempted_.size() - j), make)) return false;
     }
@@ -117,40 +117,21 @@ class KeptQueue {
     key.seq = seq;
     key.id = s.request.id;
     if (!kept_.emplace(key.id, Kept{key, false, 0}).second) return false;
-    const size_t at = size_t(seq - base_);
-    if (at >= tree_.size()) grow(2 * at + 64);
     order_.insert(key);
-    count(seq, 1);
+    positions_.add(seq);
     ++waiting_;
     return true;
   }
   void remove_waiting(const Kept& k) {
     order_.erase(k.key);
-    count(k.key.seq, -1);
+    positions_.remove(k.key.seq);
     --waiting_;
-  }
-
-  // Fenwick tree over seq - base_: the waiting requests before seq are its index in the queue.
-  size_t rank(int64_t seq) const {
-    size_t r = 0;
-    for (size_t i = size_t(seq - base_); i > 0; i &= i - 1) r += size_t(tree_[i - 1]);
-    return r;
-  }
-  void count(int64_t seq, int d) {
-    for (size_t i = size_t(seq - base_) + 1; i <= tree_.size(); i += i & (~i + 1)) tree_[i - 1] += d;
-  }
-  void grow(size_t slots) {  // room at the back: the tree rebuilt over more slots
-    std::vector<int> present(slots, 0);
-    for (const Key& k : order_) present[size_t(k.seq - base_)] = 1;
-    tree_ = std::move(present);
-    for (size_t i = 1; i <= tree_.size(); ++i)
-      if (const size_t up = i + (i & (~i + 1)); up <= tree_.size()) tree_[up - 1] += tree_[i - 1];
   }
 
   std::unordered_map<Id, Kept> kept_;
   std::set<Key> order_;
-  std::vector<int> tree_;
-  int64_t base_ = 0, front_seq_ = 0, back_seq_ = 0;
+  QueuePositions positions_;
+  int64_t front_seq_ = 0, back_seq_ = 0;
   size_t waiting_ = 0;  // kept waiting requests: the view's queue up to its new tail
   std::vector<Id> last_running_, preempted_;
   bool synced_ = false;

@@ -194,38 +194,20 @@ bool SlideBatchingScheduler::wait_metrics(const InstanceView& v, const RequestSt
   return !std::isnan(k.deadline) && !std::isnan(k.density);
 }
 
-size_t SlideBatchingScheduler::rank(int64_t seq) const {
-  size_t r = 0;
-  for (size_t i = size_t(seq - base_); i > 0; i &= i - 1) r += size_t(tree_[i - 1]);
-  return r;
-}
-
-void SlideBatchingScheduler::count(int64_t seq, int d) {
-  for (size_t i = size_t(seq - base_) + 1; i <= tree_.size(); i += i & (~i + 1)) tree_[i - 1] += d;
-}
-
 void SlideBatchingScheduler::add_waiting(Id id, Kept& k) {
-  const size_t at = size_t(k.seq - base_);
-  if (at >= exec_at_.size()) {  // room at the back: twice the slots, the tree rebuilt
-    exec_at_.resize(2 * at + 64, 0.0);
-    tree_.assign(exec_at_.size(), 0);
-    for (size_t i = 1; i <= tree_.size(); ++i) {
-      tree_[i - 1] += exec_at_[i - 1] != 0.0;
-      if (const size_t up = i + (i & (~i + 1)); up <= tree_.size()) tree_[up - 1] += tree_[i - 1];
-    }
-  }
+  positions_.add(k.seq);
+  exec_at_.resize(positions_.slots(), 0.0);
   by_density_.insert(DensityKey{k.density, k.seq, id, k.deadline});
   by_deadline_.insert(DeadlineKey{k.deadline, k.seq, id, k.density});
-  exec_at_[at] = k.exec;  // > 0
-  count(k.seq, 1);
+  exec_at_[positions_.slot(k.seq)] = k.exec;  // > 0
   k.running = false;
 }
 
 void SlideBatchingScheduler::remove_waiting(Id id, const Kept& k) {
   by_density_.erase(DensityKey{k.density, k.seq, id, k.deadline});
   by_deadline_.erase(DeadlineKey{k.deadline, k.seq, id, k.density});
-  exec_at_[size_t(k.seq - base_)] = 0.0;
-  count(k.seq, -1);
+  exec_at_[positions_.slot(k.seq)] = 0.0;
+  positions_.remove(k.seq);
 }
 
 // The kept queue from the whole view.
@@ -234,12 +216,11 @@ void SlideBatchingScheduler::rebuild(const InstanceView& v) {
   kept_.clear();
   by_density_.clear();
   by_deadline_.clear();
-  const int64_t n = int64_t(v.waiting.size()), head = n + 1024;  // room for preemptions at the front
-  base_ = -head;
+  const int64_t n = int64_t(v.waiting.size());
+  positions_.reset(n);
   front_seq_ = 0;
   back_seq_ = n;
-  exec_at_.assign(size_t(head + n + 1024), 0.0);
-  tree_.assign(exec_at_.size(), 0);
+  exec_at_.assign(positions_.slots(), 0.0);
   for (const RequestState& s : v.running)
     if (!kept_.emplace(s.request.id, Kept{0.0, 0.0, 0.0, 0, true, calls_}).second) return;  // an id twice
   for (int64_t i = 0; i < n; ++i) {
@@ -269,8 +250,8 @@ bool SlideBatchingScheduler::sync(const InstanceView& v) {
     --waiting_known_;
   };
   if (!follow_running(v, kept_, last_running_, calls_, admit, preempted_)) return false;
-  if (front_seq_ - int64_t(preempted_.size()) < base_) return false;  // no room at the front: rebuild
-  for (size_t j = 0; j < preempted_.size(); ++j) {                    // the queue's new front, in running order
+  if (!positions_.fits_front(front_seq_ - int64_t(preempted_.size()))) return false;  // rebuild
+  for (size_t j = 0; j < preempted_.size(); ++j) {  // the queue's new front, in running order
     Kept& k = kept_.at(preempted_[j]);
     if (!wait_metrics(v, v.waiting[j], k)) return false;
     k.seq = front_seq_ - int64_t(preempted_.size() - j);
@@ -313,7 +294,7 @@ bool SlideBatchingScheduler::plan_kept(const InstanceView& v, Time now, BatchPla
   }
   if (waiting_known_ > 0) {
     // Line 6's sum goes on in queue order; a slot without a request adds +0.0 (exact).
-    for (int64_t i = front_seq_ - base_; i < back_seq_ - base_; ++i) sum_exec += exec_at_[size_t(i)];
+    for (size_t i = positions_.slot(front_seq_); i < positions_.slot(back_seq_); ++i) sum_exec += exec_at_[i];
     // The least positive remaining time: remain = deadline - now is monotone in the deadline.
     auto up = by_deadline_.upper_bound(DeadlineKey{now, std::numeric_limits<int64_t>::max(), 0, 0.0});
     if (up != by_deadline_.end()) t_min = std::min(t_min, up->deadline - now);
@@ -419,14 +400,14 @@ bool SlideBatchingScheduler::plan_kept(const InstanceView& v, Time now, BatchPla
       if (!w.urgent && std::next(nit) != by_deadline_.end() && std::next(nit)->deadline - now == w.remain &&
           std::next(nit)->deadline != nit->deadline)
         return false;
-      const size_t i = rank(wseq);
+      const size_t i = positions_.rank(wseq);
       if (i >= v.waiting.size() || v.waiting[i].request.id != wid) {
         synced_ = false;
         return false;
       }
       c = w;
       c.s = &v.waiting[i], c.running = false, c.index = i;
-      c.exec = exec_at_[size_t(wseq - base_)];
+      c.exec = exec_at_[positions_.slot(wseq)];
       if (w.urgent) {
         ++wit;
         skip_normal();

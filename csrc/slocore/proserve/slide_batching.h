@@ -14,6 +14,7 @@
 
 #include "slocore/batch/kept_order.h"
 #include "slocore/batch/plan_builder.h"
+#include "slocore/batch/queue_positions.h"
 #include "slocore/proserve/tdg.h"
 
 namespace slocore::proserve {
@@ -100,8 +101,6 @@ class SlideBatchingScheduler : public BatchScheduler {
   bool wait_metrics(const InstanceView& v, const RequestState& s, Kept& k) const;
   void add_waiting(Id id, Kept& k);
   void remove_waiting(Id id, const Kept& k);
-  size_t rank(int64_t seq) const;  // waiting requests before seq: its index in the queue
-  void count(int64_t seq, int d);
   bool plan_kept(const InstanceView& v, Time now, BatchPlan& plan);
 
   SlideParams p_;
@@ -110,9 +109,9 @@ class SlideBatchingScheduler : public BatchScheduler {
   std::unordered_map<Id, Kept> kept_;
   std::set<DensityKey> by_density_;
   std::set<DeadlineKey> by_deadline_;
-  std::vector<double> exec_at_;  // by seq - base_: a waiting request's exec, 0.0 where none
-  std::vector<int> tree_;        // Fenwick tree of the waiting requests by seq - base_
-  int64_t base_ = 0, front_seq_ = 0, back_seq_ = 0;
+  QueuePositions positions_;
+  std::vector<double> exec_at_;  // by positions_.slot(seq): a waiting request's exec, 0.0 where none
+  int64_t front_seq_ = 0, back_seq_ = 0;
   size_t waiting_known_ = 0;
   LatencyCoeffs model_coeffs_{};
   double model_correction_ = 0.0;
