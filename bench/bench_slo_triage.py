@@ -5,7 +5,11 @@ and late, and the count-optimal split demotes: 97 feasible waiting requests agai
 split's 72), C++ vs the pure-Python reference (python/slocore/reference/slo_triage.py), with
 vLLM's priority scheduler on the same view for scale. And a P/D decode instance's queue: 8,192
 waiting requests past their first token (a third of them late), in the order their prefills
-ended, which the triage splits in one pass and orders only as far as admission takes."""
+ended, which the triage splits in one pass and orders only as far as admission takes; and the
+same queue as a decode instance's engine presents it call after call (an epoch), which the
+C++ triage keeps split and ordered across calls (batch/kept_queue.h)."""
+
+import itertools
 
 import numpy as np
 import pytest
@@ -57,4 +61,31 @@ def test_schedule(benchmark, record_ratio, view, name, impl):
     fn = _core.make_batch_scheduler(name).schedule if impl == "cpp" else IMPLS[name]
     out = benchmark(fn, VIEWS[view], 11.0)
     assert out is not None
+    record_ratio(benchmark.group, impl)
+
+
+@pytest.mark.parametrize("impl", ["cpp", "python"])
+def test_decode_queue_followed_across_calls(benchmark, record_ratio, impl):
+    """Nothing changes between the calls (the engine's epoch moves on): per call the C++ triage
+    reads the running requests and walks its kept order as far as admission takes; the
+    reference splits and orders the whole queue. Same plan either way (checked)."""
+    v = decode_view()
+    v.role = s.Role.DECODE
+    benchmark.group = "slo_triage 256 running + 8,192 waiting, decode queue followed across calls"
+    want = ref.slo_triage(v, 11.0)
+    if impl == "cpp":
+        sched, epochs = _core.make_batch_scheduler("slo_triage"), itertools.count(1)
+
+        def fn():
+            v.epoch = next(epochs)
+            return sched.schedule(v, 11.0)
+
+        plan = fn()
+        assert ([(i.request, i.tokens) for i in plan.items], list(plan.preempt)) == want
+    else:
+
+        def fn():
+            return ref.slo_triage(v, 11.0)
+
+    benchmark(fn)
     record_ratio(benchmark.group, impl)
