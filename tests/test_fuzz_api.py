@@ -552,6 +552,26 @@ def test_every_policy_refuses_duplicate_unknown_ids_and_bad_times(name):
         p.poll(1.0, [s.InstanceView(0), s.InstanceView(0)])
 
 
+@pytest.mark.parametrize("name", s.batch_scheduler_names())
+def test_every_batch_scheduler_refuses_a_bad_view_by_field(name):
+    """The boundary check of a view (every call from Python): a request id twice across
+    running and waiting, a token count past 2^40 (before any sum overflows), computed past
+    the request's tokens; each names the field."""
+    r, q = s.Request(1, 0.0, 10, ttft=1.0, tpot=0.1), s.Request(2, 0.0, 10, ttft=1.0, tpot=0.1)
+    cases = [
+        ([s.RequestState(r, 10, 1)], [s.RequestState(r)], "request.id: duplicate id 1"),
+        ([], [s.RequestState(r), s.RequestState(q, 0, 2**62)], "generated: must be in"),
+        ([], [s.RequestState(q, 0, -1)], "generated: must be in"),
+        ([s.RequestState(q, 12, 1)], [], "computed: must be in"),
+    ]
+    for running, waiting, match in cases:
+        v = s.InstanceView(0)
+        v.kv_blocks_total = v.kv_blocks_free = 100
+        v.running, v.waiting = running, waiting
+        with pytest.raises(ValueError, match=match):
+            s.make_batch_scheduler(name).schedule(v, 1.0)
+
+
 def test_issue_reproducers_raise_clean_errors():
     with pytest.raises(IndexError, match="row"):
         s.DecodeMask([]).row_task(0)

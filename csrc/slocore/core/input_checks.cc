@@ -4,36 +4,36 @@
 #include <unordered_set>
 
 #include "slocore/core/errors.h"
+#include "slocore/core/id_index.h"
 
 namespace slocore {
 
-void check_time(double t, const std::string& field) { require_nonneg(t, field); }
+void check_time(double t, std::string_view field) { require_nonneg(t, field); }
 
-void check_optional_time(double t, const std::string& field) {
+void check_optional_time(double t, std::string_view field) {
   if (!std::isnan(t)) require_nonneg(t, field);
 }
 
-void check_duration(double s, const std::string& field) { require_nonneg(s, field); }
+void check_duration(double s, std::string_view field) { require_nonneg(s, field); }
 
-void check_tokens(int64_t v, const std::string& field, int64_t min) {
-  require(v >= min && v <= kMaxTokens, field,
-          "must be in [" + std::to_string(min) + ", 2^40], got " + std::to_string(v));
+void check_tokens(int64_t v, std::string_view field, int64_t min) {
+  if (!(v >= min && v <= kMaxTokens))
+    fail(field, "must be in [" + std::to_string(min) + ", 2^40], got " + std::to_string(v));
 }
 
-void check_id(int64_t id, const std::string& field) {
-  require(id >= 0, field, "must be >= 0, got " + std::to_string(id));
+void check_id(int64_t id, std::string_view field) {
+  if (id < 0) fail(field, "must be >= 0, got " + std::to_string(id));
 }
 
 void check_view(const InstanceView& v) {
   try {
-    std::unordered_set<Id> seen;
-    v.for_each_request([&](const RequestState& s, bool) {  // token counts first: validate() adds them
-      validate(s.request);
-      check_tokens(s.generated, "generated");
-      require(seen.insert(s.request.id).second, "request.id",
-              "duplicate id " + std::to_string(s.request.id) + " in running + waiting");
+    v.validate();  // every request's fields and token counts
+    IdIndex seen;
+    seen.clear(v.num_requests());
+    v.for_each_request([&](const RequestState& s, bool) {
+      if (!seen.insert(s.request.id, 0))
+        fail("request.id", "duplicate id " + std::to_string(s.request.id) + " in running + waiting");
     });
-    v.validate();
   } catch (const InvalidArgument& e) {
     throw InvalidArgument("view of instance " + std::to_string(v.id) + ": " + e.what());
   }

@@ -1,9 +1,10 @@
 // Checks of untrusted input at the library boundary (bindings, embedders): times, token
 // counts, views, and size limits that refuse an allocation before it is attempted. Each
-// throws InvalidArgument naming the field (errors.h); none is on a hot path of the simulator.
+// throws InvalidArgument naming the field (errors.h) and formats nothing unless it fails: a
+// router or engine plugin checks every view it passes in, at every call.
 #pragma once
 #include <cstdint>
-#include <string>
+#include <string_view>
 #include <vector>
 
 #include "slocore/core/instance_view.h"
@@ -21,15 +22,15 @@ inline constexpr double kMaxTimelinePoints = 1 << 22;    // simulator timeline s
 inline constexpr double kMinIntervalS = 1e-3;            // shortest simulator period (timeline, scaler)
 
 // A time (`now`, an arrival): finite and >= 0.
-void check_time(double t, const std::string& field);
+void check_time(double t, std::string_view field);
 // Optional time: NaN (absent) or finite and >= 0.
-void check_optional_time(double t, const std::string& field);
+void check_optional_time(double t, std::string_view field);
 // A duration or cost: finite and >= 0.
-void check_duration(double s, const std::string& field);
+void check_duration(double s, std::string_view field);
 // A token count in [min, 2^40].
-void check_tokens(int64_t v, const std::string& field, int64_t min = 0);
+void check_tokens(int64_t v, std::string_view field, int64_t min = 0);
 // An instance or request id: >= 0.
-void check_id(int64_t id, const std::string& field);
+void check_id(int64_t id, std::string_view field);
 
 // One view: InstanceView::validate(), token counts in range, request ids unique.
 void check_view(const InstanceView& v);

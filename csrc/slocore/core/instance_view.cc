@@ -17,9 +17,10 @@ void InstanceView::validate() const {
   require_nonneg(busy_until, "busy_until");
   for_each_request([](const RequestState& s, bool) {
     slocore::validate(s.request);
-    require(s.generated >= 0, "generated", "must be >= 0");
-    require(s.computed >= 0 && s.computed <= s.num_tokens(), "computed",
-            "must be in [0, prompt_len + generated] (request " + std::to_string(s.request.id) + ")");
+    if (!(s.generated >= 0 && s.generated <= kMaxTokens))  // before num_tokens() adds it
+      fail("generated", "must be in [0, 2^40], got " + std::to_string(s.generated));
+    if (!(s.computed >= 0 && s.computed <= s.num_tokens()))
+      fail("computed", "must be in [0, prompt_len + generated] (request " + std::to_string(s.request.id) + ")");
   });
 }
 

@@ -35,9 +35,9 @@ void validate(const Request& r) {
     require(seg.len >= 1, "prefix", "segment lengths must be >= 1");
     covered += seg.len;
   }
-  require(
-      covered <= r.prompt_len, "prefix",
-      "segments cover " + std::to_string(covered) + " tokens, more than prompt_len " + std::to_string(r.prompt_len));
+  if (covered > r.prompt_len)
+    fail("prefix",
+         "segments cover " + std::to_string(covered) + " tokens, more than prompt_len " + std::to_string(r.prompt_len));
 }
 
 }  // namespace slocore
