@@ -127,10 +127,11 @@ def test_goroute(benchmark, record_ratio, impl):
     pol, views = ROUTE[impl]
 
     # Each round routes one request and retracts it, so every round sees the same queues.
-    def cpp():
+    def cpp():  # the request finishes too: the policy's id ledger takes its id again
         pol.submit(NEW, 0.0)
         a = pol.poll(0.0, views)
         pol.on_prefill_done(NEW.id, a[0].instance, 0.0)
+        pol.on_finished(NEW.id, a[0].instance, 0.0)
         return a[0].instance
 
     def py():
