@@ -38,6 +38,12 @@ from pathlib import Path
 
 import pytest
 
+import slocore
+
+# Where this process imported slocore from (the checkout's python/ with a dev build, or the
+# installed package): the subprocesses import the same one.
+SLOCORE_PATH = str(Path(slocore.__file__).resolve().parents[1])
+
 aiohttp = pytest.importorskip("aiohttp")
 
 N_SEQ = int(os.environ.get("SLOCORE_BENCH_SEQ_N", "300"))
@@ -95,9 +101,7 @@ def targets(tmp_path_factory):
     procs = []
     env = dict(
         os.environ,
-        PYTHONPATH=os.pathsep.join(
-            filter(None, [str(Path(__file__).parents[1] / "python"), os.environ.get("PYTHONPATH")])
-        ),
+        PYTHONPATH=os.pathsep.join(filter(None, [SLOCORE_PATH, os.environ.get("PYTHONPATH")])),
     )
     py = [sys.executable, "-m", "slocore.cli"]
     try:
@@ -377,7 +381,7 @@ def test_ipc_round_trip(tmp_path):
     from slocore.serve.ipc import Link
 
     path = str(tmp_path / "echo.sock")
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1] / "python"))
+    env = dict(os.environ, PYTHONPATH=SLOCORE_PATH)
     p = subprocess.Popen([sys.executable, "-c", ECHO, path], stdout=subprocess.PIPE, env=env)
     try:
         assert p.stdout.readline().strip() == b"ready"
