@@ -111,14 +111,12 @@ void MlfqScheduler::on_finished(Id request, Time) {
 // not one the order follows, an arrival is NaN, or two requests the plan reads share
 // (level, arrival) (their order is then their positions).
 BatchPlan MlfqScheduler::schedule(const InstanceView& v, Time now) {
-  ++calls_;
+  const bool follows = calls_.next(v);
   if (v.epoch == 0 || never_kept_) {
     synced_ = false;
-  } else if (!(synced_ && &v == last_view_ && v.epoch != last_epoch_ && sync(v, now))) {
+  } else if (!(synced_ && follows && sync(v, now))) {
     rebuild(v, now);
   }
-  last_view_ = &v;
-  last_epoch_ = v.epoch;
   BatchPlan plan;
   if (!synced_ || !plan_kept(v, plan)) plan = plan_full(v, now);
   account(v, plan, now);
@@ -236,7 +234,7 @@ void MlfqScheduler::rebuild(const InstanceView& v, Time now) {
     State& st = state_of(s, v, now);
     if (st.present) return;  // an id twice: the full pass
     st.arrival = s.request.arrival;
-    st.seen = calls_;
+    st.seen = calls_.count();
     track(s.request.id, st, running);
     if (running) run_state_.push_back(&st);
   }
@@ -253,9 +251,9 @@ bool MlfqScheduler::sync(const InstanceView& v, Time now) {
   run_state_.clear();
   for (const RequestState& s : v.running) {
     auto f = state_.find(s.request.id);
-    if (f == state_.end() || !f->second.present || f->second.seen == calls_) return false;
+    if (f == state_.end() || !f->second.present || f->second.seen == calls_.count()) return false;
     State& st = f->second;
-    st.seen = calls_;
+    st.seen = calls_.count();
     if (!st.running) {  // admitted
       if (waiting_known_ == 0) return false;
       st.running = true;
@@ -266,7 +264,7 @@ bool MlfqScheduler::sync(const InstanceView& v, Time now) {
   size_t preempted = 0;
   for (Id id : last_running_) {
     auto f = state_.find(id);
-    if (f == state_.end() || !f->second.present || f->second.seen == calls_ || !f->second.running) continue;
+    if (f == state_.end() || !f->second.present || f->second.seen == calls_.count() || !f->second.running) continue;
     if (preempted >= v.waiting.size() || v.waiting[preempted].request.id != id) return false;
     f->second.running = false;  // preempted: at the queue's front, in running order
     ++waiting_known_;

@@ -19,6 +19,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "slocore/batch/kept_order.h"
 #include "slocore/batch/plan_builder.h"
 #include "slocore/batch/waiting_index.h"
 #include "slocore/core/id_index.h"
@@ -129,8 +130,7 @@ class MlfqScheduler : public BatchScheduler {
   std::vector<State*> run_state_;
   size_t waiting_known_ = 0;
   bool synced_ = false, never_kept_ = false;
-  const InstanceView* last_view_ = nullptr;
-  uint64_t last_epoch_ = 0, calls_ = 0;
+  EngineCalls calls_;
   std::vector<std::pair<Key, size_t>> run_keys_;
   std::vector<size_t> victims_;
   IdIndex running_at_;

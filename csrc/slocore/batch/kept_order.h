@@ -4,12 +4,33 @@
 // to the front of `waiting` (in running order), finished, handed-off and cancelled ones leave
 // (on_finished), arrivals are appended.
 #pragma once
+#include <cstdint>
 #include <unordered_map>
 #include <vector>
 
 #include "slocore/core/instance_view.h"
 
 namespace slocore {
+
+// One engine's calls to a scheduler that keeps state across them: counts the calls (the mark
+// follow_running leaves on running requests) and says whether a call's view is the next
+// state of the last call's: the same view object with a new epoch (0: not an engine's view).
+class EngineCalls {
+ public:
+  // Counts this call; true when v follows the last call's view.
+  bool next(const InstanceView& v) {
+    ++count_;
+    const bool follows = v.epoch != 0 && &v == last_view_ && v.epoch != last_epoch_;
+    last_view_ = &v;
+    last_epoch_ = v.epoch;
+    return follows;
+  }
+  uint64_t count() const { return count_; }
+
+ private:
+  const InstanceView* last_view_ = nullptr;
+  uint64_t last_epoch_ = 0, count_ = 0;
+};
 
 // Marks every running request of `v` seen in call `call`; one kept as waiting was admitted:
 // `admit(id, kept)` takes it out of the scheduler's waiting order (and sets it running). Then

@@ -26,14 +26,12 @@ class KeptQueue {
   // kept (not an engine's view: epoch 0; a request `make` refuses; an id twice).
   template <class Make>
   bool follow(const InstanceView& v, Make&& make) {
-    ++calls_;
+    const bool follows = calls_.next(v);
     if (v.epoch == 0) {
       synced_ = false;
-    } else if (!(synced_ && &v == last_view_ && v.epoch != last_epoch_ && sync(v, make))) {
+    } else if (!(synced_ && follows && sync(v, make))) {
       rebuild(v, make);
     }
-    last_view_ = &v;
-    last_epoch_ = v.epoch;
     return synced_;
   }
   // Not followed this call (a view the caller does not keep): the next follow reads the queue whole.
@@ -85,7 +83,7 @@ class KeptQueue {
     back_seq_ = n;
     waiting_ = 0;
     for (const RequestState& s : v.running)
-      if (!kept_.emplace(s.request.id, Kept{Key{}, true, calls_}).second) return;  // an id twice
+      if (!kept_.emplace(s.request.id, Kept{Key{}, true, calls_.count()}).second) return;  // an id twice
     for (int64_t i = 0; i < n; ++i)
       if (!add_waiting(v.waiting[size_t(i)], i, make)) return;
     synced_ = true;
@@ -97,7 +95,7 @@ class KeptQueue {
       remove_waiting(k);
       k.running = true;
     };
-    if (!follow_running(v, kept_, last_running_, calls_, admit, preempted_)) return false;
+    if (!follow_running(v, kept_, last_running_, calls_.count(), admit, preempted_)) return false;
     if (!positions_.fits_front(front_seq_ - int64_t(preempted_.size()))) return false;  // rebuild
     for (size_t j = 0; j < preempted_.size(); ++j) {  // the queue's new front, in running order
       kept_.erase(preempted_[j]);
@@ -135,8 +133,7 @@ class KeptQueue {
   size_t waiting_ = 0;  // kept waiting requests: the view's queue up to its new tail
   std::vector<Id> last_running_, preempted_;
   bool synced_ = false;
-  const InstanceView* last_view_ = nullptr;
-  uint64_t last_epoch_ = 0, calls_ = 0;
+  EngineCalls calls_;
 };
 
 }  // namespace slocore

@@ -155,15 +155,12 @@ bool same_model(const LatencyModel& m, const LatencyCoeffs& c, double correction
 // request that is not a prefill or whose prefix the engine may find cached, NaN keys, a
 // NORMAL waiting request, a changed model (then the kept queue is rebuilt).
 BatchPlan SlideBatchingScheduler::schedule(const InstanceView& v, Time now) {
-  ++calls_;
+  const bool follows = calls_.next(v);
   if (v.epoch == 0 || never_kept_ || p_.phi == Phi::Conservative) {
     synced_ = false;
-  } else if (!(synced_ && &v == last_view_ && v.epoch != last_epoch_ &&
-               same_model(v.model, model_coeffs_, model_correction_) && sync(v))) {
+  } else if (!(synced_ && follows && same_model(v.model, model_coeffs_, model_correction_) && sync(v))) {
     rebuild(v);
   }
-  last_view_ = &v;
-  last_epoch_ = v.epoch;
   BatchPlan plan;
   if (!synced_ || !plan_kept(v, now, plan)) plan = schedule_full(v, now);
   if (synced_) {
@@ -222,7 +219,7 @@ void SlideBatchingScheduler::rebuild(const InstanceView& v) {
   back_seq_ = n;
   exec_at_.assign(positions_.slots(), 0.0);
   for (const RequestState& s : v.running)
-    if (!kept_.emplace(s.request.id, Kept{0.0, 0.0, 0.0, 0, true, calls_}).second) return;  // an id twice
+    if (!kept_.emplace(s.request.id, Kept{0.0, 0.0, 0.0, 0, true, calls_.count()}).second) return;  // an id twice
   for (int64_t i = 0; i < n; ++i) {
     const RequestState& s = v.waiting[size_t(i)];
     Kept k;
@@ -249,7 +246,7 @@ bool SlideBatchingScheduler::sync(const InstanceView& v) {
     k.running = true;
     --waiting_known_;
   };
-  if (!follow_running(v, kept_, last_running_, calls_, admit, preempted_)) return false;
+  if (!follow_running(v, kept_, last_running_, calls_.count(), admit, preempted_)) return false;
   if (!positions_.fits_front(front_seq_ - int64_t(preempted_.size()))) return false;  // rebuild
   for (size_t j = 0; j < preempted_.size(); ++j) {  // the queue's new front, in running order
     Kept& k = kept_.at(preempted_[j]);

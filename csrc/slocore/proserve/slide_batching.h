@@ -117,8 +117,7 @@ class SlideBatchingScheduler : public BatchScheduler {
   double model_correction_ = 0.0;
   std::vector<Id> last_running_, preempted_;
   bool synced_ = false, never_kept_ = false;
-  const InstanceView* last_view_ = nullptr;
-  uint64_t last_epoch_ = 0, calls_ = 0;
+  EngineCalls calls_;
 };
 
 }  // namespace slocore::proserve
