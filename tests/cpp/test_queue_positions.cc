@@ -1,6 +1,7 @@
 // QueuePositions (batch/queue_positions.h) against a sorted set of the seqs present, over
-// random front inserts, appends and removals with little spare room, so that the tree grows
-// at the back many times and a front insert outside its room is refused.
+// random front inserts (one to three at a time), appends and removals with little spare room,
+// so that the tree grows at the back many times and a front insert outside its room is
+// refused; the seqs it gives out against counters of the queue's two ends.
 #include <cstdint>
 #include <iterator>
 #include <random>
@@ -29,20 +30,28 @@ int main() {
     for (int op = 0; op < 400; ++op) {
       const uint64_t what = rng() % 10;
       if (what < 4) {  // an arrival, appended
+        CHECK(pos.take_back() == back);
         pos.add(back);
         present.insert(back++);
-      } else if (what < 5) {  // a preemption, the queue's new front
-        if (!pos.fits_front(front - 1)) {
-          CHECK(front - 1 < -(n + spare));
+      } else if (what < 5) {  // preemptions, the queue's new front, in order
+        const size_t k = 1 + rng() % 3;
+        int64_t first = 0;
+        if (!pos.take_front(k, first)) {
+          CHECK(front - int64_t(k) < -(n + spare));
           continue;
         }
-        pos.add(--front);
-        present.insert(front);
+        front -= int64_t(k);
+        CHECK(first == front);
+        for (size_t j = 0; j < k; ++j) {
+          pos.add(first + int64_t(j));
+          present.insert(first + int64_t(j));
+        }
       } else if (!present.empty()) {  // an admission or a cancel, from anywhere
         auto it = std::next(present.begin(), std::ptrdiff_t(rng() % present.size()));
         pos.remove(*it);
         present.erase(it);
       }
+      CHECK(pos.front() == front && pos.back() == back);
       CHECK(pos.slot(back - 1) < pos.slots() || present.empty());
       size_t index = 0;
       for (int64_t seq : present) CHECK(pos.rank(seq) == index++);

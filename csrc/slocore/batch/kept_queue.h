@@ -79,8 +79,6 @@ class KeptQueue {
     order_.clear();
     const int64_t n = int64_t(v.waiting.size());
     positions_.reset(n);
-    front_seq_ = 0;
-    back_seq_ = n;
     waiting_ = 0;
     for (const RequestState& s : v.running)
       if (!kept_.emplace(s.request.id, Kept{Key{}, true, calls_.count()}).second) return;  // an id twice
@@ -96,15 +94,15 @@ class KeptQueue {
       k.running = true;
     };
     if (!follow_running(v, kept_, last_running_, calls_.count(), admit, preempted_)) return false;
-    if (!positions_.fits_front(front_seq_ - int64_t(preempted_.size()))) return false;  // rebuild
-    for (size_t j = 0; j < preempted_.size(); ++j) {  // the queue's new front, in running order
+    int64_t first = 0;
+    if (!positions_.take_front(preempted_.size(), first)) return false;  // rebuild
+    for (size_t j = 0; j < preempted_.size(); ++j) {                     // the queue's new front, in running order
       kept_.erase(preempted_[j]);
-      if (!add_waiting(v.waiting[j], front_seq_ - int64_t(preempted_.size() - j), make)) return false;
+      if (!add_waiting(v.waiting[j], first + int64_t(j), make)) return false;
     }
-    front_seq_ -= int64_t(preempted_.size());
     if (v.waiting.size() < waiting_) return false;
     for (size_t j = waiting_; j < v.waiting.size(); ++j)  // arrivals
-      if (!add_waiting(v.waiting[j], back_seq_++, make)) return false;
+      if (!add_waiting(v.waiting[j], positions_.take_back(), make)) return false;
     return true;
   }
 
@@ -129,7 +127,6 @@ class KeptQueue {
   std::unordered_map<Id, Kept> kept_;
   std::set<Key> order_;
   QueuePositions positions_;
-  int64_t front_seq_ = 0, back_seq_ = 0;
   size_t waiting_ = 0;  // kept waiting requests: the view's queue up to its new tail
   std::vector<Id> last_running_, preempted_;
   bool synced_ = false;

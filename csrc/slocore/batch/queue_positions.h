@@ -1,6 +1,6 @@
 // The positions of an engine's waiting requests in its queue, for a scheduler that keeps the
 // queue across calls (batch/kept_queue.h, SlideBatching): each request has a seq in queue
-// order (the front's inserts count down from 0, appends count up), and a Fenwick tree over
+// order (given out here: the front's inserts count down from 0, appends count up), and a Fenwick tree over
 // the slots seq - base counts the requests present, so that a request's index in the queue is
 // the count before its seq, in O(log n).
 #pragma once
@@ -12,13 +12,26 @@ namespace slocore {
 
 class QueuePositions {
  public:
-  // None present; slots for seqs 0..n-1 and `spare` more at each end.
+  // None present; the queue read as it is: seqs 0..n-1 (its front 0, its back n), slots for
+  // them and `spare` more at each end.
   void reset(int64_t n, int64_t spare = 1024) {
     base_ = -(n + spare);
     tree_.assign(size_t(2 * (n + spare)), 0);
+    front_ = 0;
+    back_ = n;
   }
-  // Whether seq has a slot at the front (below, the caller reads its queue anew).
-  bool fits_front(int64_t seq) const { return seq >= base_; }
+  // Seqs for k requests that join the queue's front, in queue order: first, first + 1, ...;
+  // false when the slots at the front are used up (the caller reads its queue anew).
+  bool take_front(size_t k, int64_t& first) {
+    if (front_ - int64_t(k) < base_) return false;
+    first = front_ -= int64_t(k);
+    return true;
+  }
+  // The seq of a request appended at the queue's back.
+  int64_t take_back() { return back_++; }
+  // Every seq given out lies in [front(), back()).
+  int64_t front() const { return front_; }
+  int64_t back() const { return back_; }
   // A caller's per-seq data is indexed by slot(seq) in [0, slots()).
   size_t slot(int64_t seq) const { return size_t(seq - base_); }
   size_t slots() const { return tree_.size(); }
@@ -49,7 +62,7 @@ class QueuePositions {
   }
 
   std::vector<int> tree_;
-  int64_t base_ = 0;
+  int64_t base_ = 0, front_ = 0, back_ = 0;
 };
 
 }  // namespace slocore

@@ -215,8 +215,6 @@ void SlideBatchingScheduler::rebuild(const InstanceView& v) {
   by_deadline_.clear();
   const int64_t n = int64_t(v.waiting.size());
   positions_.reset(n);
-  front_seq_ = 0;
-  back_seq_ = n;
   exec_at_.assign(positions_.slots(), 0.0);
   for (const RequestState& s : v.running)
     if (!kept_.emplace(s.request.id, Kept{0.0, 0.0, 0.0, 0, true, calls_.count()}).second) return;  // an id twice
@@ -247,21 +245,21 @@ bool SlideBatchingScheduler::sync(const InstanceView& v) {
     --waiting_known_;
   };
   if (!follow_running(v, kept_, last_running_, calls_.count(), admit, preempted_)) return false;
-  if (!positions_.fits_front(front_seq_ - int64_t(preempted_.size()))) return false;  // rebuild
-  for (size_t j = 0; j < preempted_.size(); ++j) {  // the queue's new front, in running order
+  int64_t first = 0;
+  if (!positions_.take_front(preempted_.size(), first)) return false;  // rebuild
+  for (size_t j = 0; j < preempted_.size(); ++j) {                     // the queue's new front, in running order
     Kept& k = kept_.at(preempted_[j]);
     if (!wait_metrics(v, v.waiting[j], k)) return false;
-    k.seq = front_seq_ - int64_t(preempted_.size() - j);
+    k.seq = first + int64_t(j);
     add_waiting(preempted_[j], k);
   }
-  front_seq_ -= int64_t(preempted_.size());
   waiting_known_ += preempted_.size();
   if (v.waiting.size() < waiting_known_) return false;
   for (size_t j = waiting_known_; j < v.waiting.size(); ++j) {  // arrivals
     const RequestState& s = v.waiting[j];
     Kept k;
     if (!wait_metrics(v, s, k)) return false;
-    k.seq = back_seq_++;
+    k.seq = positions_.take_back();
     auto [it, fresh] = kept_.emplace(s.request.id, k);
     if (!fresh) return false;
     add_waiting(s.request.id, it->second);
@@ -291,7 +289,8 @@ bool SlideBatchingScheduler::plan_kept(const InstanceView& v, Time now, BatchPla
   }
   if (waiting_known_ > 0) {
     // Line 6's sum goes on in queue order; a slot without a request adds +0.0 (exact).
-    for (size_t i = positions_.slot(front_seq_); i < positions_.slot(back_seq_); ++i) sum_exec += exec_at_[i];
+    for (size_t i = positions_.slot(positions_.front()); i < positions_.slot(positions_.back()); ++i)
+      sum_exec += exec_at_[i];
     // The least positive remaining time: remain = deadline - now is monotone in the deadline.
     auto up = by_deadline_.upper_bound(DeadlineKey{now, std::numeric_limits<int64_t>::max(), 0, 0.0});
     if (up != by_deadline_.end()) t_min = std::min(t_min, up->deadline - now);

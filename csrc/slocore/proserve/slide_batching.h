@@ -111,7 +111,6 @@ class SlideBatchingScheduler : public BatchScheduler {
   std::set<DeadlineKey> by_deadline_;
   QueuePositions positions_;
   std::vector<double> exec_at_;  // by positions_.slot(seq): a waiting request's exec, 0.0 where none
-  int64_t front_seq_ = 0, back_seq_ = 0;
   size_t waiting_known_ = 0;
   LatencyCoeffs model_coeffs_{};
   double model_correction_ = 0.0;
