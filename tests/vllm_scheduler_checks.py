@@ -195,6 +195,55 @@ def check_finished_requests_reach_on_finished(model):
     assert sorted(done) == sorted(s._ids[r.request_id] for r in reqs), done
 
 
+def check_every_view_matches_vllms_queues(model):
+    """Each step's view holds vLLM's running and waiting requests as they are then (progress,
+    prompt, SLOs, one stable id each), through preemptions and finishes: the plugin builds a
+    request's slocore Request once and its progress every step."""
+    s = make_scheduler(
+        model,
+        SlocoreScheduler,
+        num_blocks=24,  # 384 tokens of KV for 6 x 60-token prompts growing to 100: vLLM preempts
+        additional_config={"slocore": {"batch_scheduler": "slo_triage"}},
+    )
+    real, mismatches, steps = s.batch, [], [0]
+
+    def expect(r):
+        ea = r.sampling_params.extra_args
+        return (
+            s._ids[r.request_id],
+            r.num_prompt_tokens,
+            min(r.num_computed_tokens, r.num_tokens),
+            r.num_output_tokens,
+            ea["slo_ttft_ms"] / 1e3,
+            ea["priority"],
+        )
+
+    def got(st):
+        q = st.request
+        return (q.id, q.prompt_len, st.computed, st.generated, q.slo.ttft, q.priority)
+
+    class Spy:
+        def schedule(self, view, now):
+            steps[0] += 1
+            for seen, queue in ((view.running, s.running), (view.waiting, s.waiting)):
+                want = [expect(r) for r in queue]
+                if [got(st) for st in seen] != want:
+                    mismatches.append((steps[0], [got(st) for st in seen], want))
+            return real.schedule(view, now)
+
+        def on_finished(self, rid, now):
+            real.on_finished(rid, now)
+
+    s.batch = Spy()
+    reqs = [make_request(60, 40, extra_args={"slo_ttft_ms": 500 + 100 * i, "priority": i % 2}) for i in range(6)]
+    for r in reqs:
+        s.add_request(r)
+    run_to_end(s)
+    assert not mismatches, mismatches[:2]
+    assert sum(r.num_preemptions for r in reqs) > 0, "the check needs a preemption"
+    assert {r.num_output_tokens for r in reqs} == {40}
+
+
 def check_default_name():
     n = default_scheduler_name()
     assert n in slocore.batch_scheduler_names()
@@ -210,6 +259,7 @@ CHECKS = [
     check_full_batch_with_waiting_requests_finishes,
     check_online_fit_learns_the_steps,
     check_finished_requests_reach_on_finished,
+    check_every_view_matches_vllms_queues,
 ]
 
 if __name__ == "__main__":

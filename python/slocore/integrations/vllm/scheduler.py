@@ -87,9 +87,9 @@ class SlocoreScheduler(Scheduler):
         # The profile is a guess at this hardware: refit it to the steps vLLM runs.
         self.step_fit = StepFit(self.latency_model) if st["online_fit"] else None
         self._ids: dict[str, int] = {}
+        self._reqs: dict[str, _s.Request] = {}  # by vLLM request id, while vLLM holds it
         self._next_id = itertools.count()
         self.slocore_stats = {"steps": 0, "skipped_running": 0, "held_waiting": 0, "decision_s": 0.0}
-        self.last_plan: dict[str, int] = {}
         logger.info(
             "slocore batch scheduler %s %s (profile %s%s) in vLLM's scheduler loop",
             self.batch.name(),
@@ -105,7 +105,12 @@ class SlocoreScheduler(Scheduler):
             i = self._ids[req.request_id] = next(self._next_id)
         return i
 
-    def _state(self, req):
+    def _request(self, req):
+        """The slocore Request of a vLLM request: built once, since nothing in it changes
+        while vLLM holds the request (building it is most of a view's cost)."""
+        r = self._reqs.get(req.request_id)
+        if r is not None:
+            return r
         ea = getattr(req.sampling_params, "extra_args", None) or {}
 
         def num(key, default):
@@ -126,9 +131,18 @@ class SlocoreScheduler(Scheduler):
         if req.max_tokens:
             kw["max_output_len"] = int(req.max_tokens)
         r = _s.Request(self._sid(req), float(req.arrival_time), max(1, int(req.num_prompt_tokens)), **kw)
-        # vLLM's num_tokens = prompt + output, as slocore's; computed is capped at it.
-        st = _s.RequestState(r, min(int(req.num_computed_tokens), int(req.num_tokens)), int(req.num_output_tokens))
-        return st
+        self._reqs[req.request_id] = r
+        return r
+
+    def _states(self, reqs) -> list:
+        """One RequestState per request, in order: the view's per-step cost, so written
+        as one loop with its lookups bound once."""
+        known, state, out = self._reqs, _s.RequestState, []
+        for r in reqs:
+            # vLLM's num_tokens = prompt + output, as slocore's; computed is capped at it.
+            q = known.get(r.request_id) or self._request(r)
+            out.append(state(q, min(r.num_computed_tokens, r.num_tokens), r.num_output_tokens))
+        return out
 
     def _view(self, running, waiting):
         v = _s.InstanceView(0)
@@ -139,8 +153,8 @@ class SlocoreScheduler(Scheduler):
         v.kv_blocks_free = int(pool.get_num_free_blocks())
         v.max_num_seqs = int(self.max_num_running_reqs)
         v.max_batch_tokens = int(self.max_num_scheduled_tokens)
-        v.running = [self._state(r) for r in running]
-        v.waiting = [self._state(r) for r in waiting]
+        v.running = self._states(running)
+        v.waiting = self._states(waiting)
         return v
 
     def _free_request(self, request, *args, **kwargs):
@@ -148,6 +162,7 @@ class SlocoreScheduler(Scheduler):
         ``on_finished``, as the simulator's engine calls it (slo_triage measures the KV its
         finished requests free from it)."""
         out = super()._free_request(request, *args, **kwargs)
+        self._reqs.pop(request.request_id, None)
         rid, hook = self._ids.get(request.request_id), getattr(self.batch, "on_finished", None)
         if rid is not None and hook is not None:
             hook(rid, time.time())
@@ -183,6 +198,18 @@ class SlocoreScheduler(Scheduler):
         return super().update_from_output(scheduler_output, model_runner_output)
 
     # --- one step ----------------------------------------------------------------------
+    def _split(self, reqs, order: dict) -> tuple[list, list]:
+        """(those the plan runs, in its order; those it leaves out, in theirs)."""
+        ids, planned, left = self._ids, [], []
+        for r in reqs:
+            k = order.get(ids[r.request_id])  # every one has an id: _view gave it
+            if k is None:
+                left.append(r)
+            else:
+                planned.append((k, r))
+        planned.sort(key=lambda x: x[0])
+        return [r for _, r in planned], left
+
     def schedule(self, *args, **kwargs):
         running = list(self.running)
         waiting = list(self.waiting)
@@ -192,14 +219,10 @@ class SlocoreScheduler(Scheduler):
         plan = self.batch.schedule(self._view(running, waiting), time.time())
         self.slocore_stats["decision_s"] += time.perf_counter() - t
         self.slocore_stats["steps"] += 1
-        order = {it.request: k for k, it in enumerate(plan.items)}
-        tokens = {it.request: int(it.tokens) for it in plan.items}
-        self.last_plan = {r.request_id: tokens[self._sid(r)] for r in running + waiting if self._sid(r) in tokens}
-        sid = {id(r): self._sid(r) for r in running + waiting}
-        keep_run = sorted((r for r in running if sid[id(r)] in order), key=lambda r: order[sid[id(r)]])
-        hidden = [r for r in running if sid[id(r)] not in order]
-        held = [r for r in waiting if sid[id(r)] not in order]
-        admit = sorted((r for r in waiting if sid[id(r)] in order), key=lambda r: order[sid[id(r)]])
+        items = plan.items
+        order = {it.request: k for k, it in enumerate(items)}
+        keep_run, hidden = self._split(running, order)
+        admit, held = self._split(waiting, order)
         # The plan may skip running requests to admit waiting ones (it would preempt them;
         # the plugin leaves preemption to vLLM). With the batch at max_num_seqs those admits
         # cannot start, and the step would run nothing, step after step: as many skipped
@@ -214,7 +237,7 @@ class SlocoreScheduler(Scheduler):
         self.slocore_stats["held_waiting"] += len(held)
         has_active = hasattr(self, "max_num_active_reqs")  # admission limit (newer vLLM only)
         saved = (self.max_num_running_reqs, getattr(self, "max_num_active_reqs", 0), self.max_num_scheduled_tokens)
-        budget = sum(tokens.values())
+        budget = sum(it.tokens for it in items)
         self.running = keep_run
         if held or admit != waiting:
             self.waiting.remove_requests(waiting)
@@ -243,3 +266,4 @@ class SlocoreScheduler(Scheduler):
                 self.waiting.add_request(r)
             if len(self._ids) > 4 * (len(self.requests) + 16):  # forget finished requests
                 self._ids = {k: v for k, v in self._ids.items() if k in self.requests}
+                self._reqs = {k: v for k, v in self._reqs.items() if k in self.requests}
