@@ -32,10 +32,8 @@ SCHEDULERS = ["vllm", "slo_triage", "slide_batching", "sarathi_fcfs"]
 
 def step_times(model_dir: str, scheduler: str, running: int, waiting: int) -> tuple[float, int]:
     """Median schedule() seconds over STEPS steps, and the tokens those steps scheduled."""
-    from vllm.v1.outputs import ModelRunnerOutput
-
     from slocore.integrations.vllm.scheduler import SlocoreScheduler
-    from slocore.integrations.vllm.testing import make_request, make_scheduler
+    from slocore.integrations.vllm.testing import make_request, make_scheduler, step
 
     cfg = None if scheduler == "vllm" else {"slocore": {"batch_scheduler": scheduler, "params": {}}}
     s = make_scheduler(
@@ -51,27 +49,13 @@ def step_times(model_dir: str, scheduler: str, running: int, waiting: int) -> tu
     for i in range(running + waiting):  # long enough that none finishes while measured
         slo = {"slo_ttft_ms": 1000 + 500 * (i % 4), "slo_tpot_ms": 100, "priority": i % 3}
         s.add_request(make_request(200 + 7 * (i % 50), 1000, slo, arrival=t0 + i * 1e-3))
-    times, tokens = [], 0
+    times, tokens, planned = [], 0, []
     for k in range(WARM + STEPS):
         a = time.perf_counter()
-        so = s.schedule()
-        dt = time.perf_counter() - a
+        so, _ = step(s, on_scheduled=lambda _: planned.append(time.perf_counter()))  # schedule(), fake outputs
         if k >= WARM:
-            times.append(dt)
+            times.append(planned[-1] - a)
             tokens += so.total_num_scheduled_tokens
-        ids = list(so.num_scheduled_tokens)
-        sampled = [[7] if s.requests[r].num_computed_tokens >= s.requests[r].num_tokens else [] for r in ids]
-        s.update_from_output(
-            so,
-            ModelRunnerOutput(
-                req_ids=ids,
-                req_id_to_index={r: j for j, r in enumerate(ids)},
-                sampled_token_ids=sampled,
-                logprobs=None,
-                prompt_logprobs_dict={},
-                pooler_output=[],
-            ),
-        )
     return statistics.median(times), tokens
 
 
