@@ -374,3 +374,15 @@ def test_client_sends_slos_in_xargs_and_counts_refusals_as_misses():
     for b in bodies:
         x = b["vllm_xargs"]
         assert (round(x["slo_ttft_ms"], 6), round(x["slo_tpot_ms"], 6)) in slo and "priority" in x
+
+
+def test_plugin_setting_runs_the_slocore_presets_engine_scheduler():
+    """The plugin's default, the live bench's plugin setting and the simulated `slocore` stack
+    name one engine scheduler (live equals simulated)."""
+    from slocore.live_bench.stacks import plugin_scheduler
+    from slocore.sim.stacks import default_engine_scheduler, preset
+
+    bs = preset("slocore")["batch_scheduler"]
+    name, params = default_engine_scheduler()
+    assert (name, params) == ((bs[0], bs[1]) if isinstance(bs, tuple) else (bs, {}))
+    assert plugin_scheduler() == name == "slo_triage"

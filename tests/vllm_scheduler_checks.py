@@ -244,10 +244,12 @@ def check_every_view_matches_vllms_queues(model):
     assert {r.num_output_tokens for r in reqs} == {40}
 
 
-def check_default_name():
+def check_default_name(model):
     n = default_scheduler_name()
     assert n in slocore.batch_scheduler_names()
-    assert n == ("slide_batching" if "slide_batching" in slocore.batch_scheduler_names() else "sarathi_fcfs")
+    assert n == "slo_triage", n  # the slocore preset's engine scheduler
+    s = make_scheduler(model, SlocoreScheduler)  # no config: the plugin runs it
+    assert s.batch.name() == "slo_triage" and s.slocore_settings["online_fit"]
 
 
 CHECKS = [
@@ -264,7 +266,7 @@ CHECKS = [
 
 if __name__ == "__main__":
     model = sys.argv[1]
-    check_default_name()
+    check_default_name(model)
     for c in CHECKS:
         c(model)
         print(f"ok {c.__name__}", flush=True)

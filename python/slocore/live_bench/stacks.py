@@ -119,10 +119,6 @@ def available(names) -> tuple[list[LiveStack], list[str]]:
 
 
 def plugin_scheduler() -> str:
-    """The engine scheduler of the plugin setting: the `slocore` preset's when it exists,
-    else the plugin's own default."""
-    p = _presets.presets(mode="colocated").get("slocore")
-    if p is not None:
-        bs = p.colocated["batch_scheduler"]
-        return bs[0] if isinstance(bs, tuple) else bs
-    return "slide_batching" if "slide_batching" in _core.batch_scheduler_names() else "sarathi_fcfs"
+    """The engine scheduler of the plugin setting: the `slocore` preset's, as the plugin's
+    own default."""
+    return _presets.default_engine_scheduler()[0]

@@ -97,6 +97,18 @@ def presets(kind: str | None = None, mode: str | None = None, include_unavailabl
     }
 
 
+def default_engine_scheduler() -> tuple[str, dict]:
+    """(name, params) of the `slocore` preset's engine scheduler (colocated): the default of
+    the vLLM scheduler plugin and of `slocore bench live`'s plugin setting, so that a real
+    engine runs what the simulated stack runs. `sarathi_fcfs` where this build has no
+    `slocore` preset."""
+    p = presets(mode="colocated").get("slocore")
+    if p is None:
+        return "sarathi_fcfs", {}
+    bs = p.colocated["batch_scheduler"]
+    return (bs[0], dict(bs[1])) if isinstance(bs, tuple) else (bs, {})
+
+
 def preset(name: str, mode: str = "colocated") -> dict:
     """`simulate()` keyword arguments of the named stack in `mode` (a fresh copy)."""
     _load_modules()

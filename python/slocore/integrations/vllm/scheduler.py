@@ -2,11 +2,13 @@
 
     python -m vllm.entrypoints.openai.api_server --model DIR \\
         --scheduler-cls slocore.integrations.vllm.scheduler.SlocoreScheduler \\
-        --additional-config '{"slocore": {"batch_scheduler": "slide_batching", "params": {}}}'
+        --additional-config '{"slocore": {"batch_scheduler": "slo_triage", "params": {}}}'
 
-(or ``SLOCORE_BATCH_SCHEDULER=NAME`` and ``SLOCORE_BATCH_PARAMS='{...}'``). The default is
-``slide_batching`` when this build registers it, else ``sarathi_fcfs``; any name in
-``slocore.batch_scheduler_names()`` works (``slice`` gives SLICE's decode mask).
+(or ``SLOCORE_BATCH_SCHEDULER=NAME`` and ``SLOCORE_BATCH_PARAMS='{...}'``). The default is the
+``slocore`` preset's engine scheduler (``slocore.sim.stacks.default_engine_scheduler()``:
+``slo_triage``), so that the engine runs what the simulated stack runs; any name in
+``slocore.batch_scheduler_names()`` works (``slide_batching`` for ProServe's, ``slice``
+for SLICE's decode mask).
 
 Each step, before vLLM's own ``Scheduler.schedule`` runs, the slocore scheduler is asked
 which requests run (a ``slocore.InstanceView`` built from ``self.running`` and
@@ -51,6 +53,7 @@ from vllm.v1.core.sched.scheduler import Scheduler
 
 import slocore as _s
 from slocore.integrations.step_fit import StepFit, online_fit_setting
+from slocore.sim.stacks import default_engine_scheduler
 
 logger = logging.getLogger("vllm.slocore")
 DEFAULT_TTFT_S = 2.0
@@ -59,14 +62,15 @@ REPORT_STEPS = 1024  # the online fit's state goes to the log every so many step
 
 
 def default_scheduler_name() -> str:
-    return "slide_batching" if "slide_batching" in _s.batch_scheduler_names() else "sarathi_fcfs"
+    return default_engine_scheduler()[0]
 
 
 def _settings(vllm_config) -> dict:
     extra = getattr(vllm_config, "additional_config", None) or {}
     cfg = dict(extra.get("slocore", {})) if isinstance(extra, dict) else {}
-    name = os.environ.get("SLOCORE_BATCH_SCHEDULER") or cfg.get("batch_scheduler") or default_scheduler_name()
-    params = cfg.get("params") or {}
+    default_name, default_params = default_engine_scheduler()
+    name = os.environ.get("SLOCORE_BATCH_SCHEDULER") or cfg.get("batch_scheduler") or default_name
+    params = cfg.get("params") or (default_params if name == default_name else {})
     if os.environ.get("SLOCORE_BATCH_PARAMS"):
         params = json.loads(os.environ["SLOCORE_BATCH_PARAMS"])
     profile = os.environ.get("SLOCORE_PROFILE") or cfg.get("profile") or "h100-llama2-7b"
