@@ -244,6 +244,35 @@ def check_every_view_matches_vllms_queues(model):
     assert {r.num_output_tokens for r in reqs} == {40}
 
 
+def check_plugin_logs_its_cost(model):
+    """Every REPORT_STEPS steps the log says what the plugin's view and plan cost per step."""
+    import logging
+
+    import slocore.integrations.vllm.scheduler as plugin
+
+    lines = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            lines.append(record.getMessage())
+
+    h, saved, level = Keep(), plugin.REPORT_STEPS, plugin.logger.level
+    plugin.logger.addHandler(h)
+    plugin.logger.setLevel(logging.INFO)
+    plugin.REPORT_STEPS = 4
+    try:
+        s = make_scheduler(model, SlocoreScheduler)
+        for _ in range(3):
+            s.add_request(make_request(40, 6))
+        run_to_end(s)
+    finally:
+        plugin.REPORT_STEPS = saved
+        plugin.logger.setLevel(level)
+        plugin.logger.removeHandler(h)
+    cost = [x for x in lines if x.startswith("slocore plugin after 4 steps: view + plan ")]
+    assert cost and " us per step (mean)" in cost[0], lines
+
+
 def check_default_name(model):
     n = default_scheduler_name()
     assert n in slocore.batch_scheduler_names()
@@ -262,6 +291,7 @@ CHECKS = [
     check_online_fit_learns_the_steps,
     check_finished_requests_reach_on_finished,
     check_every_view_matches_vllms_queues,
+    check_plugin_logs_its_cost,
 ]
 
 if __name__ == "__main__":
