@@ -244,6 +244,68 @@ def check_every_view_matches_vllms_queues(model):
     assert {r.num_output_tokens for r in reqs} == {40}
 
 
+def check_hostile_extra_args_never_stop_the_engine(model):
+    """SLO fields come from clients (``vllm_xargs``): values that are not usable become the
+    defaults (priority 0, the default TTFT), a negative priority (vLLM's own field allows it)
+    is level 0, and every request finishes. Before, ``priority: "abc"`` or ``-1`` raised
+    inside vLLM's scheduler loop, which stops the engine."""
+    from vllm.v1.request import Request
+
+    from slocore.integrations.vllm.scheduler import DEFAULT_TTFT_S, MAX_PRIORITY
+
+    bad = [
+        ({"priority": "abc"}, 0),
+        ({"priority": [1]}, 0),
+        ({"priority": float("nan")}, 0),
+        ({"priority": True}, 0),
+        ({"priority": -1}, 0),
+        ({"priority": 2**62}, MAX_PRIORITY),
+        ({"priority": "2"}, 2),
+        ({"slo_ttft_ms": "soon", "task": {"a": 1}}, 0),
+        ({"slo_ttft_ms": -5, "slo_deadline_ms": "x", "task": "t" * 10_000}, 0),
+    ]
+    s = make_scheduler(model, SlocoreScheduler, additional_config={"slocore": {"batch_scheduler": "slo_triage"}})
+    reqs = [make_request(20 + i, 3, extra_args=ea) for i, (ea, _) in enumerate(bad)]
+    native = make_request(30, 3)
+    native.priority = -5  # vLLM's own priority field, lower first, negative allowed
+    assert isinstance(native, Request)
+    for r in reqs + [native]:
+        s.add_request(r)
+    step(s)
+    got = {rid: q for rid, q in s._reqs.items()}
+    for r, (ea, prio) in zip(reqs, bad, strict=True):
+        q = got[r.request_id]
+        assert q.priority == prio, (ea, q.priority)
+        if "slo_ttft_ms" in ea:
+            assert q.slo.ttft == DEFAULT_TTFT_S, (ea, q.slo.ttft)
+        assert len(q.task) <= 128
+    assert got[native.request_id].priority == 0
+    run_to_end(s)
+    assert all(r.num_output_tokens == 3 for r in reqs + [native])
+
+
+def check_a_failing_batch_scheduler_leaves_the_step_to_vllm(model):
+    """If the slocore scheduler raises, vLLM's own scheduler runs that step: the engine keeps
+    serving and the failure is counted."""
+    s = make_scheduler(model, SlocoreScheduler)
+    real, calls = s.batch, [0]
+
+    class Flaky:
+        def schedule(self, view, now):
+            calls[0] += 1
+            if calls[0] % 2:
+                raise RuntimeError("boom")
+            return real.schedule(view, now)
+
+    s.batch = Flaky()
+    reqs = [make_request(40, 5) for _ in range(3)]
+    for r in reqs:
+        s.add_request(r)
+    run_to_end(s)
+    assert all(r.num_output_tokens == 5 for r in reqs)
+    assert s.slocore_stats["fallback_steps"] >= 1 and s.slocore_stats["steps"] >= 1
+
+
 def check_plugin_logs_its_cost(model):
     """Every REPORT_STEPS steps the log says what the plugin's view and plan cost per step."""
     import logging
@@ -292,6 +354,8 @@ CHECKS = [
     check_finished_requests_reach_on_finished,
     check_every_view_matches_vllms_queues,
     check_plugin_logs_its_cost,
+    check_hostile_extra_args_never_stop_the_engine,
+    check_a_failing_batch_scheduler_leaves_the_step_to_vllm,
 ]
 
 if __name__ == "__main__":
