@@ -283,10 +283,34 @@ def test_serving_with_scheduler_plugin(tiny_model, vllm_env, tmp_path):
 
         res = _route({"backends": [{"name": "p0", "url": srv.url}]}, fn)
         assert all(st == 200 for st, _ in res), res
+
+        # Straight to vLLM (no router to validate them), client fields the plugin cannot use,
+        # and vLLM's own negative priority: every request is served and the engine stays up.
+        async def hostile():
+            extras = [
+                {"vllm_xargs": {"priority": "abc"}},
+                {"vllm_xargs": {"slo_ttft_ms": "soon", "priority": -3}},
+                {"priority": -1},
+                {},
+            ]
+            async with aiohttp.ClientSession() as s:
+
+                async def one(extra):
+                    body = {"model": "tiny", "prompt": list(range(3, 40)), "max_tokens": 4, "ignore_eos": True}
+                    async with s.post(srv.url + "/v1/completions", json={**body, **extra}) as r:
+                        return r.status, (await r.json()).get("usage", {}).get("completion_tokens")
+
+                first = await asyncio.gather(*(one(e) for e in extras))
+                return first + [await one({})]
+
+        res = asyncio.run(hostile())
+        assert res == [(200, 4)] * 5, res
     finally:
         srv.stop()
     log = (tmp_path / "plugin.log").read_text()
     assert "slocore batch scheduler sarathi_fcfs" in log, log[-3000:]
+    assert "slocore: priority 'abc' is not usable" in log, log[-3000:]
+    assert "EngineDeadError" not in log, log[-3000:]
 
 
 def test_pd_disaggregation_with_example_connector(tiny_model, vllm_env, tmp_path):
