@@ -105,3 +105,43 @@ def test_retry_budget_bounds_retries_to_a_share_of_requests():
     b.on_request()
     assert b.allow("timeout", 1) and not b.allow("timeout", 2)
     assert b.denied == 2
+
+
+def test_engine_serves_requests_whose_slo_fields_it_cannot_use():
+    """`vllm_xargs` come from clients and vLLM passes them on unchecked: the emulated engine
+    reads them as the vLLM plugin does (slocore.integrations.xargs), so an unusable value
+    gets the default, never a 500."""
+    from slocore.integrations.xargs import MAX_PRIORITY, MAX_TASK_CHARS, slo_fields
+
+    f, refused = slo_fields({"slo_ttft_ms": "soon", "slo_tpot_ms": -1, "priority": "abc", "task": {"a": 1}})
+    assert f == {"priority": 0, "task": "{'a': 1}"}
+    assert [k for k, _ in refused] == ["slo_ttft_ms", "slo_tpot_ms", "priority"]
+    f, refused = slo_fields({"slo_ttft_ms": "250", "slo_deadline_ms": 4e3, "task": "t" * 999}, native_priority=-3)
+    assert f == {"ttft": 0.25, "deadline": 4.0, "priority": 0, "task": "t" * MAX_TASK_CHARS} and not refused
+    for raw, level in ((2, 2), (2.0, 2), ("7", 7), (2**62, MAX_PRIORITY), (-1, 0)):
+        assert slo_fields({"priority": raw})[0]["priority"] == level, raw
+    for raw in (1.5, float("nan"), float("inf"), True, None, [1], "x"):
+        f, refused = slo_fields({"priority": raw})
+        assert f["priority"] == 0 and refused == [("priority", raw)], raw
+    assert slo_fields(["not", "a", "dict"], native_priority=4)[0] == {"priority": 4, "task": ""}
+
+    async def go():
+        e = eng.EmulatedEngine(**EMU)
+        runner, url = await eng.start(e)
+        try:
+            async with aiohttp.ClientSession() as s:
+                bodies = [
+                    {"vllm_xargs": {"priority": "abc", "slo_ttft_ms": "soon"}},
+                    {"vllm_xargs": {"priority": -5, "slo_tpot_ms": [1]}},
+                    {"vllm_xargs": "garbage"},
+                    {"priority": -1},
+                ]
+                out = []
+                for b in bodies:
+                    async with s.post(url + "/v1/completions", json={"prompt": "a b", "max_tokens": 3, **b}) as r:
+                        out.append((r.status, (await r.json())["usage"]["completion_tokens"]))
+                return out
+        finally:
+            await runner.cleanup()
+
+    assert run(go()) == [(200, 3)] * 4

@@ -251,7 +251,8 @@ def check_hostile_extra_args_never_stop_the_engine(model):
     inside vLLM's scheduler loop, which stops the engine."""
     from vllm.v1.request import Request
 
-    from slocore.integrations.vllm.scheduler import DEFAULT_TTFT_S, MAX_PRIORITY
+    from slocore.integrations.vllm.scheduler import DEFAULT_TTFT_S
+    from slocore.integrations.xargs import MAX_PRIORITY
 
     bad = [
         ({"priority": "abc"}, 0),

@@ -25,6 +25,7 @@ import asyncio
 import collections
 import itertools
 import json
+import logging
 import numbers
 import time
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 import slocore as _s
+from slocore.integrations.xargs import log_refused, slo_fields
 from slocore.serve.openai import (
     BadRequest,
     chunk,
@@ -47,6 +49,8 @@ from slocore.serve.openai import (
 )
 
 WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "and")
+
+logger = logging.getLogger("slocore.engine")
 
 
 @dataclass
@@ -137,6 +141,7 @@ class EmulatedEngine:
         self._task: asyncio.Task | None = None
         self._t0 = time.monotonic()
         self._dead = False
+        self._refused: set[str] = set()  # client SLO fields already logged as unusable
         self._hung = False
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(_EngineCollector(self))
@@ -316,17 +321,19 @@ class EmulatedEngine:
         prefilled = bool(kvp.get("do_remote_prefill"))
         if prefilled:  # KV transfer from the prefill instance
             await asyncio.sleep(self.hw.kv_transfer_time(plen) * self.time_scale)
-        xargs = body.get("vllm_xargs") or {}
-        ttft = xargs.get("slo_ttft_ms") if isinstance(xargs, dict) else None
-        tpot = xargs.get("slo_tpot_ms") if isinstance(xargs, dict) else None
+        # SLO fields as vLLM with the plugin reads them: unusable ones left out, never a 500
+        slo, refused = slo_fields(body.get("vllm_xargs"), body.get("priority", 0))
+        for key, value in refused:
+            log_refused(logger, self._refused, key, value)
+        ttft, tpot = slo.get("ttft"), slo.get("tpot")
         rid, q = self.submit(
             plen,
             max_tokens,
             prefill_only,
             prefilled,
-            priority=int(xargs.get("priority", 0)) if isinstance(xargs, dict) else 0,
-            ttft=ttft / 1e3 / self.time_scale if ttft else None,  # real s -> the engine's clock
-            tpot=tpot / 1e3 / self.time_scale if tpot else None,
+            priority=slo["priority"],
+            ttft=ttft / self.time_scale if ttft else None,  # real s -> the engine's clock
+            tpot=tpot / self.time_scale if tpot else None,
         )
         oid = new_id(chat)
         kv_out = None

@@ -45,7 +45,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import math
 import os
 import time
 
@@ -53,13 +52,12 @@ from vllm.v1.core.sched.scheduler import Scheduler
 
 import slocore as _s
 from slocore.integrations.step_fit import StepFit, online_fit_setting
+from slocore.integrations.xargs import log_refused, slo_fields
 from slocore.sim.stacks import default_engine_scheduler
 
 logger = logging.getLogger("vllm.slocore")
 DEFAULT_TTFT_S = 2.0
 DEFAULT_TPOT_S = 0.1
-MAX_PRIORITY = 2**31 - 1  # slocore's Request holds an int32 level
-MAX_TASK_CHARS = 128  # a task is a label for per-task statistics
 REPORT_STEPS = 1024  # the plugin's cost and the online fit's state go to the log every so many steps
 
 
@@ -115,66 +113,20 @@ class SlocoreScheduler(Scheduler):
     def _request(self, req):
         """The slocore Request of a vLLM request: built once, since nothing in it changes
         while vLLM holds the request (building it is most of a view's cost). The SLO fields
-        come from the client: a value that is not usable is replaced by the default and
-        logged (once per field), never raised inside vLLM's scheduler loop."""
+        come from the client (``slocore.integrations.xargs``): a value that is not usable
+        gets the default and is logged once per field, never raised inside vLLM's loop."""
         r = self._reqs.get(req.request_id)
         if r is not None:
             return r
-        ea = getattr(req.sampling_params, "extra_args", None) or {}
-        if not isinstance(ea, dict):
-            ea = {}
-
-        def num(key, default):
-            if key not in ea:
-                return default
-            try:
-                v = float(ea[key])
-                if math.isfinite(v) and v > 0:
-                    return v
-            except (TypeError, ValueError, OverflowError):
-                pass
-            return self._refused(key, ea[key], default)
-
-        kw = dict(
-            ttft=num("slo_ttft_ms", DEFAULT_TTFT_S * 1e3) / 1e3,
-            tpot=num("slo_tpot_ms", DEFAULT_TPOT_S * 1e3) / 1e3,
-            priority=self._priority(ea, req),
-            task=str(ea.get("task", ""))[:MAX_TASK_CHARS],
-        )
-        if "slo_deadline_ms" in ea:
-            kw["deadline"] = num("slo_deadline_ms", 1e9) / 1e3
+        fields, refused = slo_fields(getattr(req.sampling_params, "extra_args", None), req.priority)
+        for key, value in refused:
+            log_refused(logger, self._warned, key, value)
+        kw = {"ttft": DEFAULT_TTFT_S, "tpot": DEFAULT_TPOT_S, **fields}
         if req.max_tokens:
             kw["max_output_len"] = int(req.max_tokens)
         r = _s.Request(self._sid(req), float(req.arrival_time), max(1, int(req.num_prompt_tokens)), **kw)
         self._reqs[req.request_id] = r
         return r
-
-    def _priority(self, ea: dict, req) -> int:
-        """slocore's priority level (0 = most urgent, as vLLM's lower-is-first): the request's
-        ``priority`` extra arg, else vLLM's own; negative values are level 0."""
-        v = ea.get("priority", req.priority)
-        if isinstance(v, str):
-            try:
-                v = float(v)
-            except ValueError:
-                pass
-        if isinstance(v, float) and math.isfinite(v) and v == int(v):
-            v = int(v)
-        if not isinstance(v, int) or isinstance(v, bool):
-            return self._refused("priority", v, 0)
-        return min(max(v, 0), MAX_PRIORITY)
-
-    def _refused(self, field: str, value, default):
-        if field not in self._warned:
-            self._warned.add(field)
-            logger.warning(
-                "slocore: %s %s is not usable (%s); the default %r is used instead (logged once per field)",
-                field,
-                repr(value)[:80],
-                "expected a finite number > 0" if field != "priority" else "expected an integer",
-                default,
-            )
-        return default
 
     def _states(self, reqs) -> list:
         """One RequestState per request, in order: the view's per-step cost, so written
