@@ -94,7 +94,10 @@ class SlocoreScheduler(Scheduler):
         self._reqs: dict[str, _s.Request] = {}  # by vLLM request id, while vLLM holds it
         self._warned: set[str] = set()  # client fields already logged as unusable
         self._next_id = itertools.count()
-        self.slocore_stats = {"steps": 0, "skipped_running": 0, "held_waiting": 0, "decision_s": 0.0}
+        self.slocore_stats = dict.fromkeys(
+            ("steps", "skipped_running", "held_waiting", "unblocked_running", "fallback_steps"), 0
+        )
+        self.slocore_stats["decision_s"] = 0.0
         logger.info(
             "slocore batch scheduler %s %s (profile %s%s) in vLLM's scheduler loop",
             self.batch.name(),
@@ -209,16 +212,14 @@ class SlocoreScheduler(Scheduler):
         waiting = list(self.waiting)
         if not running and not waiting:
             return super().schedule(*args, **kwargs)
-        t = time.perf_counter()
+        st, t = self.slocore_stats, time.perf_counter()
         try:
             plan = self.batch.schedule(self._view(running, waiting), time.time())
         except Exception:  # never take the engine down: vLLM's own scheduler decides this step
-            st = self.slocore_stats
-            st["fallback_steps"] = st.get("fallback_steps", 0) + 1
+            st["fallback_steps"] += 1
             if st["fallback_steps"] == 1:
                 logger.exception("slocore: the batch scheduler failed; vLLM's own scheduler runs this step")
             return super().schedule(*args, **kwargs)
-        st = self.slocore_stats
         st["decision_s"] += time.perf_counter() - t
         st["steps"] += 1
         if st["steps"] % REPORT_STEPS == 0:  # what the plugin costs, where operators look
@@ -243,9 +244,9 @@ class SlocoreScheduler(Scheduler):
             back = {id(r) for r in hidden[:blocked]}
             keep_run += [r for r in running if id(r) in back]
             hidden = [r for r in hidden if id(r) not in back]
-            self.slocore_stats["unblocked_running"] = self.slocore_stats.get("unblocked_running", 0) + len(back)
-        self.slocore_stats["skipped_running"] += len(hidden)
-        self.slocore_stats["held_waiting"] += len(held)
+            st["unblocked_running"] += len(back)
+        st["skipped_running"] += len(hidden)
+        st["held_waiting"] += len(held)
         has_active = hasattr(self, "max_num_active_reqs")  # admission limit (newer vLLM only)
         saved = (self.max_num_running_reqs, getattr(self, "max_num_active_reqs", 0), self.max_num_scheduled_tokens)
         budget = sum(it.tokens for it in items)
