@@ -325,6 +325,37 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def test_worker_stops_when_the_policy_process_goes_away_while_it_starts(tmp_path):
+    """The policy process can die before a worker has started (the kernel gives clients to
+    the workers already listening, so `slocore serve` answers while the last one starts): the
+    worker must stop then too, not wait out its start (it outlived a SIGKILLed `slocore
+    serve` under load). Here a policy side takes the worker's hello, never sends it ids, and
+    closes: the worker's run ends well before its 60-s wait for ids."""
+    from slocore.serve import worker
+    from slocore.serve.ipc import Link
+
+    cfg = cfgmod.from_dict({"workers": 1, "listen": {"host": "127.0.0.1", "port": 0}})
+    path = str(tmp_path / "policy.sock")
+
+    async def main():
+        hello = asyncio.get_running_loop().create_future()
+
+        async def policy_side(reader, writer):
+            async for frame in Link(reader, writer).frames():
+                if not hello.done():
+                    hello.set_result(frame)
+                    writer.close()  # the policy process goes away
+
+        server = await asyncio.start_unix_server(policy_side, path=path)
+        try:
+            await asyncio.wait_for(worker._run(cfg, path, 0, 0.0, "127.0.0.1", 0), 20)
+            assert (await hello)[0][0] == "hello"
+        finally:
+            server.close()
+
+    asyncio.run(main())
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "policy_killed"])
 def test_serve_command_stops_all_processes(tmp_path, sig):
     import urllib.request

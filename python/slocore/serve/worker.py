@@ -273,6 +273,8 @@ class WorkerRouter:
         )
 
     async def close(self):
+        if self.upstream is None:  # stopped before it started
+            return
         await self.session.close()
         await self.fresh_session.close()
         if self.lean is not None:
@@ -331,18 +333,36 @@ async def _run(cfg: ServeConfig, ipc_path: str, index: int, t0: float, host: str
         stop.set()  # the policy process is gone: so is this worker
 
     reading = loop.create_task(read())
-    await asyncio.wait_for(got_ids.wait(), 60)
-    await router.start()
-    runner = web.AppRunner(router.app(), access_log=None, handler_cancellation=True)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_port=True, backlog=1024, shutdown_timeout=5)
-    await site.start()
-    link.send(["ready", index])
-    await stop.wait()
-    await runner.cleanup()
-    await router.close()
-    link.close()
-    reading.cancel()
+    runner: web.AppRunner | None = None
+
+    async def start_serving() -> None:
+        nonlocal runner
+        await asyncio.wait_for(got_ids.wait(), 60)
+        await router.start()
+        runner = web.AppRunner(router.app(), access_log=None, handler_cancellation=True)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, reuse_port=True, backlog=1024, shutdown_timeout=5)
+        await site.start()
+        link.send(["ready", index])
+
+    # The policy process may go away (or SIGTERM come) while this worker is still starting: a
+    # stop then ends the start too, or the worker outlives the process that started it.
+    starting, stopping = loop.create_task(start_serving()), loop.create_task(stop.wait())
+    await asyncio.wait((starting, stopping), return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():
+        starting.cancel()
+    try:
+        await starting
+        await stopping
+    except asyncio.CancelledError:
+        pass
+    finally:
+        stopping.cancel()
+        if runner is not None:
+            await runner.cleanup()
+        await router.close()
+        link.close()
+        reading.cancel()
 
 
 def worker_main(cfg: ServeConfig, ipc_path: str, index: int, t0: float, host: str, port: int) -> None:
