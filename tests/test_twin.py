@@ -266,6 +266,36 @@ def test_frontend_term_shifts_ttft_and_e2e_only():
     )
 
 
+def test_delivery_lag_grows_with_the_instances_stream_rate():
+    """The profile's lag term: per token the client gets it k x (the instance's tokens in the
+    last RATE_WINDOW_S) after the engine made it, in order. The engine's schedule is unchanged."""
+    from slocore.profiles import load_profile
+    from slocore.sim import workloads
+
+    base = dict(load_profile("h100-llama2-7b"), engine={"max_num_seqs": 32, "max_num_batched_tokens": 2048})
+    w = workloads.sharegpt_like(rate=8, n=80, seed=2, ttft=0.5, tpot=0.05)
+    s0 = compare.simulate(w, dict(base, frontend={"ttft_overhead_s": 0.01}))
+    k = 2e-6  # 2 ms per 1,000 tokens/s
+    s1 = compare.simulate(w, dict(base, frontend={"ttft_overhead_s": 0.01, "ttft_lag_per_token_rate": k}))
+    assert s0["delivery_lag_first_mean"] == 0.0 and s1["iterations"] == s0["iterations"]
+    # A first token's lag is k x the instance's stream rate then, at most k x its whole rate.
+    peak = s0["throughput_tok_s"] * 5  # a generous bound on the 0.25-s rate
+    assert 0 < s1["delivery_lag_first_mean"] < k * peak
+    assert s1["ttft"]["mean"] == pytest.approx(s0["ttft"]["mean"] + s1["delivery_lag_first_mean"], rel=1e-6)
+    assert s1["ttft"]["p50"] > s0["ttft"]["p50"] and s1["e2e"]["mean"] > s0["e2e"]["mean"]
+    assert s1["tpot"]["p50"] == pytest.approx(s0["tpot"]["p50"], rel=0.2)  # tokens keep their order and spacing
+    assert s1["finished"] == s0["finished"] == len(w)
+    # The profiler's estimate: the median of the mixed points' extra front end per token/s.
+    pts = [
+        Point("mixed", 0.01, [(128, 0)], [24] * 4, detail={"loaded_frontend_s": f, "stream_tok_s": r})
+        for f, r in ((0.005, 1000.0), (0.007, 2000.0), (0.050, 2000.0))  # 1, 2 and (a stall) 23.5 ms per 1k tok/s
+    ]
+    lag = profiler._delivery_lag(pts, idle_s=0.003)
+    assert lag["ttft_lag_per_token_rate"] == pytest.approx(2e-6)
+    assert profiler._delivery_lag(pts, idle_s=0.1)["ttft_lag_per_token_rate"] == 0.0  # never below 0
+    assert profiler._delivery_lag([Point("mixed", 0.01, [(128, 0)], [24])], idle_s=0.003) is None
+
+
 def test_fit_is_unbiased_under_relative_noise():
     # Relative error taken against the measurement settles low under noise (a slow point costs
     # less than a fast one); against the prediction the fitted times sum to the measured ones.

@@ -74,24 +74,64 @@ def frontend_s(profile: dict) -> float:
     return float((profile.get("frontend") or {}).get("ttft_overhead_s", 0.0))
 
 
+def lag_per_token_rate(profile: dict) -> float:
+    return float((profile.get("frontend") or {}).get("ttft_lag_per_token_rate", 0.0))
+
+
+# The stream rate a token's delivery lag is read at: the instance's tokens in this window
+# before it (a front end's backlog is its last few hundred milliseconds of work).
+RATE_WINDOW_S = 0.25
+
+
 def simulate(workload, profile: dict, *, instances: int = 1, policy: str = "least_outstanding", seed: int = 0):
-    """The simulator as the twin of the measured engine(s): its limits from the profile, and
-    the front-end term (fitmodel) applied as a delay before the engine sees each request:
-    arrivals (and TTFT SLOs and deadlines) shift by it, and TTFT and E2E get it back."""
+    """The simulator as the twin of the measured engine(s): its limits from the profile; the
+    front-end term (fitmodel) applied as a delay before the engine sees each request (the
+    engine's arrivals shift by it); and the delivery lag (profiler._delivery_lag): each token
+    reaches the client `ttft_lag_per_token_rate` x its instance's stream rate (tokens in the
+    last RATE_WINDOW_S) after the engine made it, never before the token ahead of it. The
+    summary is the one metrics definition over the client's times and the original arrivals."""
+    from slocore import _core
+    from slocore.sim.runner import requests_of, tdg_weights
     from slocore.sim.runner import simulate as sim
 
-    o = frontend_s(profile)
+    o, k = frontend_s(profile), lag_per_token_rate(profile)
     w = workload
     if o > 0:
         w = workload._with(
             arrival=workload.arrival + o, ttft=np.maximum(workload.ttft - o, 1e-9), deadline=workload.deadline - o
         )
     res = sim(w, profile=profile, instances=instances, global_policy=policy, seed=seed, **engine_kwargs(profile))
-    s = dict(res.summary)
-    for k in ("ttft", "e2e"):
-        if isinstance(s.get(k), dict):
-            s[k] = {q: (v + o if isinstance(v, float) and q != "count" else v) for q, v in s[k].items()}
+    recs = res.recorder.records()
+    made: dict[int, list] = {}
+    for rec in recs:
+        made.setdefault(rec.instance, []).append(rec.token_times)
+    made = {i: np.sort(np.concatenate(ts)) for i, ts in made.items()}
+    client, first_lags, last_lags = _core.Recorder(), [], []
+    originals = {r.id: r for r in requests_of(workload)}
+    for rec in recs:
+        rid = rec.request.id
+        client.add(originals[rid])
+        t = np.asarray(rec.token_times, dtype=float)
+        if len(t):
+            mine = made[rec.instance]
+            rate = (
+                np.searchsorted(mine, t, "right") - np.searchsorted(mine, t - RATE_WINDOW_S, "right")
+            ) / RATE_WINDOW_S
+            seen = np.maximum.accumulate(t + k * rate)
+            first_lags.append(seen[0] - t[0])
+            last_lags.append(seen[-1] - t[-1])
+            for x in seen:
+                client.token(rid, float(x), rec.instance)
+        if rec.outcome == _core.Outcome.REJECTED:
+            client.reject(rid, rec.end_time, rec.reason)
+        elif rec.outcome == _core.Outcome.FINISHED:
+            client.finish(rid, float(seen[-1]) if len(t) else rec.end_time)
+    w_p, w_d = tdg_weights(workload)
+    s = dict(_core.summarize(client, _core.MetricsOptions(w_prefill=w_p, w_decode=w_d)))
     s["iterations"] = int(res.stats["iterations"])
+    # the modelled lag, for the engine's view (compare with the real delivery lag)
+    s["delivery_lag_first_mean"] = float(np.mean(first_lags)) if first_lags else 0.0
+    s["delivery_lag_last_mean"] = float(np.mean(last_lags)) if last_lags else 0.0
     return s
 
 
@@ -271,6 +311,8 @@ def engine_view(
     eng_ttft = (d["queue"][0] + d["prefill"][0]) / d["prefill"][1]
     eng_tpot = d["tpot"][0] / d["tpot"][1] if d["tpot"][1] > 0 else None
     sim_ttft = (sim.get("ttft") or {}).get("mean")
+    if isinstance(sim_ttft, float):  # the simulated engine's own: without the front end and the modelled lag
+        sim_ttft -= frontend + sim.get("delivery_lag_first_mean", 0.0)
     sim_tpot = (sim.get("tpot") or {}).get("mean")
     real_ttft = (real.get("ttft") or {}).get("mean")
 
@@ -279,12 +321,13 @@ def engine_view(
 
     return {
         "real_ttft_mean": eng_ttft,
-        "sim_ttft_mean": sim_ttft - frontend if isinstance(sim_ttft, float) else None,
-        "ttft_mean_err": rel(sim_ttft - frontend, eng_ttft) if isinstance(sim_ttft, float) else None,
+        "sim_ttft_mean": sim_ttft,
+        "ttft_mean_err": rel(sim_ttft, eng_ttft),
         "real_tpot_mean": eng_tpot,
         "sim_tpot_mean": sim_tpot,
         "tpot_mean_err": rel(sim_tpot, eng_tpot),
         "delivery_lag_s": real_ttft - eng_ttft - frontend if isinstance(real_ttft, float) else None,
+        "sim_delivery_lag_s": sim.get("delivery_lag_first_mean"),
         # where the lag is: the API server's own TTFT (its arrival stamp to its handling of the
         # first token) against the engine core's queue + prefill
         "api_ttft_mean": d["api_ttft"][0] / d["api_ttft"][1] if d["api_ttft"][1] > 0 else None,
@@ -309,7 +352,8 @@ def _batches(d: dict, sim: dict, frontend: float, wall_s: float | None) -> dict:
     }
     it, e2e, dur = sim.get("iterations"), sim.get("e2e") or {}, sim.get("duration_s")
     if it and isinstance(e2e.get("mean"), float) and dur:
-        out.update(sim_steps=it, sim_in_system_mean=(e2e["mean"] - frontend) * e2e.get("count", 0) / dur)
+        in_engine = e2e["mean"] - frontend - sim.get("delivery_lag_last_mean", 0.0)
+        out.update(sim_steps=it, sim_in_system_mean=in_engine * e2e.get("count", 0) / dur)
     return out
 
 
@@ -362,6 +406,11 @@ def table(out: dict, title: str) -> str:
                 f"{ev['real_ttft_mean'] * 1e3:.1f} ms sim {pct(ev['ttft_mean_err'])}, TPOT real "
                 f"{(ev['real_tpot_mean'] or 0) * 1e3:.2f} ms sim {pct(ev['tpot_mean_err'])}; "
                 f"delivery lag (client TTFT - engine - front end) {(ev['delivery_lag_s'] or 0) * 1e3:.1f} ms"
+                + (
+                    f", modelled {ev['sim_delivery_lag_s'] * 1e3:.1f} ms"
+                    if ev.get("sim_delivery_lag_s") is not None
+                    else ""
+                )
                 + (f" (API server's TTFT {ev['api_ttft_mean'] * 1e3:.1f} ms)" if ev.get("api_ttft_mean") else "")
             )
             if ev.get("real_steps") is not None and ev.get("sim_steps") is not None:

@@ -205,12 +205,16 @@ async def _mixed(c: EngineClient, e: Experiment, use_metrics: bool):
         raise
     d = _delta(before, after)
     if d.get("prefill_count") == 1 and d.get("decode_sum", 1) < 1e-9:  # only the newcomer (1 token) finished
+        detail = {"batch": e.batch, "new_prompt_len": e.new_prompt_len, "timing": "engine", "client_s": new.ttft}
+        gaps = [statistics.median(b - a for a, b in zip(s.tokens, s.tokens[1:])) for s in decoders if len(s.tokens) > 2]
+        if gaps and statistics.median(gaps) > 0:
+            # The newcomer's front end while the API server streams the decoders' tokens
+            # (frontend_s of a lone prompt is the same with nothing streaming): the delivery
+            # term's points (profiler._delivery_lag).
+            detail["loaded_frontend_s"] = new.ttft - d["prefill_sum"] - d.get("queue_sum", 0)
+            detail["stream_tok_s"] = e.batch / statistics.median(gaps)
         return Point(
-            "mixed",
-            d["prefill_sum"],
-            [(e.new_prompt_len, 0)],
-            [e.prompt_len + 8.0] * e.batch,
-            detail={"batch": e.batch, "new_prompt_len": e.new_prompt_len, "timing": "engine"},
+            "mixed", d["prefill_sum"], [(e.new_prompt_len, 0)], [e.prompt_len + 8.0] * e.batch, detail=detail
         ), d
     t1 = new.tokens[0]
     gaps, ctx = [], []

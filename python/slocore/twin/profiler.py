@@ -134,6 +134,7 @@ async def measure(
     if engine_timed:  # steps timed by the engine: the front end is what the client saw on top
         co["ttft_overhead_s"] = max(0.0, statistics.median(engine_timed))
         res["dropped"].remove("ttft_overhead_s")
+    lag = _delivery_lag(points, co["ttft_overhead_s"]) if engine_timed else None
     resid = [(fitmodel.predict(co, p) - p.seconds) / p.seconds for p in points]
     kv = _kv(m1, max_len, int(max_num_seqs))
     delivery = _delivery(points)
@@ -151,6 +152,7 @@ async def measure(
             else "fitted (feature `first`)",
             "notes": "client-seen time to first token minus the engine step: HTTP, input processing, "
             "hand-over to the engine loop, first chunk back (slocore.twin.fitmodel)",
+            **(lag or {}),
         },
         "kv": kv,
         "kv_transfer": {
@@ -224,6 +226,24 @@ def _kv(m: dict | None, max_len: int, max_num_seqs: int) -> dict:
     }
 
 
+def _delivery_lag(points: list, idle_s: float) -> dict | None:
+    """The front end's delay grows with what it streams: the API server detokenizes and sends
+    every token (and the client reads them) in Python, so a newcomer's first token waits behind
+    the decoders' tokens. Measured in the mixed experiments (B requests streaming, one prompt
+    arrives): its front end there minus a lone prompt's, per token/s streamed; the median of
+    the points' ratios (robust to a stalled point), never below 0. Applied per token by
+    ``twin.compare.simulate`` at the simulated stream rate of the instance."""
+    pts = [p.detail for p in points if p.kind == "mixed" and "loaded_frontend_s" in (p.detail or {})]
+    if not pts:
+        return None
+    ratios = [(d["loaded_frontend_s"] - idle_s) / d["stream_tok_s"] for d in pts]
+    return {
+        "ttft_lag_per_token_rate": max(0.0, statistics.median(ratios)),
+        "lag_source": f"median over {len(pts)} mixed experiments of (newcomer's client TTFT - engine prefill - "
+        "queue - ttft_overhead_s) / decoders' tokens per second; seconds of delay per token/s streamed",
+    }
+
+
 def _delivery(points: list) -> dict | None:
     """How the client received the decode experiments' tokens against the engine's own step
     times: ``client_s / engine_s`` per point (1 = streamed as produced). A ratio far below 1
@@ -282,7 +302,12 @@ def summary(profile: dict) -> str:
         f"{m['loadavg_1m'][1]:.1f} on {m['cpu_count']} cores)",
         "coefficients: "
         + ", ".join(f"{k}={v:.4g}" for k, v in co.items())
-        + f", ttft_overhead_s={profile['frontend']['ttft_overhead_s']:.4g}",
+        + f", ttft_overhead_s={profile['frontend']['ttft_overhead_s']:.4g}"
+        + (
+            f", delivery lag {profile['frontend']['ttft_lag_per_token_rate'] * 1e6:.3g} ms per 1,000 tokens/s streamed"
+            if "ttft_lag_per_token_rate" in profile["frontend"]
+            else ""
+        ),
         f"fit over {f['points']} points ({f['experiments']} experiments): rms rel error "
         f"{f['rms_rel_error']:.1%}, max {f['max_rel_error']:.1%}; predicted / measured time "
         f"{f.get('predicted_over_measured', float('nan')):.2f}"
