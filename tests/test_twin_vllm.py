@@ -18,7 +18,7 @@ pytestmark = pytest.mark.vllm
 pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 pytest.importorskip("prometheus_client", reason="the serve extra (prometheus-client) is not installed")
 
-from slocore.twin import compare, profiler  # noqa: E402
+from slocore.twin import compare, cpu_pin, profiler  # noqa: E402
 from test_serve_vllm import VllmServer, tiny_model, vllm_env  # noqa: E402,F401 - the module's fixtures
 
 # Runnable tasks per core before this module starts its server: timing fidelity means nothing
@@ -49,9 +49,19 @@ def pinned_server(tiny_model, vllm_env, tmp_path_factory):  # noqa: F811
         tmp_path_factory.mktemp("twin-logs") / "vllm.log",
         extra=("--max-num-seqs", str(MAX_NUM_SEQS)),  # after VllmServer's own 32: the last one counts
     )
+    restore = None
     try:
-        yield s.wait()
+        s.wait()
+        # The engine on a core of its own, this process (the profiler, the load generator) and
+        # the API server on the others (docs/fidelity.md, "An engine with a core of its own").
+        if len(os.sched_getaffinity(0)) >= 2:
+            engine, other = cpu_pin.split()
+            cpu_pin.pin_engine(s.proc.pid, engine, other)
+            restore = cpu_pin.pin_self(other)
+        yield s
     finally:
+        if restore is not None:
+            cpu_pin.pin_self(restore)
         s.stop()
 
 

@@ -25,7 +25,7 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _tree(pid: int) -> list[int]:
+def process_tree(pid: int) -> list[int]:
     seen, todo = [], [pid]
     while todo:
         p = todo.pop()
@@ -55,7 +55,7 @@ def snapshot(pid: int | None) -> dict[int, tuple[int, int]] | None:
     """Per process of pid's tree: (run ns, wait ns); None where schedstat is unavailable."""
     if pid is None or not (PROC / str(os.getpid()) / "schedstat").exists():
         return None
-    snap = {p: t for p in _tree(pid) if (t := _process_times(p)) is not None}
+    snap = {p: t for p in process_tree(pid) if (t := _process_times(p)) is not None}
     return snap or None
 
 
