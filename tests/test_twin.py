@@ -488,3 +488,51 @@ def test_a_resend_goes_out_on_a_new_connection():
     st = asyncio.run(asyncio.wait_for(run(), 30))
     assert len(st.tokens) == 1
     assert sorted(served.values()) == [1] * (STALE_RETRIES + 1) + [2]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="CPU affinity through /proc (Linux)")
+def test_cpu_pin_gives_the_engine_processes_their_own_cpu():
+    """A stand-in server: a process whose child calls itself VLLM::Worker (as vLLM's worker
+    does). The child goes to the engine's CPU, the parent to the others; a tree without an
+    engine process is refused before anything moves."""
+    import os
+
+    from slocore.twin import cpu_pin, cpu_wait
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    engine, other = cpu_pin.split()
+    child = "open('/proc/self/comm', 'w').write('VLLM::Worker'); import time; time.sleep(60)"
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(60)",
+        ]
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            kids = cpu_wait.process_tree(parent.pid)[1:]
+            if kids and cpu_pin._comm(kids[0]) == "VLLM::Worker":
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the stand-in worker did not start")
+        lone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        try:
+            with pytest.raises(RuntimeError, match="no vLLM engine process"):
+                cpu_pin.pin_engine(lone.pid, engine, other)
+            assert os.sched_getaffinity(lone.pid) == os.sched_getaffinity(0)  # not moved
+        finally:
+            lone.kill()
+            lone.wait()
+        where = cpu_pin.pin_engine(parent.pid, engine, other)
+        assert where == {parent.pid: "other", kids[0]: "engine"}
+        assert os.sched_getaffinity(kids[0]) == engine and os.sched_getaffinity(parent.pid) == other
+        assert cpu_pin.main([str(parent.pid), "0", "1"]) == 0 and cpu_pin.main([str(lone.pid)]) == 2
+    finally:
+        for pid in cpu_wait.process_tree(parent.pid)[::-1]:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+        parent.wait()
