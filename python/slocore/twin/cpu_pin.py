@@ -55,9 +55,9 @@ def pin_self(cpus: set[int]) -> set[int]:
     return before
 
 
-def split(n: int | None = None) -> tuple[set[int], set[int]]:
-    """(engine, other): CPU 0 for the engine, the rest for everything else."""
-    cpus = sorted(os.sched_getaffinity(0)) if n is None else list(range(n))
+def split() -> tuple[set[int], set[int]]:
+    """(engine, other): this process's first CPU for the engine, the rest for everything else."""
+    cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         raise RuntimeError("pinning needs at least 2 CPUs")
     return {cpus[0]}, set(cpus[1:])
@@ -75,11 +75,14 @@ def main(argv: list[str]) -> int:
     if not argv or len(argv) > 3:
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
         return 2
-    engine, other = (_cpus(argv[1]), _cpus(argv[2])) if len(argv) == 3 else split()
-    if len(argv) == 2:
-        engine = _cpus(argv[1])
-        other = set(os.sched_getaffinity(0)) - engine
     try:
+        if len(argv) == 3:
+            engine, other = _cpus(argv[1]), _cpus(argv[2])
+        elif len(argv) == 2:
+            engine = _cpus(argv[1])
+            other = set(os.sched_getaffinity(0)) - engine
+        else:
+            engine, other = split()
         where = pin_engine(int(argv[0]), engine, other)
     except (RuntimeError, ValueError) as e:
         print(f"cpu_pin: error: {e}", file=sys.stderr)
