@@ -29,7 +29,8 @@ BASELINE_LOAD = os.getloadavg()[0] / (os.cpu_count() or 1)
 ENGINE_FACTOR = 3.0
 # The share of its runnable time the engine may spend waiting for a CPU in a judged run: 15-16 %
 # with nothing else running (its own API server and the load generator share the cores), 81-82 %
-# at load average 9.
+# at load average 9. Pinned (the engine core and its worker alone on one CPU, where the worker
+# polls for the next step): 29-30 % in the one run here with nothing else running.
 MAX_CPU_WAIT = 0.3
 LIGHT_LOAD = 0.3  # the load at which the engine-side TPOT bound is asserted
 # The server runs at most 16 requests at once (the other vLLM tests: 32). vLLM-CPU's decode step
