@@ -230,7 +230,8 @@ def _delivery_lag(points: list, idle_s: float) -> dict | None:
     """The front end's delay grows with what it streams: the API server detokenizes and sends
     every token (and the client reads them) in Python, so a newcomer's first token waits behind
     the decoders' tokens. Measured in the mixed experiments (B requests streaming, one prompt
-    arrives): its front end there minus a lone prompt's, per token/s streamed; the median of
+    arrives): its front end there (without the step in flight, which the simulator's engine
+    has: design._mixed) minus a lone prompt's, per token/s streamed; the median of
     the points' ratios (robust to a stalled point), never below 0. Applied per token by
     ``twin.compare.simulate`` at the simulated stream rate of the instance."""
     pts = [p.detail for p in points if p.kind == "mixed" and "loaded_frontend_s" in (p.detail or {})]
@@ -240,7 +241,7 @@ def _delivery_lag(points: list, idle_s: float) -> dict | None:
     return {
         "ttft_lag_per_token_rate": max(0.0, statistics.median(ratios)),
         "lag_source": f"median over {len(pts)} mixed experiments of (newcomer's client TTFT - engine prefill - "
-        "queue - ttft_overhead_s) / decoders' tokens per second; seconds of delay per token/s streamed",
+        "queue - half a step - ttft_overhead_s) / decoders' tokens per second; seconds of delay per token/s streamed",
     }
 
 
