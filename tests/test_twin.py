@@ -527,6 +527,11 @@ def test_cpu_pin_gives_the_engine_processes_their_own_cpu():
         finally:
             lone.kill()
             lone.wait()
+        for bad in ((set(), other), (engine, {os.cpu_count() + 7})):  # refused, nothing moved
+            with pytest.raises(ValueError, match="cpus: expected CPUs among"):
+                cpu_pin.pin_engine(parent.pid, *bad)
+        assert os.sched_getaffinity(kids[0]) == os.sched_getaffinity(0)
+        assert cpu_pin.main([str(parent.pid), "3-1", "1"]) == 2
         where = cpu_pin.pin_engine(parent.pid, engine, other)
         assert where == {parent.pid: "other", kids[0]: "engine"}
         assert os.sched_getaffinity(kids[0]) == engine and os.sched_getaffinity(parent.pid) == other

@@ -32,14 +32,19 @@ def _pin_threads(pid: int, cpus: set[int]) -> None:
     for task in (PROC / str(pid) / "task").glob("*"):
         try:
             os.sched_setaffinity(int(task.name), cpus)
-        except (OSError, ValueError):
+        except ProcessLookupError:
             pass  # a thread that ended meanwhile
 
 
 def pin_engine(server_pid: int, engine_cpus: set[int], other_cpus: set[int]) -> dict[int, str]:
     """Pin the engine's processes of the server at `server_pid` to `engine_cpus` and its other
     processes to `other_cpus`. Returns {pid: "engine" | "other"}; raises if no engine process
-    was found (not a vLLM server, or not started yet)."""
+    was found (not a vLLM server, or not started yet) or a CPU set is empty or names a CPU this
+    machine does not have."""
+    here = set(range(os.cpu_count() or 1))
+    for name, cpus in (("engine_cpus", engine_cpus), ("other_cpus", other_cpus)):
+        if not cpus or not set(cpus) <= here:
+            raise ValueError(f"{name}: expected CPUs among {sorted(here)}, got {sorted(cpus)}")
     where = {pid: "engine" if _comm(pid).startswith(ENGINE_NAMES) else "other" for pid in process_tree(server_pid)}
     if "engine" not in where.values():  # checked before anything moves
         raise RuntimeError(f"process {server_pid}: no vLLM engine process ({', '.join(ENGINE_NAMES)}) below it")

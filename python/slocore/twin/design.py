@@ -207,14 +207,14 @@ async def _mixed(c: EngineClient, e: Experiment, use_metrics: bool):
     if d.get("prefill_count") == 1 and d.get("decode_sum", 1) < 1e-9:  # only the newcomer (1 token) finished
         detail = {"batch": e.batch, "new_prompt_len": e.new_prompt_len, "timing": "engine", "client_s": new.ttft}
         gaps = [statistics.median(b - a for a, b in zip(s.tokens, s.tokens[1:])) for s in decoders if len(s.tokens) > 2]
-        if gaps and statistics.median(gaps) > 0:
+        step = statistics.median(gaps) if gaps else 0.0
+        if step > 0:
             # The newcomer's front end while the API server streams the decoders' tokens
             # (frontend_s of a lone prompt is the same with nothing streaming): the delivery
             # term's points (profiler._delivery_lag). vLLM stamps a request queued when its
             # engine loop takes it in, between steps, so its queue + prefill leave out the
             # step in flight when the newcomer came, half a step on average: the simulator
             # has that wait in its engine, so it is taken out here too.
-            step = statistics.median(gaps)
             detail["loaded_frontend_s"] = new.ttft - d["prefill_sum"] - d.get("queue_sum", 0) - step / 2
             detail["stream_tok_s"] = e.batch / step
         return Point(
