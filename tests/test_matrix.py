@@ -4,6 +4,7 @@ No timing is asserted."""
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 import pytest
@@ -85,15 +86,21 @@ def test_summary_against_the_strongest_baseline(tiny):
     for cs in by_cell.values():
         base = [c for c in cs if c["kind"] == "baseline"]
         best = max(c["attainment_mean"] for c in base)
+        strongest = next(c for c in base if c["preset"] == cs[0]["strongest_baseline"])
         for c in cs:
             assert presets()[c["strongest_baseline"]].kind == "baseline"
             assert c["vs_strongest"] == pytest.approx(c["attainment_mean"] - best)
             if c["kind"] == "baseline":
                 assert c["vs_strongest"] <= 1e-12
+            assert c["ttft_p99_vs_strongest"] == pytest.approx(c["ttft_p99"] / strongest["ttft_p99"])
     assert {s["preset"] for s in tiny["summary"]} == set(TINY["presets"])
     for s in tiny["summary"]:
         ds = [c["vs_strongest"] for c in tiny["cells"] if c["preset"] == s["preset"]]
         assert s["cells"] == len(ds) and s["mean_vs_strongest"] == pytest.approx(sum(ds) / len(ds))
+        rs = sorted(c["ttft_p99_vs_strongest"] for c in tiny["cells"] if c["preset"] == s["preset"])
+        assert s["ttft_p99_ratio_median"] == pytest.approx(statistics.median(rs))
+        assert s["ttft_p99_ratio_max"] == rs[-1]
+        assert s["ttft_p99_worse"] == sum(r > matrix.TTFT_P99_WORSE for r in rs)
     assert len(tiny["goodput"]) == len({(c["workload"], c["error"], c["preset"]) for c in tiny["cells"]})
     for g in tiny["goodput"]:
         ok = [
@@ -112,7 +119,7 @@ def test_outputs_written(tiny, tmp_path):
     md = Path(paths["md"]).read_text()
     for p in TINY["presets"]:
         assert f"| {p} |" in md
-    assert "strongest baseline" in md
+    assert "strongest baseline" in md and "TTFT p99 ratio median" in md
 
 
 def test_ci95_uses_student_t():
@@ -213,6 +220,7 @@ def test_merge_of_parts_equals_the_whole(tiny, tmp_path):
         w = whole[key(c)]
         assert c["attainment"] == w["attainment"] and c["strongest_baseline"] == w["strongest_baseline"]
         assert c["vs_strongest"] == pytest.approx(w["vs_strongest"])
+        assert c["ttft_p99_vs_strongest"] == pytest.approx(w["ttft_p99_vs_strongest"])
         assert c["ttft_p99"] == pytest.approx(w["ttft_p99"]) and c["cost"] == pytest.approx(w["cost"])
     assert sorted((s["preset"], s["won"], s["lost"]) for s in m["summary"]) == sorted(
         (s["preset"], s["won"], s["lost"]) for s in tiny["summary"]

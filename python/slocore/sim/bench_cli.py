@@ -115,6 +115,12 @@ def matrix_main(a) -> int:
             f"{s['preset']:36s} vs strongest baseline: mean {100 * s['mean_vs_strongest']:+.1f} pp "
             f"(min {100 * s['min_vs_strongest']:+.1f}, max {100 * s['max_vs_strongest']:+.1f}; "
             f"won {s['won']}, lost {s['lost']} of {s['cells']} cells)"
+            + (
+                f"; TTFT p99 {s['ttft_p99_ratio_median']:.2f}x the strongest's (median; "
+                f"max {s['ttft_p99_ratio_max']:.2f}x, worse in {s['ttft_p99_worse']} cells)"
+                if s.get("ttft_p99_ratio_median") is not None
+                else ""
+            )
         )
     print(f"{m['runs']} runs in {m['wall_s']:.0f} s; wrote {', '.join(paths.values())}", file=sys.stderr)
     return 0

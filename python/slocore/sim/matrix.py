@@ -41,6 +41,7 @@ LOADS = (0.5, 0.8, 1.0, 1.2)
 SEEDS = (0, 1, 2)
 ERRORS = ("exact", "pm20", "shape")
 GOODPUT_ATTAINMENT = 0.9
+TTFT_P99_WORSE = 1.1  # a preset's TTFT p99 "worse" than the strongest baseline's beyond this ratio
 CAPACITY_WINDOW = (0.1, 0.7)  # share of finished requests between which the burst rate is measured
 CAPACITY_PRESET = {"colocated": "least_outstanding+vllm_priority", "pd": "least_outstanding+vllm_priority"}
 CAPACITY_ATTAINMENT = 0.9  # the edge: the reference stack's attainment at capacity
@@ -518,6 +519,13 @@ def run_matrix(cfg: MatrixConfig, progress: bool = True) -> dict:
     return out
 
 
+def ttft_p99_ratio(cell: dict, best: dict | None) -> float | None:
+    """The cell's TTFT p99 over the strongest baseline's of the same cell (None without one)."""
+    if best is None or not best["ttft_p99"] > 0 or not math.isfinite(cell["ttft_p99"]):
+        return None
+    return cell["ttft_p99"] / best["ttft_p99"]
+
+
 def summarize(cfg: MatrixConfig, caps: dict, sizes: dict, results: list) -> dict:
     groups: dict[tuple, list] = {}
     for job, r in results:
@@ -558,6 +566,7 @@ def summarize(cfg: MatrixConfig, caps: dict, sizes: dict, results: list) -> dict
         for c in cs:
             c["strongest_baseline"] = strongest[key]
             c["vs_strongest"] = c["attainment_mean"] - best["attainment_mean"] if best else None
+            c["ttft_p99_vs_strongest"] = ttft_p99_ratio(c, best)
     goodput = []
     for w in cfg.workloads:
         for e in cfg.errors:
@@ -585,6 +594,8 @@ def summarize(cfg: MatrixConfig, caps: dict, sizes: dict, results: list) -> dict
         ds = [c["vs_strongest"] for c in cells if c["preset"] == p and c["vs_strongest"] is not None]
         if not ds:
             continue
+        mine = [c for c in cells if c["preset"] == p]
+        ratios = [c["ttft_p99_vs_strongest"] for c in mine if c["ttft_p99_vs_strongest"] is not None]
         summary.append(
             {
                 "preset": p,
@@ -595,6 +606,10 @@ def summarize(cfg: MatrixConfig, caps: dict, sizes: dict, results: list) -> dict
                 "max_vs_strongest": max(ds),
                 "won": sum(d > 0.01 for d in ds),
                 "lost": sum(d < -0.01 for d in ds),
+                # The tail the attainment does not show: TTFT p99 over the strongest baseline's.
+                "ttft_p99_ratio_median": statistics.median(ratios) if ratios else None,
+                "ttft_p99_ratio_max": max(ratios) if ratios else None,
+                "ttft_p99_worse": sum(r > TTFT_P99_WORSE for r in ratios),
             }
         )
     requests = {w: {str(l): n for (ww, l), n in sizes.items() if ww == w} for w in cfg.workloads}
@@ -609,6 +624,10 @@ def summarize(cfg: MatrixConfig, caps: dict, sizes: dict, results: list) -> dict
         ],
         "presets": {p: stacks.describe(p) for p in cfg.presets},
     }
+
+
+def _ratio(x):
+    return "-" if x is None else f"{x:.2f}x"
 
 
 def _pct(x):
@@ -657,13 +676,19 @@ def markdown(m: dict, command: str = "") -> str:
         "",
         "## Summary: preset minus the strongest baseline of each cell (attainment, percentage points)",
         "",
-        "| preset | kind | cells | mean | min | max | won (>+1 pp) | lost (<-1 pp) |",
-        "|---|---|---|---|---|---|---|---|",
+        "TTFT p99 columns: the preset's TTFT p99 over the strongest baseline's in the same cell "
+        f"(median and largest ratio over the cells; cells where it is more than {TTFT_P99_WORSE:g}x).",
+        "",
+        "| preset | kind | cells | mean | min | max | won (>+1 pp) | lost (<-1 pp) "
+        "| TTFT p99 ratio median | max | cells worse |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in sorted(m["summary"], key=lambda s: -s["mean_vs_strongest"]):
         out.append(
             f"| {s['preset']} | {s['kind']} | {s['cells']} | {100 * s['mean_vs_strongest']:+.1f} | "
-            f"{100 * s['min_vs_strongest']:+.1f} | {100 * s['max_vs_strongest']:+.1f} | {s['won']} | {s['lost']} |"
+            f"{100 * s['min_vs_strongest']:+.1f} | {100 * s['max_vs_strongest']:+.1f} | {s['won']} | {s['lost']} "
+            f"| {_ratio(s.get('ttft_p99_ratio_median'))} | {_ratio(s.get('ttft_p99_ratio_max'))} "
+            f"| {s.get('ttft_p99_worse', '-')} |"
         )
     cells = m["cells"]
     loads = cfg["loads"]
@@ -698,13 +723,14 @@ def markdown(m: dict, command: str = "") -> str:
         "",
         "## Latency and cost per cell (means over seeds)",
         "",
-        "| workload | error | load | preset | TTFT p99 s | TPOT p99 ms | cost inst-s | vs strongest pp |",
-        "|---|---|---|---|---|---|---|---|",
+        "| workload | error | load | preset | TTFT p99 s | x strongest's | TPOT p99 ms | cost inst-s "
+        "| vs strongest pp |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for c in cells:
         out.append(
             f"| {c['workload']} | {c['error']} | {c['load']:g} | {c['preset']} | {c['ttft_p99']:.3g} | "
-            f"{1e3 * c['tpot_p99']:.3g} | {c['cost']:.3g} | "
+            f"{_ratio(c.get('ttft_p99_vs_strongest'))} | {1e3 * c['tpot_p99']:.3g} | {c['cost']:.3g} | "
             f"{'-' if c['vs_strongest'] is None else format(100 * c['vs_strongest'], '+.1f')} |"
         )
     out += ["", "## Presets", ""] + [f"- `{p}`: {d}" for p, d in m["presets"].items()]
