@@ -6,12 +6,18 @@ over the same engines). Same capacity, loads, seeds and predictor errors as
     PYTHONPATH=python python bench/slocore_variants_compare.py --workloads rag,sharegpt_prio \\
         --loads 1,1.2 --errors exact,pm20
 
+    PYTHONPATH=python python bench/slocore_variants_compare.py --workloads chat,agentic \\
+        --loads 1.2 --errors exact --triage '{"late_kv_room": 0}'
+
 Prints one line per (workload, error, load, variant): attainment mean ± 95% CI and per seed,
-TTFT/TPOT p99, and the difference to the strongest baseline."""
+TTFT/TPOT p99 (and its ratio to the strongest baseline's), and the difference to the
+strongest baseline. `--triage` adds the whole `slocore` preset with those `slo_triage`
+parameters as one more variant."""
 
 import argparse
+import json
 
-from slocore.sim import matrix
+from slocore.sim import matrix, presets_slocore
 from slocore.sim.stacks import Preset, register
 
 DECODE = ("sibyl", {"reqlevel": True})
@@ -33,8 +39,23 @@ def main():
     ap.add_argument("--errors", default="exact,pm20")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--processes", type=int, default=2)
+    ap.add_argument("--triage", type=json.loads, default=None, help="slo_triage parameters of a slocore variant (JSON)")
     a = ap.parse_args()
-    for name, (router, engine) in VARIANTS.items():
+    if a.triage:
+        engine = ("slo_triage", a.triage)
+        name = "slocore(" + ",".join(f"{k}={v}" for k, v in a.triage.items()) + ")"
+        register(
+            Preset(
+                name,
+                "slocore",
+                name,
+                "variant",
+                colocated=dict(presets_slocore.COLOCATED, batch_scheduler=engine),
+                pd=dict(presets_slocore.PD, batch_scheduler=engine),
+            )
+        )
+        VARIANTS[name] = None
+    for name, (router, engine) in ((k, v) for k, v in VARIANTS.items() if v is not None):
         register(
             Preset(
                 name,
@@ -63,7 +84,8 @@ def main():
             f"{c['workload']:14s} {c['error']:5s} {c['load']:.1f} {c['preset']:38s} "
             f"{100 * c['attainment_mean']:5.1f} ± {100 * c['attainment_ci95']:4.1f} "
             f"{[round(100 * x, 1) for x in c['attainment']]} TTFT p99 {c['ttft_p99']:.2f} s "
-            f"TPOT p99 {1000 * c['tpot_p99']:.0f} ms vs {c['strongest_baseline']} {100 * c['vs_strongest']:+.1f} pp"
+            f"({c['ttft_p99_vs_strongest']:.2f}x) TPOT p99 {1000 * c['tpot_p99']:.0f} ms "
+            f"vs {c['strongest_baseline']} {100 * c['vs_strongest']:+.1f} pp"
         )
 
 
