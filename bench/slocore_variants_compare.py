@@ -41,32 +41,23 @@ def main():
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--triage", type=json.loads, default=None, help="slo_triage parameters of a slocore variant (JSON)")
     a = ap.parse_args()
-    if a.triage:
+    stacks = {
+        name: (
+            dict(global_policy=router, batch_scheduler=engine),
+            dict(prefill_policy=router, decode_policy=DECODE, batch_scheduler=engine),
+        )
+        for name, (router, engine) in VARIANTS.items()
+    }
+    if a.triage:  # the whole slocore preset, its engine scheduler's parameters changed
         engine = ("slo_triage", a.triage)
         name = "slocore(" + ",".join(f"{k}={v}" for k, v in a.triage.items()) + ")"
-        register(
-            Preset(
-                name,
-                "slocore",
-                name,
-                "variant",
-                colocated=dict(presets_slocore.COLOCATED, batch_scheduler=engine),
-                pd=dict(presets_slocore.PD, batch_scheduler=engine),
-            )
+        stacks[name] = (
+            dict(presets_slocore.COLOCATED, batch_scheduler=engine),
+            dict(presets_slocore.PD, batch_scheduler=engine),
         )
-        VARIANTS[name] = None
-    for name, (router, engine) in ((k, v) for k, v in VARIANTS.items() if v is not None):
-        register(
-            Preset(
-                name,
-                "slocore",
-                name,
-                "variant",
-                colocated=dict(global_policy=router, batch_scheduler=engine),
-                pd=dict(prefill_policy=router, decode_policy=DECODE, batch_scheduler=engine),
-            )
-        )
-    names = BASELINES + ("least_outstanding+vllm_priority", "slocore") + tuple(VARIANTS)
+    for name, (colocated, pd) in stacks.items():
+        register(Preset(name, "slocore", name, "variant", colocated=colocated, pd=pd))
+    names = BASELINES + ("least_outstanding+vllm_priority", "slocore") + tuple(stacks)
     cfg = matrix.MatrixConfig(
         presets=names,
         workloads=tuple(a.workloads.split(",")),
@@ -76,7 +67,7 @@ def main():
         processes=a.processes,
     )
     out = matrix.run_matrix(cfg, progress=False)
-    show = ("least_outstanding+vllm_priority", "slocore") + tuple(VARIANTS)
+    show = ("least_outstanding+vllm_priority", "slocore") + tuple(stacks)
     for c in sorted(out["cells"], key=lambda c: (c["workload"], c["error"], c["load"], c["preset"])):
         if c["preset"] not in show:
             continue
