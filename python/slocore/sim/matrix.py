@@ -591,10 +591,10 @@ def summarize(cfg: MatrixConfig, caps: dict, sizes: dict, results: list) -> dict
                     )
     summary = []
     for p in cfg.presets:
-        ds = [c["vs_strongest"] for c in cells if c["preset"] == p and c["vs_strongest"] is not None]
+        mine = [c for c in cells if c["preset"] == p]
+        ds = [c["vs_strongest"] for c in mine if c["vs_strongest"] is not None]
         if not ds:
             continue
-        mine = [c for c in cells if c["preset"] == p]
         ratios = [c["ttft_p99_vs_strongest"] for c in mine if c["ttft_p99_vs_strongest"] is not None]
         summary.append(
             {
