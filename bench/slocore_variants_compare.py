@@ -17,6 +17,7 @@ parameters as one more variant."""
 import argparse
 import json
 
+from slocore import make_batch_scheduler
 from slocore.sim import matrix, presets_slocore
 from slocore.sim.stacks import Preset, register
 
@@ -32,6 +33,21 @@ BASELINES = ("rr+sarathi_fcfs", "rr+edf", "least_outstanding+edf", "least_outsta
 BASELINES += ("vllm_priority", "llmd_scorer+sarathi_fcfs", "kv_router+sarathi_fcfs")
 
 
+def _triage_params(text: str) -> dict:
+    """--triage: a JSON object of slo_triage parameters, checked by building the scheduler."""
+    try:
+        params = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not JSON: {e}") from None
+    if not isinstance(params, dict) or not params:
+        raise argparse.ArgumentTypeError(f"expected a non-empty JSON object of parameters, got {text!r}")
+    try:
+        make_batch_scheduler("slo_triage", params)
+    except (ValueError, TypeError) as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return params
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--workloads", default="rag,sharegpt_prio")
@@ -39,7 +55,9 @@ def main():
     ap.add_argument("--errors", default="exact,pm20")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--processes", type=int, default=2)
-    ap.add_argument("--triage", type=json.loads, default=None, help="slo_triage parameters of a slocore variant (JSON)")
+    ap.add_argument(
+        "--triage", type=_triage_params, default=None, help="slo_triage parameters of a slocore variant (JSON)"
+    )
     a = ap.parse_args()
     stacks = {
         name: (

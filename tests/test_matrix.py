@@ -264,3 +264,23 @@ def test_merge_copies_exact_baselines_and_refuses_other_experiments(tiny, tmp_pa
     assert (out / "matrix.md").exists()
     assert cli.main(["bench", "matrix", "--copy-exact-baselines", "--out", str(out)]) == 2
     assert cli.main(["bench", "matrix", "--merge", str(junk), "--out", str(out)]) == 2
+
+
+@pytest.mark.parametrize(
+    "bad, says",
+    [
+        ("5", "expected a non-empty JSON object"),
+        ("{}", "expected a non-empty JSON object"),
+        ("{bad", "not JSON"),
+        ('{"late_kv_rom": 0}', "slo_triage.late_kv_rom: unknown parameter"),
+        ('{"late_kv_room": 2}', "slo_triage.late_kv_room: must be"),
+    ],
+)
+def test_variants_script_refuses_bad_triage_parameters_before_running(bad, says):
+    """bench/slocore_variants_compare.py --triage: one argparse error naming the problem, exit 2."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "bench" / "slocore_variants_compare.py"
+    r = subprocess.run([sys.executable, str(script), "--triage", bad], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr
