@@ -229,6 +229,35 @@ def lengths(n: int, mean: float, std: float, rng: np.random.Generator, heavy: bo
     return np.clip(np.rint(x), 1, cap).astype(np.int64)
 
 
+def _part(
+    arrival, prompt_len, output_len, ttft, tpot, *, deadline=np.nan, priority=0, utility=1.0, task=0, prefix=None
+):
+    """One stream of requests for `_build`: per-request arrays, or scalars for every row
+    (no deadline, priority 0, weight 1, utility 1, task 0 unless given); `prefix`: the
+    rows' shared-text segments, or None for none."""
+    arrival = np.asarray(arrival, float)
+    n = len(arrival)
+
+    def col(v):
+        return np.broadcast_to(np.asarray(v), (n,))
+
+    part = dict(
+        arrival=arrival,
+        prompt_len=col(prompt_len),
+        output_len=col(output_len),
+        ttft=col(ttft),
+        tpot=col(tpot),
+        deadline=col(deadline),
+        priority=col(priority),
+        priority_weight=np.ones(n),
+        utility=col(utility),
+        task=col(task),
+    )
+    if prefix is not None:
+        part["prefix"] = list(prefix)
+    return part
+
+
 def _build(parts: list[dict], task_names, name, seed, params) -> Workload:
     cols = {c: np.concatenate([p[c] for p in parts]) for c in COLUMNS}
     order = np.argsort(cols["arrival"], kind="stable")
@@ -258,17 +287,14 @@ def task_mix(tasks, rate: float, n_per_task: int, seed: int = 0, process="poisso
         heavy = t in HEAVY_TAILED
         n = n_per_task
         parts.append(
-            dict(
-                arrival=arrivals(n, rate / len(tasks), rng, process, cv),
-                prompt_len=lengths(n, im, isd, rng, heavy),
-                output_len=lengths(n, om, osd, rng, heavy),
-                ttft=np.full(n, ttft),
-                tpot=np.full(n, tpot),
-                deadline=np.full(n, np.nan),
-                priority=np.full(n, k),
-                priority_weight=np.ones(n),
-                utility=np.ones(n),
-                task=np.full(n, k),
+            _part(
+                arrivals(n, rate / len(tasks), rng, process, cv),
+                lengths(n, im, isd, rng, heavy),
+                lengths(n, om, osd, rng, heavy),
+                ttft,
+                tpot,
+                priority=k,
+                task=k,
             )
         )
     return _build(parts, tasks, name, seed, dict(rate=rate, n_per_task=n_per_task, process=process, cv=cv))
@@ -296,17 +322,12 @@ def sharegpt_like(
     _, _, im, isd, om, osd = HFX_TASKS["sharegpt"]
     return _build(
         [
-            dict(
-                arrival=arrivals(n, rate, rng, process, cv),
-                prompt_len=lengths(n, im, isd, rng, True, 4096),
-                output_len=lengths(n, om, osd, rng, True, 2048),
-                ttft=np.full(n, ttft),
-                tpot=np.full(n, tpot),
-                deadline=np.full(n, np.nan),
-                priority=np.zeros(n),
-                priority_weight=np.ones(n),
-                utility=np.ones(n),
-                task=np.zeros(n),
+            _part(
+                arrivals(n, rate, rng, process, cv),
+                lengths(n, im, isd, rng, True, 4096),
+                lengths(n, om, osd, rng, True, 2048),
+                ttft,
+                tpot,
             )
         ],
         ("sharegpt",),
@@ -330,17 +351,12 @@ def uniform_random(
     rng = np.random.default_rng(seed)
     return _build(
         [
-            dict(
-                arrival=arrivals(n, rate, rng),
-                prompt_len=rng.integers(prompt_range[0], prompt_range[1] + 1, n),
-                output_len=rng.integers(output_range[0], output_range[1] + 1, n),
-                ttft=np.full(n, ttft),
-                tpot=np.full(n, tpot),
-                deadline=np.full(n, np.nan),
-                priority=np.zeros(n),
-                priority_weight=np.ones(n),
-                utility=np.ones(n),
-                task=np.zeros(n),
+            _part(
+                arrivals(n, rate, rng),
+                rng.integers(prompt_range[0], prompt_range[1] + 1, n),
+                rng.integers(output_range[0], output_range[1] + 1, n),
+                ttft,
+                tpot,
             )
         ],
         ("uniform",),
@@ -396,20 +412,7 @@ def hfx_ramp(rate: float = 15.0, step_s: float = 20.0, end_s: float = 90.0, seed
         a = arrivals(int(rate * (end_s - k * step_s) * 1.5) + 10, rate, rng, start=k * step_s)
         a = a[a < end_s]
         n = len(a)
-        parts.append(
-            dict(
-                arrival=a,
-                prompt_len=lengths(n, im, isd, rng),
-                output_len=lengths(n, om, osd, rng),
-                ttft=np.full(n, ttft),
-                tpot=np.full(n, tpot),
-                deadline=np.full(n, np.nan),
-                priority=np.full(n, p),
-                priority_weight=np.ones(n),
-                utility=np.ones(n),
-                task=np.full(n, p),
-            )
-        )
+        parts.append(_part(a, lengths(n, im, isd, rng), lengths(n, om, osd, rng), ttft, tpot, priority=p, task=p))
     return _build(parts, tasks, "hfx_ramp", seed, dict(rate=rate, step_s=step_s, end_s=end_s))
 
 
@@ -444,20 +447,7 @@ def slice_table2(
     order = rng.permutation(n)
     tp, typ = np.array(tp)[order], np.array(typ)[order]
     return _build(
-        [
-            dict(
-                arrival=np.arange(n) * 1e-3,
-                prompt_len=np.full(n, prompt_len),
-                output_len=np.full(n, output_len),
-                ttft=np.full(n, ttft),
-                tpot=tp,
-                deadline=np.full(n, np.nan),
-                priority=np.zeros(n),
-                priority_weight=np.ones(n),
-                utility=np.ones(n),
-                task=typ,
-            )
-        ],
+        [_part(np.arange(n) * 1e-3, prompt_len, output_len, ttft, tp, task=typ)],
         ("A", "B", "C"),
         "slice_table2",
         seed,
@@ -497,15 +487,14 @@ def slice_mix(
         cols["utility"][m] = rt_utility if k == 0 else util
     return _build(
         [
-            dict(
-                arrival=arr,
-                prompt_len=cols["prompt_len"],
-                output_len=cols["output_len"],
-                ttft=cols["ttft"],
-                tpot=cols["tpot"],
+            _part(
+                arr,
+                cols["prompt_len"],
+                cols["output_len"],
+                cols["ttft"],
+                cols["tpot"],
                 deadline=cols["deadline"],
                 priority=(kind > 0).astype(np.int64),
-                priority_weight=np.ones(n),
                 utility=cols["utility"],
                 task=kind,
             )
@@ -534,21 +523,6 @@ SIBYL_SETS = {  # name -> (prompt mean, prompt log-sd, prompt cap, cap share, ga
 }
 
 
-def _sibyl_columns(n, rate, rng, prompt, output, ttft, tpot, process, cv):
-    return dict(
-        arrival=arrivals(n, rate, rng, process, cv),
-        prompt_len=prompt,
-        output_len=output,
-        ttft=np.full(n, ttft),
-        tpot=np.full(n, tpot),
-        deadline=np.full(n, np.nan),
-        priority=np.zeros(n),
-        priority_weight=np.ones(n),
-        utility=np.ones(n),
-        task=np.zeros(n),
-    )
-
-
 def _sibyl_output(n, rng, cap_share, g_mean, g_shape, scale):
     cap = max(1, int(SIBYL_CAP / scale))
     body = rng.gamma(g_shape, g_mean / g_shape, n) / scale
@@ -572,7 +546,7 @@ def sibyl_random(
     prompt = rng.integers(1, 513, n)
     output = rng.integers(1, max(2, int(SIBYL_CAP / scale)) + 1, n)
     return _build(
-        [_sibyl_columns(n, rate, rng, prompt, output, ttft, tpot, process, cv)],
+        [_part(arrivals(n, rate, rng, process, cv), prompt, output, ttft, tpot)],
         ("random",),
         "sibyl_random",
         seed,
@@ -586,7 +560,7 @@ def _sibyl_set(key, rate, n, seed, scale, ttft, tpot, process, cv):
     prompt = np.clip(np.rint(rng.lognormal(math.log(pm) - psd * psd / 2, psd, n)), 1, pcap).astype(np.int64)
     output = _sibyl_output(n, rng, share, gm, gk, scale)
     return _build(
-        [_sibyl_columns(n, rate, rng, prompt, output, ttft, tpot, process, cv)],
+        [_part(arrivals(n, rate, rng, process, cv), prompt, output, ttft, tpot)],
         (key,),
         f"sibyl_{key}",
         seed,
@@ -647,23 +621,6 @@ def _cv_lengths(n, mean, cv, rng, cap=1 << 20):
     return lengths(n, mean, mean * cv, rng, heavy=True, cap=cap)
 
 
-def _rows(arrival, prompt, output, prefix, ttft, tpot, task=0):
-    n = len(arrival)
-    return dict(
-        arrival=np.asarray(arrival, float),
-        prompt_len=np.asarray(prompt, np.int64),
-        output_len=np.asarray(output, np.int64),
-        ttft=np.full(n, ttft),
-        tpot=np.full(n, tpot),
-        deadline=np.full(n, np.nan),
-        priority=np.zeros(n),
-        priority_weight=np.ones(n),
-        utility=np.ones(n),
-        task=np.full(n, task),
-        prefix=list(prefix),
-    )
-
-
 @workload
 def multi_turn_chat(
     rate: float = 0.5,
@@ -706,7 +663,7 @@ def multi_turn_chat(
             history = p + int(replies[k])
             t += int(replies[k]) * NOMINAL_TPOT_S + float(thinks[k])
     return _build(
-        [_rows(arr, prompt, out, pre, ttft, tpot)],
+        [_part(arr, prompt, out, ttft, tpot, prefix=pre)],
         ("chat",),
         "multi_turn_chat",
         seed,
@@ -760,7 +717,7 @@ def agentic(
             ctx += int(replies[j]) + int(tools[j])
             t += int(replies[j]) * NOMINAL_TPOT_S + float(gaps[j])
     return _build(
-        [_rows(arr, prompt, out, pre, ttft, tpot)],
+        [_part(arr, prompt, out, ttft, tpot, prefix=pre)],
         ("agent",),
         "agentic",
         seed,
@@ -818,7 +775,7 @@ def rag(
         pre.append(segs)
         prompt.append(k * chunk + int(qs[i]))
     return _build(
-        [_rows(arr, prompt, outs, pre, ttft, tpot)],
+        [_part(arr, prompt, outs, ttft, tpot, prefix=pre)],
         ("rag",),
         "rag",
         seed,
