@@ -15,13 +15,13 @@ import pytest
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 pytest.importorskip("prometheus_client", reason="the serve extra (prometheus-client) is not installed")
 
-from aiohttp import web  # noqa: E402
 
 import slocore  # noqa: E402
 from slocore.profiles import hardware_profile  # noqa: E402
 from slocore.recording import RecordingPolicy  # noqa: E402
 from slocore.serve import config as cfgmod  # noqa: E402
 from slocore.serve.router import Router  # noqa: E402
+from test_serve_router import serving as serving_one  # noqa: E402
 
 PROFILE = "h100-llama2-7b"
 EMU = {"profile": PROFILE, "time_scale": 0.05}
@@ -72,17 +72,8 @@ async def serving(d: dict):
         async with serving_workers({k: v for k, v in d.items() if k != "workers"}, workers) as (host, url, _, s):
             yield host.router, url, s
         return
-    router = Router(cfgmod.from_dict(d))
-    runner = web.AppRunner(router.app(), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    async with aiohttp.ClientSession() as s:
-        try:
-            yield router, f"http://127.0.0.1:{port}", s
-        finally:
-            await runner.cleanup()
+    async with serving_one(d) as served:
+        yield served
 
 
 async def settled(router, timeout=60.0):

@@ -4,7 +4,6 @@ instances (new ones started as subprocesses by the LocalLauncher) and back to 2,
 request answered exactly once."""
 
 import asyncio
-import contextlib
 import re
 import sys
 
@@ -13,7 +12,6 @@ import pytest
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 pytest.importorskip("prometheus_client", reason="the serve extra (prometheus-client) is not installed")
 
-from aiohttp import web  # noqa: E402
 
 import slocore  # noqa: E402
 from scaler_recording import RecordingScaler  # noqa: E402
@@ -21,24 +19,10 @@ from slocore.childenv import child_env  # noqa: E402
 from slocore.profiles import hardware_profile  # noqa: E402
 from slocore.serve import config as cfgmod  # noqa: E402
 from slocore.serve.router import Router  # noqa: E402
+from test_serve_router import serving  # noqa: E402
 
 PROFILE = "h100-llama2-7b"
 ENGINE = [sys.executable, "-m", "slocore.cli", "engine", "--host", "{host}", "--port", "{port}"]
-
-
-@contextlib.asynccontextmanager
-async def serving(d: dict):
-    router = Router(cfgmod.from_dict(d))
-    runner = web.AppRunner(router.app(), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    async with aiohttp.ClientSession() as s:
-        try:
-            yield router, f"http://127.0.0.1:{port}", s
-        finally:
-            await runner.cleanup()
 
 
 def scaler_section(name="hfx", params=None, **kw):
