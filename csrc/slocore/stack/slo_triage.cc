@@ -33,6 +33,36 @@ Tokens max_prefill_tokens(const InstanceView& v, double limit_s, Tokens budget) 
   return lo;
 }
 
+std::vector<char> paced_out(const InstanceView& v, Time now, const std::vector<char>& run_late, double tpot_min,
+                            double margin, double& decode_s) {
+  const auto& run = v.running;
+  std::vector<char> out(run.size());
+  const double target = (1.0 - margin) * tpot_min;  // the step the tightest on-time decode allows
+  if (!(v.model.overhead() + decode_s > target)) return out;
+  struct Ahead {
+    double slack;  // its paced due time less now
+    size_t i;
+  };
+  std::vector<Ahead> ahead;
+  for (size_t i = 0; i < run.size(); ++i) {
+    const RequestState& s = run[i];
+    const double tpot = s.request.slo.tpot;
+    if (s.in_prefill() || run_late[i] || !std::isfinite(tpot) || !(tpot > tpot_min) || !std::isfinite(s.first_token))
+      continue;
+    ahead.push_back({s.first_token + double(s.generated) * (1.0 - margin) * tpot - now, i});
+  }
+  std::stable_sort(ahead.begin(), ahead.end(), [](const Ahead& a, const Ahead& b) { return a.slack > b.slack; });
+  for (const Ahead& a : ahead) {
+    if (!(v.model.overhead() + decode_s > target)) break;
+    const double cost = v.model.decode_cost(run[a.i].context_len());
+    const double step = std::max(target, v.model.overhead() + decode_s - cost);  // the steps after this one
+    if (!(2.0 * step <= a.slack)) continue;
+    out[a.i] = 1;
+    decode_s -= cost;
+  }
+  return out;
+}
+
 namespace {
 
 Time ttft_deadline(const Request& r) { return r.arrival + r.slo.ttft; }
@@ -178,6 +208,9 @@ std::optional<BatchPlan> SloTriageScheduler::plan(const InstanceView& v, Time no
       q.blocks += v.blocks_needed(s, s.to_compute(), true);
     }
   }
+  const std::vector<char> skip = p_.decode_pacing && std::isfinite(tpot_min)
+                                     ? paced_out(v, now, run_late, tpot_min, p_.margin, q.decode_s)
+                                     : std::vector<char>(run.size());
   // TPOT guard: new prefill tokens fit the tightest TPOT SLO of the on-time decodes; the
   // queue's prefill runs in chunks of at most that many tokens.
   const Tokens prefill_cap =
@@ -192,7 +225,7 @@ std::optional<BatchPlan> SloTriageScheduler::plan(const InstanceView& v, Time no
   std::vector<size_t> run_order;
   for (int late = 0; late < 2; ++late)
     for (size_t i = 0; i < run.size(); ++i)
-      if (bool(run_late[i]) == bool(late)) run_order.push_back(i);
+      if (bool(run_late[i]) == bool(late) && !skip[i]) run_order.push_back(i);
   std::vector<size_t> victims(run.size());
   std::iota(victims.begin(), victims.end(), 0);
   std::stable_sort(victims.begin(), victims.end(), [&](size_t x, size_t y) {

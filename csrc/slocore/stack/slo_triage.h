@@ -40,6 +40,14 @@
 //    goes ahead of it too, so its wait stretches by 1 / (1 - sigma), sigma the share of the
 //    instance's time the higher levels' arriving prefill work takes (the preemptive priority
 //    queue's stretch; at sigma >= 0.95 the stretch is capped at 20x).
+// Decode pacing (`decode_pacing`; SLICE Sec. IV, per-request decode rates, the decode mask):
+// when one step of every running decode alone exceeds what the tightest on-time TPOT SLO
+// allows ((1 - margin) x that SLO, less the fixed cost), on-time decodes with a looser, finite
+// TPOT SLO that are ahead of their own pace sit the step out, most ahead first, until it fits.
+// TPOT is judged as the mean gap between tokens, so a request's pace is its first token plus
+// (1 - margin) x its TPOT SLO per token since; it is ahead when, skipped now, its next token
+// (two steps away) still comes by then. A request behind its pace, a late one, one without a
+// TPOT SLO and any at the tightest SLO always decode; with a single TPOT SLO nothing is paced.
 // The predicted prefill runs in chunks of what the TPOT guard lets an iteration take. A
 // preempted request whose first token came in time waits for its recompute only: it is not
 // predicted, nor demoted. A waiting request is admitted only when its whole remaining prompt
@@ -56,6 +64,7 @@
 #pragma once
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include "slocore/batch/kept_queue.h"
 #include "slocore/batch/plan_builder.h"
@@ -73,6 +82,7 @@ struct SloTriageParams {
   bool priority_wait = true;    // ... and for the higher levels' work that arrives while it waits
   double rate_window_s = 10.0;  // time constant of the measured rates
   double late_kv_room = 0.3;    // a late request is admitted only when it leaves this share of the KV free
+  bool decode_pacing = true;    // SLICE's decode rates: looser-TPOT decodes ahead of pace skip a too-long step
   template <class V>
   void visit(V& v) {
     v.field("token_budget", token_budget, "tokens per iteration; 0 = the engine's max_batch_tokens",
@@ -97,6 +107,10 @@ struct SloTriageParams {
             Range::above(0.0));
     v.field("late_kv_room", late_kv_room, "admit a late request only when it leaves this share of the KV blocks free",
             Range::closed(0.0, 1.0));
+    v.field("decode_pacing", decode_pacing,
+            "when one step of every running decode exceeds the tightest on-time TPOT SLO, on-time decodes with a "
+            "looser TPOT SLO that are ahead of their own pace skip the step, most ahead first, until it fits "
+            "(SLICE's per-request decode rates)");
   }
 };
 
@@ -150,5 +164,9 @@ double predicted_prefill_s(const InstanceView& v, Tokens tokens, Tokens budget, 
 // The most prefill tokens (0..budget) whose one-chunk cost fits `limit_s` (bisection; the cost
 // grows with the tokens).
 Tokens max_prefill_tokens(const InstanceView& v, double limit_s, Tokens budget);
+// Decode pacing: per running request whether it sits this step out (see above); `decode_s`
+// (one step of the running decodes) comes back less the skipped ones' decodes.
+std::vector<char> paced_out(const InstanceView& v, Time now, const std::vector<char>& run_late, double tpot_min,
+                            double margin, double& decode_s);
 
 }  // namespace slocore::stack

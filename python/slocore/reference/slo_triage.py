@@ -140,6 +140,32 @@ def running_load(v, now: float):
     return run_late, decode_s, ahead, ahead_blocks, tpot_min
 
 
+def paced_out(v, now: float, run_late, tpot_min: float, margin: float, decode_s: float):
+    """Decode pacing (SLICE's per-request decode rates): per running request whether it sits
+    this step out, and one decode step of the rest."""
+    run = v.running
+    out = [False] * len(run)
+    target = (1.0 - margin) * tpot_min
+    if not v.model.overhead() + decode_s > target:
+        return out, decode_s
+    ahead = [
+        (s.first_token + s.generated * (1.0 - margin) * s.request.slo.tpot - now, i)
+        for i, s in enumerate(run)
+        if not in_prefill(s)
+        and not run_late[i]
+        and math.isfinite(s.request.slo.tpot)
+        and s.request.slo.tpot > tpot_min
+        and math.isfinite(s.first_token)
+    ]
+    for slack, i in sorted(ahead, key=lambda a: -a[0]):  # most ahead first; stable: ties by index
+        if not v.model.overhead() + decode_s > target:
+            break
+        cost = v.model.decode_cost(run[i].computed)
+        if 2.0 * max(target, v.model.overhead() + decode_s - cost) <= slack:
+            out[i], decode_s = True, decode_s - cost
+    return out, decode_s
+
+
 def split_waiting(v, now, chunk, decode_s, ahead, ahead_blocks, kv_rate, stretch_of, margin, count_optimal):
     """The waiting requests in (priority, arrival) order split into (feasible, late), with
     Moore-Hodgson's demotion within a priority level when `count_optimal`."""
@@ -200,10 +226,12 @@ class SloTriage:
         priority_wait: bool = True,
         rate_window_s: float = 10.0,
         late_kv_room: float = 0.3,
+        decode_pacing: bool = True,
     ):
         self.token_budget, self.margin, self.tpot_guard = token_budget, margin, tpot_guard
         self.count_optimal = count_optimal
         self.kv_wait, self.priority_wait, self.late_kv_room = kv_wait, priority_wait, late_kv_room
+        self.decode_pacing = decode_pacing
         self.rates = InstanceRates(rate_window_s)
 
     def on_finished(self, rid: int, now: float) -> None:
@@ -215,9 +243,13 @@ class SloTriage:
         return 1.0 / max(MIN_SHARE_LEFT, 1.0 - self.rates.busy_above(priority, now))
 
     def split(self, v, now: float, kv_rate: float):
-        """(feasible waiting, late waiting, per running request late, one decode step, prefill cap)."""
+        """(feasible waiting, late waiting, per running request late, per running request
+        paced out, prefill cap)."""
         budget = min(self.token_budget if self.token_budget > 0 else v.max_batch_tokens, v.max_batch_tokens)
         run_late, decode_s, ahead, ahead_blocks, tpot_min = running_load(v, now)
+        skip = [False] * len(v.running)
+        if self.decode_pacing and math.isfinite(tpot_min):
+            skip, decode_s = paced_out(v, now, run_late, tpot_min, self.margin, decode_s)
         cap = budget
         if self.tpot_guard and math.isfinite(tpot_min):
             cap = max_prefill_tokens(v, (1.0 - self.margin) * tpot_min - v.model.overhead() - decode_s, budget)
@@ -233,16 +265,16 @@ class SloTriage:
             self.margin,
             self.count_optimal,
         )
-        return feasible, late, run_late, cap
+        return feasible, late, run_late, skip, cap
 
     def schedule(self, v, now: float):
         b = PlanBuilder(v, self.token_budget if self.token_budget > 0 else v.max_batch_tokens)
         run = v.running
         self.rates.observe(v, now)
         kv_rate = self.rates.kv_release_rate(now) if self.kv_wait else 0.0
-        feasible_waiting, late_waiting, run_late, cap = self.split(v, now, kv_rate)
+        feasible_waiting, late_waiting, run_late, skip, cap = self.split(v, now, kv_rate)
         # vLLM priority keyed (late, priority, arrival): running pass, then waiting if nothing was preempted.
-        run_order = [i for i in range(len(run)) if not run_late[i]] + [i for i in range(len(run)) if run_late[i]]
+        run_order = [i for late in (False, True) for i in range(len(run)) if run_late[i] == late and not skip[i]]
         victims = sorted(range(len(run)), key=lambda i: (run_late[i], _key(run[i])))
         prefill = 0
 
