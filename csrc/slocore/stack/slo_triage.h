@@ -40,7 +40,7 @@
 //    goes ahead of it too, so its wait stretches by 1 / (1 - sigma), sigma the share of the
 //    instance's time the higher levels' arriving prefill work takes (the preemptive priority
 //    queue's stretch; at sigma >= 0.95 the stretch is capped at 20x).
-// Decode pacing (`decode_pacing`; SLICE Sec. IV, per-request decode rates, the decode mask):
+// Decode pacing (`decode_pacing`; SLICE Alg. 3, per-request decode rates, the decode mask):
 // when one step of every running decode alone exceeds what the tightest on-time TPOT SLO
 // allows ((1 - margin) x that SLO, less the fixed cost), on-time decodes with a looser, finite
 // TPOT SLO that are ahead of their own pace sit the step out, most ahead first, until it fits.
