@@ -158,7 +158,8 @@ def test_long_prompts_are_not_starved():
 
 def test_slocore_presets_register_both_modes():
     ps = presets(kind="slocore")
-    assert {"slocore", "slocore+scale"} <= set(ps)
+    assert {"slocore", "slocore+scale", "slocore+strict_tpot"} <= set(ps)
+    assert preset("slocore+strict_tpot", mode="pd")["batch_scheduler"] == ("slo_triage", {"strict_tpot": True})
     assert ps["slocore"].modes() == ("colocated", "pd") and "scaling" in ps["slocore+scale"].tags
     assert preset("slocore")["global_policy"] == "slo_predict"
     assert preset("slocore", mode="pd")["prefill_policy"] == "slo_predict"
@@ -182,7 +183,7 @@ def test_predictions_within_the_margin_go_to_the_fewest_outstanding():
 def test_slocore_presets_finish_runs(mode):
     wl = workloads.hfx_4task(rate=30.0, n_per_task=25, seed=1)
     cluster = dict(instances=2) if mode == "colocated" else dict(prefill_instances=1, decode_instances=1)
-    for name in ("slocore", "slocore+scale"):
+    for name in ("slocore", "slocore+scale", "slocore+strict_tpot"):
         kw = stacks.scaling_kwargs(preset(name, mode=mode), 2)
         res = simulate(wl, seed=1, profile="ascend910b-qwen7b", **cluster, **kw)
         assert res.summary["finished"] == len(wl), name

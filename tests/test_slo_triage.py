@@ -78,12 +78,13 @@ def resumed_views(draw):
     return v, now
 
 
-def _check_against_reference(vn, budget, margin, guard, count_optimal):
+def _check_against_reference(vn, budget, margin, guard, count_optimal, strict=False):
     v, now = vn
     params = {"token_budget": budget, "margin": margin, "tpot_guard": guard, "count_optimal": count_optimal}
+    params["strict_tpot"] = strict
     plan = _core.make_batch_scheduler("slo_triage", params).schedule(v, now)
     feasible(v, plan)
-    items, preempted = ref.slo_triage(v, now, budget, margin, guard, count_optimal)
+    items, preempted = ref.slo_triage(v, now, **params)
     assert [(i.request, i.tokens) for i in plan.items] == items
     assert list(plan.preempt) == preempted
 
@@ -91,19 +92,19 @@ def _check_against_reference(vn, budget, margin, guard, count_optimal):
 BUDGETS, MARGINS = st.sampled_from([0, 1, 64, 512, 4096]), st.sampled_from([0.0, 0.2, 1.0])
 
 
-@given(timed_views(), BUDGETS, MARGINS, st.booleans(), st.booleans())
-def test_slo_triage_matches_reference(vn, budget, margin, guard, count_optimal):
-    _check_against_reference(vn, budget, margin, guard, count_optimal)
+@given(timed_views(), BUDGETS, MARGINS, st.booleans(), st.booleans(), st.booleans())
+def test_slo_triage_matches_reference(vn, budget, margin, guard, count_optimal, strict):
+    _check_against_reference(vn, budget, margin, guard, count_optimal, strict)
 
 
-@given(crowded_views(), BUDGETS, MARGINS, st.booleans(), st.booleans())
-def test_slo_triage_matches_reference_when_crowded(vn, budget, margin, guard, count_optimal):
-    _check_against_reference(vn, budget, margin, guard, count_optimal)
+@given(crowded_views(), BUDGETS, MARGINS, st.booleans(), st.booleans(), st.booleans())
+def test_slo_triage_matches_reference_when_crowded(vn, budget, margin, guard, count_optimal, strict):
+    _check_against_reference(vn, budget, margin, guard, count_optimal, strict)
 
 
-@given(resumed_views(), BUDGETS, MARGINS, st.booleans(), st.booleans())
-def test_slo_triage_matches_reference_on_a_decode_queue(vn, budget, margin, guard, count_optimal):
-    _check_against_reference(vn, budget, margin, guard, count_optimal)
+@given(resumed_views(), BUDGETS, MARGINS, st.booleans(), st.booleans(), st.booleans())
+def test_slo_triage_matches_reference_on_a_decode_queue(vn, budget, margin, guard, count_optimal, strict):
+    _check_against_reference(vn, budget, margin, guard, count_optimal, strict)
 
 
 @st.composite
@@ -424,3 +425,31 @@ def test_decode_pacing_meets_slice_realtime_tpot():
         ]
         gains.append(att[0] - att[1])
     assert min(gains) > 0 and sum(gains) / 3 > 0.03, gains
+
+
+def _strict_plan(first_token, generated, strict):
+    """One on-time decode (TPOT SLO 0.1 s, 1,000 tokens of context: 0.002 s) beside a running
+    prefill with 2,900 prompt tokens to go, budget 2,000, at t=1.0 (model: 0.01 s fixed, 1e-4 s
+    per prefill token)."""
+    dec = _decoding(0, 0.0, first_token, 0.1, gen=generated)
+    pre = s.RequestState(s.Request(1, 0.9, 3000, output_len=10, ttft=10.0, tpot=0.1), 100, 0)
+    v = _view([pre, dec], [], budget=2000)
+    params = {"strict_tpot": strict}
+    plan = _core.make_batch_scheduler("slo_triage", params).schedule(v, 1.0)
+    feasible(v, plan)
+    items, _ = ref.SloTriage(**params).schedule(v, 1.0)
+    assert [(i.request, i.tokens) for i in plan.items] == items
+    return [(i.request, i.tokens) for i in plan.items]
+
+
+def test_strict_tpot_caps_running_prefills_to_the_decodes_pace():
+    """By default the running prefill, first in running order, takes the whole budget (a 0.21 s
+    step, and the decode gets no token in it). Strict, with the decode behind its pace (first token at 0.5 s,
+    1 token: due at 0.58 s), the step aims at 0.8 x 0.1 s: 0.08 - 0.01 - 0.002 leaves ~680
+    tokens; with the decode ahead of it (first token at 0.95 s, 3 tokens: due at 1.19 s) the
+    step may run 0.19 s: ~1,780 tokens. Decodes are planned first."""
+    assert _strict_plan(0.5, 1, False) == [(1, 2000)]
+    behind = _strict_plan(0.5, 1, True)
+    assert behind[0] == (0, 1) and behind[1][0] == 1 and behind[1][1] in (679, 680)
+    ahead = _strict_plan(0.95, 3, True)
+    assert ahead[0] == (0, 1) and ahead[1][0] == 1 and ahead[1][1] in (1779, 1780)

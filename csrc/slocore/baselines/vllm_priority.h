@@ -28,17 +28,21 @@ struct VllmPriorityParams {
 
 // Steps 1-2: the running pass over `run` in `order`, preempting from the back of `victims`
 // (not yet planned). `on_turn(i, tokens)` after request i's turn with the budget tokens it
-// took. Returns whether anything was preempted. Shared with stack/slo_triage.
-template <class OnTurn>
+// took; `want(i)`: the tokens request i asks for (0: it sits this pass out; vLLM's own: one
+// decode token or the whole remaining prefill, the overload below). Returns whether anything
+// was preempted. Shared with stack/slo_triage.
+template <class OnTurn, class Want>
 bool vllm_running_pass(PlanBuilder& b, const std::vector<RequestState>& run, const std::vector<size_t>& order,
-                       std::vector<size_t> victims, OnTurn on_turn) {
+                       std::vector<size_t> victims, OnTurn on_turn, Want want) {
   bool preempted = false;
   for (size_t i : order) {
     if (b.planned(run[i].request.id)) continue;  // preempted earlier in this pass
     if (b.budget_left() <= 0 || b.seq_full()) break;
     const Tokens before = b.budget_left();
+    const Tokens w = want(i);
+    if (w <= 0) continue;
     bool stop = false;
-    while (b.add_next(run[i], true, true) == 0) {
+    while (b.add(run[i], true, w, true) == 0) {
       while (!victims.empty() && b.planned(run[victims.back()].request.id)) victims.pop_back();
       if (victims.empty()) {
         stop = true;
@@ -57,6 +61,13 @@ bool vllm_running_pass(PlanBuilder& b, const std::vector<RequestState>& run, con
     if (stop) break;
   }
   return preempted;
+}
+
+template <class OnTurn>
+bool vllm_running_pass(PlanBuilder& b, const std::vector<RequestState>& run, const std::vector<size_t>& order,
+                       std::vector<size_t> victims, OnTurn on_turn) {
+  return vllm_running_pass(b, run, order, std::move(victims), on_turn,
+                           [&](size_t i) { return run[i].in_prefill() ? run[i].to_compute() : Tokens(1); });
 }
 
 class VllmPriorityScheduler : public BatchScheduler {

@@ -213,28 +213,53 @@ std::optional<BatchPlan> SloTriageScheduler::plan(const InstanceView& v, Time no
                                      : std::vector<char>(run.size());
   // TPOT guard: new prefill tokens fit the tightest TPOT SLO of the on-time decodes; the
   // queue's prefill runs in chunks of at most that many tokens.
-  const Tokens prefill_cap =
-      p_.tpot_guard && std::isfinite(tpot_min)
-          ? max_prefill_tokens(v, (1.0 - p_.margin) * tpot_min - v.model.overhead() - q.decode_s, budget)
-          : budget;
+  // Strict TPOT: an iteration may run until the first on-time decode's next token is due on
+  // its pace (paced-out decodes sit out two steps), never less than the per-step cap.
+  double limit = (1.0 - p_.margin) * tpot_min;
+  if (p_.strict_tpot && std::isfinite(tpot_min)) {
+    double allowance = kNever;
+    for (size_t i = 0; i < run.size(); ++i) {
+      const RequestState& s = run[i];
+      if (s.in_prefill() || run_late[i] || !std::isfinite(s.request.slo.tpot) || !std::isfinite(s.first_token))
+        continue;
+      const double ahead = s.first_token + double(s.generated) * (1.0 - p_.margin) * s.request.slo.tpot - now;
+      allowance = std::min(allowance, skip[i] ? ahead / 2.0 : ahead);
+    }
+    limit = std::max(limit, allowance);
+  }
+  const Tokens prefill_cap = p_.tpot_guard && std::isfinite(tpot_min)
+                                 ? max_prefill_tokens(v, limit - v.model.overhead() - q.decode_s, budget)
+                                 : budget;
   q.chunk = std::max<Tokens>(1, prefill_cap);
   // vLLM's priority scheduler (baselines/vllm_priority.cc) keyed (late, priority, arrival):
   // the running pass (feasible first, then late) with preemption from the back of `victims`
   // (late first, then the lowest priority, newest), then, only when nothing was preempted,
   // waiting requests (feasible first, then late) until the first that does not fit.
+  // Strict TPOT: within each, decodes before prefills, so that a capped prefill chunk is what
+  // is left of the plan's budget (vLLM gives a running prefill all the budget it fits).
   std::vector<size_t> run_order;
   for (int late = 0; late < 2; ++late)
     for (size_t i = 0; i < run.size(); ++i)
       if (bool(run_late[i]) == bool(late) && !skip[i]) run_order.push_back(i);
+  if (p_.strict_tpot)
+    std::stable_sort(run_order.begin(), run_order.end(), [&](size_t x, size_t y) {
+      return std::make_pair(run_late[x], run[x].in_prefill()) < std::make_pair(run_late[y], run[y].in_prefill());
+    });
   std::vector<size_t> victims(run.size());
   std::iota(victims.begin(), victims.end(), 0);
   std::stable_sort(victims.begin(), victims.end(), [&](size_t x, size_t y) {
     return std::make_pair(run_late[x], key(run[x])) < std::make_pair(run_late[y], key(run[y]));
   });
   Tokens prefill = 0;
-  const bool preempted = vllm_running_pass(b, run, run_order, std::move(victims), [&](size_t i, Tokens took) {
-    if (run[i].in_prefill()) prefill += took;
-  });
+  const bool preempted = vllm_running_pass(
+      b, run, run_order, std::move(victims),
+      [&](size_t i, Tokens took) {
+        if (run[i].in_prefill()) prefill += took;
+      },
+      [&](size_t i) {  // strict TPOT: the guard caps running prefills too
+        if (!run[i].in_prefill()) return Tokens(1);
+        return p_.strict_tpot ? std::min(run[i].to_compute(), prefill_cap - prefill) : run[i].to_compute();
+      });
   auto room = [&] { return b.budget_left() > 0 && !b.seq_full() && prefill < prefill_cap; };
   // The waiting queue is split only when some of it can be admitted: a full batch reads none.
   if (!preempted && !v.waiting.empty() && room()) {

@@ -48,6 +48,12 @@
 // (1 - margin) x its TPOT SLO per token since; it is ahead when, skipped now, its next token
 // (two steps away) still comes by then. A request behind its pace, a late one, one without a
 // TPOT SLO and any at the tightest SLO always decode; with a single TPOT SLO nothing is paced.
+// Strict TPOT (`strict_tpot`, off by default): the guard's cap applies to running prefills
+// too (by default a running prefill takes all the budget it fits, so a prompt admitted with a
+// small first chunk runs the rest in one long step), and an iteration may run until the first
+// on-time decode's next token is due on its pace, never less than the per-step cap; running
+// decodes are planned before running prefills. It keeps short, tight-TPOT outputs on time at
+// the cost of prefill speed (docs/benchmark.md, "Decode pacing on SLICE's mix").
 // The predicted prefill runs in chunks of what the TPOT guard lets an iteration take. A
 // preempted request whose first token came in time waits for its recompute only: it is not
 // predicted, nor demoted. A waiting request is admitted only when its whole remaining prompt
@@ -83,6 +89,7 @@ struct SloTriageParams {
   double rate_window_s = 10.0;  // time constant of the measured rates
   double late_kv_room = 0.3;    // a late request is admitted only when it leaves this share of the KV free
   bool decode_pacing = true;    // SLICE's decode rates: looser-TPOT decodes ahead of pace skip a too-long step
+  bool strict_tpot = false;     // the TPOT guard caps running prefills too, to the on-time decodes' pace
   template <class V>
   void visit(V& v) {
     v.field("token_budget", token_budget, "tokens per iteration; 0 = the engine's max_batch_tokens",
@@ -111,6 +118,10 @@ struct SloTriageParams {
             "when one step of every running decode exceeds the tightest on-time TPOT SLO, on-time decodes with a "
             "looser TPOT SLO that are ahead of their own pace skip the step, most ahead first, until it fits "
             "(SLICE's per-request decode rates)");
+    v.field("strict_tpot", strict_tpot,
+            "the TPOT guard caps running prefills' chunks too (by default a running prefill takes all the budget it "
+            "fits), and lets an iteration run until the first on-time decode's next token is due on its pace, never "
+            "less than the per-step cap: for TPOT-critical classes with short outputs, at some TTFT");
   }
 };
 

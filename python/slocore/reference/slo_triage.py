@@ -227,11 +227,12 @@ class SloTriage:
         rate_window_s: float = 10.0,
         late_kv_room: float = 0.3,
         decode_pacing: bool = True,
+        strict_tpot: bool = False,
     ):
         self.token_budget, self.margin, self.tpot_guard = token_budget, margin, tpot_guard
         self.count_optimal = count_optimal
         self.kv_wait, self.priority_wait, self.late_kv_room = kv_wait, priority_wait, late_kv_room
-        self.decode_pacing = decode_pacing
+        self.decode_pacing, self.strict_tpot = decode_pacing, strict_tpot
         self.rates = InstanceRates(rate_window_s)
 
     def on_finished(self, rid: int, now: float) -> None:
@@ -252,7 +253,19 @@ class SloTriage:
             skip, decode_s = paced_out(v, now, run_late, tpot_min, self.margin, decode_s)
         cap = budget
         if self.tpot_guard and math.isfinite(tpot_min):
-            cap = max_prefill_tokens(v, (1.0 - self.margin) * tpot_min - v.model.overhead() - decode_s, budget)
+            limit = (1.0 - self.margin) * tpot_min
+            if self.strict_tpot:  # up to the first on-time decode's paced next token (paced-out: two steps)
+                pace = 1.0 - self.margin
+                ahead_s = [
+                    (s.first_token + s.generated * pace * s.request.slo.tpot - now) / (2.0 if out else 1.0)
+                    for s, late, out in zip(v.running, run_late, skip)
+                    if not in_prefill(s)
+                    and not late
+                    and math.isfinite(s.request.slo.tpot)
+                    and math.isfinite(s.first_token)
+                ]
+                limit = max(limit, min(ahead_s, default=math.inf))
+            cap = max_prefill_tokens(v, limit - v.model.overhead() - decode_s, budget)
         feasible, late = split_waiting(
             v,
             now,
@@ -275,6 +288,8 @@ class SloTriage:
         feasible_waiting, late_waiting, run_late, skip, cap = self.split(v, now, kv_rate)
         # vLLM priority keyed (late, priority, arrival): running pass, then waiting if nothing was preempted.
         run_order = [i for late in (False, True) for i in range(len(run)) if run_late[i] == late and not skip[i]]
+        if self.strict_tpot:  # within each, decodes before prefills
+            run_order.sort(key=lambda i: (run_late[i], in_prefill(run[i])))
         victims = sorted(range(len(run)), key=lambda i: (run_late[i], _key(run[i])))
         prefill = 0
 
@@ -283,7 +298,12 @@ class SloTriage:
             if in_prefill(run[i]):
                 prefill += took
 
-        preempted = running_pass(b, run, run_order, victims, on_turn)
+        def want(i):  # strict TPOT: the guard caps running prefills too
+            if not in_prefill(run[i]):
+                return 1
+            return min(run[i].to_compute, cap - prefill) if self.strict_tpot else run[i].to_compute
+
+        preempted = running_pass(b, run, run_order, victims, on_turn, want)
         if not preempted:
             late_room = math.ceil(self.late_kv_room * v.kv_blocks_total)
             for k, s in enumerate(feasible_waiting + late_waiting):

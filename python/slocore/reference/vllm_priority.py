@@ -4,12 +4,14 @@ by (priority, arrival) when nothing was preempted)."""
 
 from __future__ import annotations
 
-from slocore.reference.batch_baselines import PlanBuilder, ensure_progress
+from slocore.reference.batch_baselines import PlanBuilder, ensure_progress, in_prefill
 
 
-def running_pass(b, run, order, victims, on_turn=None) -> bool:
+def running_pass(b, run, order, victims, on_turn=None, want=None) -> bool:
     """The running pass over `run` in `order`, preempting from the end of `victims` (not yet
-    planned); `on_turn(i, tokens)` after request i's turn. Whether anything was preempted."""
+    planned); `on_turn(i, tokens)` after request i's turn; `want(i)`: the tokens request i asks
+    for (0: it sits the pass out; default one decode token or the whole remaining prefill).
+    Whether anything was preempted."""
     preempted = False
     for i in order:
         s = run[i]
@@ -18,8 +20,11 @@ def running_pass(b, run, order, victims, on_turn=None) -> bool:
         if b.budget <= 0 or b.seq_full():
             break
         before = b.budget
+        w = want(i) if want is not None else (s.to_compute if in_prefill(s) else 1)
+        if w <= 0:
+            continue
         stop = False
-        while b.add_next(s, True, True) == 0:
+        while b.add(s, True, w, True) == 0:
             while victims and run[victims[-1]].request.id in b.ids:
                 victims.pop()
             if not victims:

@@ -14,6 +14,8 @@ stack": SlideBatching collapses on the 4k-16k-token rag prompts, its density abl
 seed there, EDF collapses past capacity).
 `slocore+scale` adds the HFX scaler (HFX Alg. 3, role switching in P/D); it is tagged
 "scaling" because it adds instances (compare its cost).
+`slocore+strict_tpot` runs slo_triage's strict TPOT guard (running prefills chunked to the
+on-time decodes' pace), for classes with short outputs and tight TPOT SLOs.
 `slocore-router` is the router alone, for a team that keeps its engines' own scheduler
 (vLLM's default serves in arrival order: `sarathi_fcfs` here): `slo_predict` with `hold`, so
 the router keeps the queue the engines would keep in arrival order and releases it by
@@ -84,5 +86,22 @@ register(
         colocated=dict(COLOCATED, scaler="hfx", cold_start="d2d"),
         pd={**{k: v for k, v in PD.items() if k != "max_instances"}, "cold_start": "d2d"},
         tags=("scaling",),
+    )
+)
+# For TPOT-critical classes (short real-time outputs): the TPOT guard caps running prefills
+# too and lets a step run to the on-time decodes' pace (slo_triage's `strict_tpot`). Not the
+# default: on the matrix it costs sharegpt_prio 1-2 points of first tokens (docs/benchmark.md,
+# "Decode pacing on SLICE's mix").
+STRICT_ENGINE = (ENGINE, {"strict_tpot": True})
+register(
+    Preset(
+        "slocore+strict_tpot",
+        "slocore",
+        "the slocore stack with slo_triage's strict TPOT guard: running prefills are chunked to what the tightest "
+        "on-time decodes' pace allows, for classes with short outputs and tight TPOT SLOs (real-time, voice), at "
+        "some first-token speed",
+        "as slocore; SLICE Alg. 3 (per-request decode rates)",
+        colocated=dict(COLOCATED, batch_scheduler=STRICT_ENGINE),
+        pd=dict(PD, batch_scheduler=STRICT_ENGINE),
     )
 )
