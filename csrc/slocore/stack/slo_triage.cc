@@ -33,6 +33,12 @@ Tokens max_prefill_tokens(const InstanceView& v, double limit_s, Tokens budget) 
   return lo;
 }
 
+// How far ahead of its pace an on-time decode is: the time its next token is due at (1 -
+// margin) x its TPOT SLO per token since its first, less now.
+double paced_slack(const RequestState& s, double margin, Time now) {
+  return s.first_token + double(s.generated) * (1.0 - margin) * s.request.slo.tpot - now;
+}
+
 std::vector<char> paced_out(const InstanceView& v, Time now, const std::vector<char>& run_late, double tpot_min,
                             double margin, double& decode_s) {
   const auto& run = v.running;
@@ -49,7 +55,7 @@ std::vector<char> paced_out(const InstanceView& v, Time now, const std::vector<c
     const double tpot = s.request.slo.tpot;
     if (s.in_prefill() || run_late[i] || !std::isfinite(tpot) || !(tpot > tpot_min) || !std::isfinite(s.first_token))
       continue;
-    ahead.push_back({s.first_token + double(s.generated) * (1.0 - margin) * tpot - now, i});
+    ahead.push_back({paced_slack(s, margin, now), i});
   }
   std::stable_sort(ahead.begin(), ahead.end(), [](const Ahead& a, const Ahead& b) { return a.slack > b.slack; });
   for (const Ahead& a : ahead) {
@@ -222,7 +228,7 @@ std::optional<BatchPlan> SloTriageScheduler::plan(const InstanceView& v, Time no
       const RequestState& s = run[i];
       if (s.in_prefill() || run_late[i] || !std::isfinite(s.request.slo.tpot) || !std::isfinite(s.first_token))
         continue;
-      const double ahead = s.first_token + double(s.generated) * (1.0 - p_.margin) * s.request.slo.tpot - now;
+      const double ahead = paced_slack(s, p_.margin, now);
       allowance = std::min(allowance, skip[i] ? ahead / 2.0 : ahead);
     }
     limit = std::max(limit, allowance);

@@ -175,6 +175,8 @@ double predicted_prefill_s(const InstanceView& v, Tokens tokens, Tokens budget, 
 // The most prefill tokens (0..budget) whose one-chunk cost fits `limit_s` (bisection; the cost
 // grows with the tokens).
 Tokens max_prefill_tokens(const InstanceView& v, double limit_s, Tokens budget);
+// How far ahead of its pace an on-time decode is (see above): its next token's paced due time less now.
+double paced_slack(const RequestState& s, double margin, Time now);
 // Decode pacing: per running request whether it sits this step out (see above); `decode_s`
 // (one step of the running decodes) comes back less the skipped ones' decodes.
 std::vector<char> paced_out(const InstanceView& v, Time now, const std::vector<char>& run_late, double tpot_min,

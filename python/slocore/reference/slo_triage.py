@@ -140,6 +140,12 @@ def running_load(v, now: float):
     return run_late, decode_s, ahead, ahead_blocks, tpot_min
 
 
+def paced_slack(s, margin: float, now: float) -> float:
+    """How far ahead of its pace an on-time decode is: its next token's due time at (1 -
+    margin) x its TPOT SLO per token since its first, less now."""
+    return s.first_token + s.generated * (1.0 - margin) * s.request.slo.tpot - now
+
+
 def paced_out(v, now: float, run_late, tpot_min: float, margin: float, decode_s: float):
     """Decode pacing (SLICE's per-request decode rates): per running request whether it sits
     this step out, and one decode step of the rest."""
@@ -149,7 +155,7 @@ def paced_out(v, now: float, run_late, tpot_min: float, margin: float, decode_s:
     if not v.model.overhead() + decode_s > target:
         return out, decode_s
     ahead = [
-        (s.first_token + s.generated * (1.0 - margin) * s.request.slo.tpot - now, i)
+        (paced_slack(s, margin, now), i)
         for i, s in enumerate(run)
         if not in_prefill(s)
         and not run_late[i]
@@ -255,9 +261,8 @@ class SloTriage:
         if self.tpot_guard and math.isfinite(tpot_min):
             limit = (1.0 - self.margin) * tpot_min
             if self.strict_tpot:  # up to the first on-time decode's paced next token (paced-out: two steps)
-                pace = 1.0 - self.margin
                 ahead_s = [
-                    (s.first_token + s.generated * pace * s.request.slo.tpot - now) / (2.0 if out else 1.0)
+                    paced_slack(s, self.margin, now) / (2.0 if out else 1.0)
                     for s, late, out in zip(v.running, run_late, skip)
                     if not in_prefill(s)
                     and not late
