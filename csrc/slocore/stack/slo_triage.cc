@@ -33,6 +33,15 @@ Tokens max_prefill_tokens(const InstanceView& v, double limit_s, Tokens budget) 
   return lo;
 }
 
+namespace {
+
+// Whether a running request has a pace to keep: an on-time decode with a TPOT SLO.
+bool has_pace(const RequestState& s, bool late) {
+  return !s.in_prefill() && !late && std::isfinite(s.request.slo.tpot) && std::isfinite(s.first_token);
+}
+
+}  // namespace
+
 // How far ahead of its pace an on-time decode is: the time its next token is due at (1 -
 // margin) x its TPOT SLO per token since its first, less now.
 double paced_slack(const RequestState& s, double margin, Time now) {
@@ -52,9 +61,7 @@ std::vector<char> paced_out(const InstanceView& v, Time now, const std::vector<c
   std::vector<Ahead> ahead;
   for (size_t i = 0; i < run.size(); ++i) {
     const RequestState& s = run[i];
-    const double tpot = s.request.slo.tpot;
-    if (s.in_prefill() || run_late[i] || !std::isfinite(tpot) || !(tpot > tpot_min) || !std::isfinite(s.first_token))
-      continue;
+    if (!has_pace(s, run_late[i]) || !(s.request.slo.tpot > tpot_min)) continue;
     ahead.push_back({paced_slack(s, margin, now), i});
   }
   std::stable_sort(ahead.begin(), ahead.end(), [](const Ahead& a, const Ahead& b) { return a.slack > b.slack; });
@@ -225,10 +232,8 @@ std::optional<BatchPlan> SloTriageScheduler::plan(const InstanceView& v, Time no
   if (p_.strict_tpot && std::isfinite(tpot_min)) {
     double allowance = kNever;
     for (size_t i = 0; i < run.size(); ++i) {
-      const RequestState& s = run[i];
-      if (s.in_prefill() || run_late[i] || !std::isfinite(s.request.slo.tpot) || !std::isfinite(s.first_token))
-        continue;
-      const double ahead = paced_slack(s, p_.margin, now);
+      if (!has_pace(run[i], run_late[i])) continue;
+      const double ahead = paced_slack(run[i], p_.margin, now);
       allowance = std::min(allowance, skip[i] ? ahead / 2.0 : ahead);
     }
     limit = std::max(limit, allowance);

@@ -140,6 +140,11 @@ def running_load(v, now: float):
     return run_late, decode_s, ahead, ahead_blocks, tpot_min
 
 
+def has_pace(s, late: bool) -> bool:
+    """Whether a running request has a pace to keep: an on-time decode with a TPOT SLO."""
+    return not in_prefill(s) and not late and math.isfinite(s.request.slo.tpot) and math.isfinite(s.first_token)
+
+
 def paced_slack(s, margin: float, now: float) -> float:
     """How far ahead of its pace an on-time decode is: its next token's due time at (1 -
     margin) x its TPOT SLO per token since its first, less now."""
@@ -157,11 +162,7 @@ def paced_out(v, now: float, run_late, tpot_min: float, margin: float, decode_s:
     ahead = [
         (paced_slack(s, margin, now), i)
         for i, s in enumerate(run)
-        if not in_prefill(s)
-        and not run_late[i]
-        and math.isfinite(s.request.slo.tpot)
-        and s.request.slo.tpot > tpot_min
-        and math.isfinite(s.first_token)
+        if has_pace(s, run_late[i]) and s.request.slo.tpot > tpot_min
     ]
     for slack, i in sorted(ahead, key=lambda a: -a[0]):  # most ahead first; stable: ties by index
         if not v.model.overhead() + decode_s > target:
@@ -264,10 +265,7 @@ class SloTriage:
                 ahead_s = [
                     paced_slack(s, self.margin, now) / (2.0 if out else 1.0)
                     for s, late, out in zip(v.running, run_late, skip)
-                    if not in_prefill(s)
-                    and not late
-                    and math.isfinite(s.request.slo.tpot)
-                    and math.isfinite(s.first_token)
+                    if has_pace(s, late)
                 ]
                 limit = max(limit, min(ahead_s, default=math.inf))
             cap = max_prefill_tokens(v, limit - v.model.overhead() - decode_s, budget)
