@@ -127,6 +127,7 @@ void init_core(py::module_& m) {
       .def_property_readonly("to_compute", &RequestState::to_compute)
       .def_readwrite("generated", &RequestState::generated)
       .def_readwrite("cached", &RequestState::cached)
+      .def_readwrite("shared", &RequestState::shared)
       .def_readwrite("first_token", &RequestState::first_token)
       .def_readwrite("last_token", &RequestState::last_token)
       .def_property_readonly("context_len", &RequestState::context_len)

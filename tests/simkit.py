@@ -40,7 +40,7 @@ class PyFcfs(s.BatchScheduler):
             if need > blocks and len(running) > 1:  # evict the newest to make room
                 victim = running.pop()
                 preempt.append(victim.request.id)
-                blocks += v.blocks_for(victim.computed)
+                blocks += v.blocks_for(victim.computed) - victim.shared // v.block_size
                 continue
             running.pop(0)
             if k <= 0 or need > blocks or len(items) >= v.max_num_seqs:

@@ -38,6 +38,8 @@ def views(draw):
             priority_weight=draw(st.sampled_from([1.0, 2.0, 4.0])),
         )
         st_ = s.RequestState(r, computed, gen)
+        if draw(st.booleans()):  # blocks other running requests hold too
+            st_.shared = draw(st.integers(0, computed // v.block_size)) * v.block_size
         running.append(st_)
         used += v.blocks_for(computed)
     waiting = []
@@ -51,7 +53,12 @@ def views(draw):
             tpot=draw(st.floats(0.01, 0.2)),
             priority=draw(st.integers(0, 2)),
         )
-        waiting.append(s.RequestState(r, 0, 0))
+        w = s.RequestState(r, 0, 0)
+        if draw(st.booleans()):  # a cached prefix (whole blocks), some of it held by running requests
+            hit = draw(st.integers(0, (r.prompt_len - 1) // v.block_size))
+            w.computed = w.cached = hit * v.block_size
+            w.shared = draw(st.integers(0, hit)) * v.block_size
+        waiting.append(w)
     v.running, v.waiting = running, waiting
     v.kv_blocks_total = used + draw(st.integers(0, 200))
     v.kv_blocks_free = v.kv_blocks_total - used
@@ -72,7 +79,9 @@ def feasible(v, plan):
     by_id = {x.request.id: (x, True) for x in v.running} | {x.request.id: (x, False) for x in v.waiting}
     pre = set(plan.preempt)
     assert all(i in by_id and by_id[i][1] for i in pre)
-    blocks = v.kv_blocks_free + sum(v.blocks_for(by_id[i][0].computed) for i in pre)
+    blocks = v.kv_blocks_free + sum(
+        v.blocks_for(by_id[i][0].computed) - by_id[i][0].shared // v.block_size for i in pre
+    )
     ids = [it.request for it in plan.items]
     assert len(ids) == len(set(ids)) and not (set(ids) & pre)
     assert len(ids) <= v.max_num_seqs and sum(it.tokens for it in plan.items) <= v.max_batch_tokens

@@ -138,6 +138,22 @@ def test_lru_eviction_in_the_engine():
     assert res.stats["prefix_hit_tokens"] == 64 + 80 + 48
 
 
+@pytest.mark.parametrize("scheduler", ["py_fcfs", "sarathi_fcfs", "slo_triage"])
+def test_blocks_running_requests_hold_take_no_free_kv_to_admit(scheduler):
+    # vLLM charges a request's admission only its new blocks and the cached ones no request
+    # references. One instance, 14 blocks of 16 tokens, a 0.1-s step. A (160-token prompt =
+    # 10 blocks, 40 tokens out) holds 11 blocks when B (A's 160 tokens + 16 of its own) comes
+    # at 1 s: B needs 1 new block, 3 are free, so it starts at once and A never stalls (A ends
+    # at 13 blocks, B holds 1 of its own). Counting B's 10 shared blocks too, it waited for A.
+    sched = PyFcfs if scheduler == "py_fcfs" else (lambda: _core.make_batch_scheduler(scheduler))
+    a = s.Request(0, 0.0, 160, output_len=40, ttft=30, tpot=10, prefix=[(7, 160)])
+    b = s.Request(1, 1.0, 176, output_len=1, ttft=30, tpot=10, prefix=[(7, 160), (8, 16)])
+    res = _core.simulate([a, b], config(profile(kv_blocks=14, t_c=0.1), instances=1, sched=sched))
+    a_end = max(r.token_times[-1] for r in res.recorder.records() if r.request.id == 0)
+    assert ttft_of(res, 1) < 0.25 and a_end > 3.5  # B admitted within two steps, long before A ends
+    assert res.stats["prefix_hit_tokens"] == 160 and res.stats["preemptions"] == 0
+
+
 class CheckingFcfs(PyFcfs):
     """FCFS that checks the KV accounting at every step: cached free blocks are free KV and
     never push usage past capacity; shared blocks are counted once (used <= the requests'
@@ -145,6 +161,7 @@ class CheckingFcfs(PyFcfs):
 
     shared_seen = 0
     prefixes_checked = 0
+    shared_waiting = 0
 
     def schedule(self, v, now):
         cache = v.prefix_cache
@@ -165,13 +182,21 @@ class CheckingFcfs(PyFcfs):
                 cap = min((w.request.prompt_len + w.generated - 1) // v.block_size, len(chain))
                 assert w.cached == min(cache.match_blocks(chain), cap) * v.block_size, w.request.id
                 CheckingFcfs.prefixes_checked += w.cached > 0
+                # shared: the leading cached blocks running requests reference (no free KV needed)
+                in_use = 0
+                while in_use < w.cached // v.block_size and cache.refs(chain[in_use]) > 0:
+                    in_use += 1
+                assert w.shared == in_use * v.block_size, w.request.id
+                CheckingFcfs.shared_waiting += w.shared > 0
+            else:
+                assert w.shared == 0
         return super().schedule(v, now)
 
 
 def test_kv_accounting_and_invariants_with_caching_on():
     w = workloads.multi_turn_chat(rate=4.0, sessions=60, seed=1, think_s=0.5, max_context=2048)
     reqs = runner.requests_of(w)
-    CheckingFcfs.shared_seen = 0
+    CheckingFcfs.shared_seen = CheckingFcfs.shared_waiting = 0
     runs = [
         _core.simulate(reqs, config(profile(kv_blocks=200), instances=2, sched=CheckingFcfs, seed=3)) for _ in range(2)
     ]
@@ -179,7 +204,7 @@ def test_kv_accounting_and_invariants_with_caching_on():
     check_conserved(reqs, res)
     assert res.stats["preemptions"] > 0  # KV pressure was real
     assert res.stats["prefix_hit_tokens"] > 0 and CheckingFcfs.shared_seen > 0  # and so was sharing
-    assert CheckingFcfs.prefixes_checked > 0
+    assert CheckingFcfs.prefixes_checked > 0 and CheckingFcfs.shared_waiting > 0
     assert all(r.outcome == s.Outcome.FINISHED for r in res.recorder.records())
     times = [[list(r.token_times) for r in x.recorder.records()] for x in runs]
     assert times[0] == times[1]  # same seed, same run

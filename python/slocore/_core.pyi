@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ApproxPrefixIndex', 'Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'BlockSet', 'DecodeMask', 'EngineModel', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'Outcome', 'PrefixCache', 'PrefixLookup', 'PriorityMapper', 'Recorder', 'RecordingPolicy', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SibylProjectedLoad', 'SimConfig', 'SimResult', 'Slo', 'SurvivalEstimator', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'copy_request', 'expected_handoff', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'id_block_segments', 'kv_transfer_time', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'match_blocks_many', 'policy_info', 'prefix_block_hashes', 'prompt_block_hashes', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'summarize', 'tdg_token_deadline', 'tdg_token_weight', 'token_id_prompt']
+__all__: list[str] = ['ApproxPrefixIndex', 'Assignment', 'BatchItem', 'BatchLatencyCurve', 'BatchPlan', 'BatchScheduler', 'BlockSet', 'DecodeMask', 'EngineModel', 'FitResult', 'GlobalPolicy', 'HardwareProfile', 'InstanceView', 'LatencyCoeffs', 'LatencyModel', 'MetricsOptions', 'OnlineFit', 'Outcome', 'PrefixCache', 'PrefixLookup', 'PriorityMapper', 'Recorder', 'RecordingPolicy', 'Request', 'RequestMetrics', 'RequestRecord', 'RequestState', 'Role', 'ScaleAction', 'ScaleDecision', 'Scaler', 'ScheduledItem', 'SibylProjectedLoad', 'SimConfig', 'SimResult', 'Slo', 'SloPendingQueue', 'SloPrediction', 'SurvivalEstimator', 'ThroughputCurve', 'TimelinePoint', 'TpsQuadratic', 'batch_scheduler_names', 'copy_request', 'expected_handoff', 'fit_relative_least_squares', 'global_policy_names', 'hfx_admission_p', 'hfx_assigned_slos', 'hfx_cold_start_seconds', 'hfx_cold_start_table', 'hfx_kv_load', 'hfx_last_budget', 'hfx_maturity', 'hfx_maturity_time', 'hfx_scaler_indicators', 'hfx_token_budget', 'id_block_segments', 'kv_transfer_time', 'make_batch_scheduler', 'make_global_policy', 'make_scaler', 'match_blocks_many', 'policy_info', 'prefix_block_hashes', 'prompt_block_hashes', 'request_metrics', 'requests_from_columns', 'scaler_names', 'select_slice_tasks', 'simulate', 'slice_period_eq7', 'slice_rate', 'slice_utility_rate', 'slide_max_chunk', 'slo_predict_rescan', 'summarize', 'tdg_token_deadline', 'tdg_token_weight', 'token_id_prompt']
 class Role:
     """
     Members:
@@ -54,22 +54,6 @@ class Role:
         ...
     @property
     def value(self) -> int:
-        ...
-class OnlineFit:
-    """
-    Online refit of the latency coefficients from observed iterations (csrc/slocore/core/online_fit.h)
-    """
-    @staticmethod
-    def features(items: collections.abc.Sequence[BatchItem]) -> typing.Annotated[list[float], "FixedSize(6)"]:
-        ...
-    def __init__(self, prior: LatencyCoeffs, forget: typing.SupportsFloat | typing.SupportsIndex = 0.997, ridge: typing.SupportsFloat | typing.SupportsIndex = 0.1) -> None:
-        ...
-    def observe(self, x: typing.Annotated[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], "FixedSize(6)"], real_s: typing.SupportsFloat | typing.SupportsIndex) -> None:
-        ...
-    def solve(self) -> LatencyCoeffs:
-        ...
-    @property
-    def observations(self) -> float:
         ...
 class Outcome:
     """
@@ -258,6 +242,12 @@ class RequestState:
     def num_tokens(self) -> int:
         ...
     @property
+    def shared(self) -> int:
+        ...
+    @shared.setter
+    def shared(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
     def to_compute(self) -> int:
         ...
 class LatencyCoeffs:
@@ -352,6 +342,22 @@ class LatencyModel:
         ...
     @property
     def theta(self) -> float:
+        ...
+class OnlineFit:
+    """
+    Online refit of the latency coefficients from observed iterations (csrc/slocore/core/online_fit.h)
+    """
+    @staticmethod
+    def features(items: collections.abc.Sequence[BatchItem]) -> typing.Annotated[list[float], "FixedSize(6)"]:
+        ...
+    def __init__(self, prior: LatencyCoeffs, forget: typing.SupportsFloat | typing.SupportsIndex = 0.997, ridge: typing.SupportsFloat | typing.SupportsIndex = 0.1) -> None:
+        ...
+    def observe(self, x: typing.Annotated[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], "FixedSize(6)"], real_s: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    def solve(self) -> LatencyCoeffs:
+        ...
+    @property
+    def observations(self) -> float:
         ...
 class BatchLatencyCurve:
     @staticmethod
@@ -884,6 +890,7 @@ class SimConfig:
     decode_policy: GlobalPolicy
     disaggregated: bool
     global_policy: GlobalPolicy
+    online_fit: bool
     prefill_policy: GlobalPolicy
     prefix_caching: bool
     processor_sharing: bool
@@ -976,12 +983,6 @@ class SimConfig:
         ...
     @noise_sigma.setter
     def noise_sigma(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
-        ...
-    @property
-    def online_fit(self) -> bool:
-        ...
-    @online_fit.setter
-    def online_fit(self, arg0: bool) -> None:
         ...
     @property
     def prefill_instances(self) -> int:

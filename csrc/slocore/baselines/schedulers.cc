@@ -77,12 +77,12 @@ BatchPlan SarathiScheduler::schedule(const InstanceView& v, Time) {
   // passes below stop there instead of reading the rest of a long queue (same plan).
   auto kv_full = [&] { return b.blocks_left() <= 0; };
   if (!by_priority_) {  // FCFS: the waiting queue's front, as far as the batch reaches
-    // A waiting request with computed >= free blocks x block size cannot get a token: the
-    // test PlanBuilder::add starts with, read here so a long queue on a KV-full decode
-    // instance costs a comparison per request.
+    // A waiting request with computed - shared >= free blocks x block size cannot get a
+    // token: the test PlanBuilder::add starts with, read here so a long queue on a KV-full
+    // decode instance costs a comparison per request.
     const Tokens bs = v.block_size;
     for (auto it = v.waiting.begin(); it != v.waiting.end() && !full() && !kv_full(); ++it)
-      if (it->computed < b.blocks_left() * bs) b.add_next(*it, false, true);
+      if (it->computed - it->shared < b.blocks_left() * bs) b.add_next(*it, false, true);
   } else if (!full() && !kv_full()) {  // (priority, arrival, queue position) order, popped lazily
     PriorityArrivalOrder order;
     for (const RequestState& s : v.waiting) order.push(s);

@@ -11,9 +11,11 @@ bool PlanBuilder::planned(Id id) const { return ids_.contains(id); }
 
 Tokens PlanBuilder::add(const RequestState& s, bool running, Tokens want, bool allow_partial) {
   if (seq_full() || budget_ <= 0) return 0;
-  // A waiting request holds no KV: it gets a token only if blocks_for(computed + 1) <= blocks_,
-  // i.e. computed < blocks_ * block_size (the chunking loop below would end at 0 otherwise).
-  if (!running && s.computed >= blocks_ * view_.block_size) return 0;
+  // Tokens in blocks s takes no free block for: its own when running, else the cached ones
+  // running requests share. A waiting request gets a token only if blocks_for(computed + 1) -
+  // shared / block_size <= blocks_ (the chunking loop below would end at 0 otherwise).
+  const Tokens held = running ? view_.blocks_for(s.computed) * view_.block_size : s.shared;
+  if (!running && s.computed - held >= blocks_ * view_.block_size) return 0;
   Tokens k = std::min(want, s.to_compute());
   if (k > budget_) {
     if (!allow_partial) return 0;
@@ -22,7 +24,6 @@ Tokens PlanBuilder::add(const RequestState& s, bool running, Tokens want, bool a
   while (k > 0 && view_.blocks_needed(s, k, running) > blocks_) {
     if (!allow_partial) return 0;
     // Largest chunk whose blocks fit: the tokens left in held blocks plus whole free blocks.
-    const Tokens held = running ? view_.blocks_for(s.computed) * view_.block_size : 0;
     const Tokens fit = held + blocks_ * view_.block_size - s.computed;
     k = std::min(k - 1, fit);
   }
@@ -39,7 +40,7 @@ Tokens PlanBuilder::add_next(const RequestState& s, bool running, bool allow_par
 }
 
 void PlanBuilder::preempt(const RequestState& s) {
-  blocks_ += view_.blocks_for(s.computed);
+  blocks_ += view_.blocks_for(s.computed) - s.shared / view_.block_size;  // shared blocks stay in use
   plan_.preempt.push_back(s.request.id);
   ids_.insert(s.request.id, 0);  // neither schedule nor preempt it twice
 }

@@ -25,6 +25,12 @@ struct RequestState {
   Tokens computed = 0;   // tokens whose KV is computed (held when running)
   Tokens generated = 0;  // output tokens produced
   Tokens cached = 0;     // of `computed`, tokens found in the prefix cache at admission
+  // Tokens of the blocks s shares with running requests, which neither admitting nor
+  // preempting it moves in or out of the free KV (vLLM's refcounted prefix blocks): waiting,
+  // the leading full blocks of `cached` that running requests hold (admission takes no free
+  // block for them); running, its blocks that others hold too (preempting it frees the rest).
+  // 0 when unknown: every block counts as the request's own.
+  Tokens shared = 0;
   Time first_token = std::nan("");
   Time last_token = std::nan("");
 
@@ -69,9 +75,10 @@ struct InstanceView {
     return kv_blocks_total > 0 ? 1.0 - double(kv_blocks_free) / double(kv_blocks_total) : 0.0;
   }
   int64_t blocks_for(Tokens tokens) const { return (tokens + block_size - 1) / block_size; }
-  // New KV blocks needed to compute `k` more tokens of s; a waiting request holds none.
+  // Free KV blocks taken to compute `k` more tokens of s: a running request holds its own
+  // blocks; a waiting request holds none, and its `shared` cached ones are in use already.
   int64_t blocks_needed(const RequestState& s, Tokens k, bool is_running) const {
-    return blocks_for(s.computed + k) - (is_running ? blocks_for(s.computed) : 0);
+    return blocks_for(s.computed + k) - (is_running ? blocks_for(s.computed) : s.shared / block_size);
   }
   // Leading prompt tokens of r this instance holds: full blocks, at most prompt_len - 1
   // (`chain` = prompt_block_hashes(r, block_size), computed once per request by the caller).

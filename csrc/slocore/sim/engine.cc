@@ -72,6 +72,49 @@ void Engine::on_cached(uint64_t block) {
   arrivals_.erase(a);
 }
 
+void Engine::on_in_use(uint64_t block) {
+  auto w = watchers_.find(block);
+  if (w == watchers_.end()) return;
+  for (const auto& [id, pos] : w->second) {
+    auto h = holds_.find(id);
+    if (h != holds_.end() && h->second.in_use == pos) refresh_.insert(id);
+  }
+}
+
+void Engine::on_unused(uint64_t block) {
+  auto w = watchers_.find(block);
+  if (w == watchers_.end()) return;
+  for (const auto& [id, pos] : w->second) {
+    auto h = holds_.find(id);
+    if (h != holds_.end() && h->second.in_use > pos) h->second.in_use = pos, refresh_.insert(id);
+  }
+}
+
+void Engine::hold_block(Id who, uint64_t block) {
+  std::vector<Id>& hs = holders_[block];
+  hs.push_back(who);
+  if (hs.size() == 2) ++holds_.at(hs[0]).shared_run;
+  if (hs.size() >= 2) ++holds_.at(who).shared_run;
+}
+
+void Engine::drop_block(Id who, uint64_t block) {
+  auto it = holders_.find(block);
+  if (it == holders_.end()) return;
+  std::vector<Id>& hs = it->second;
+  auto pos = std::find(hs.begin(), hs.end(), who);
+  if (pos == hs.end()) return;
+  *pos = hs.back();
+  hs.pop_back();
+  if (hs.size() == 1) --holds_.at(hs[0]).shared_run;
+  if (hs.empty()) holders_.erase(it);
+}
+
+int64_t Engine::shared_blocks(const RequestState& s) {
+  if (s.computed != s.cached || s.cached == 0) return 0;
+  const Hold* h = hold_of(s);
+  return h ? std::min(h->in_use, s.cached / v_->block_size) : 0;
+}
+
 void Engine::rebuild_watchers() {
   watchers_.clear();
   arrivals_.clear();
@@ -108,7 +151,11 @@ void Engine::refresh_hits() {
         ++watcher_entries_;
       }
     }
-    s.cached = s.computed = std::min(h->memo, cap) * v_->block_size;
+    const int64_t hit = std::min(h->memo, cap);
+    s.cached = s.computed = hit * v_->block_size;
+    h->in_use = std::min(h->in_use, hit);
+    while (h->in_use < hit && cache_->refs(h->chain[size_t(h->in_use)]) > 0) ++h->in_use;
+    s.shared = h->in_use * v_->block_size;
   }
   if (watcher_entries_ > 2 * held_blocks_ + 65536) rebuild_watchers();  // entries of requests gone
 }
@@ -126,9 +173,12 @@ void Engine::release_kv(RequestState& s) {
     return;
   }
   v_->kv_blocks_free += v_->blocks_for(s.computed) - int64_t(h->pinned.size());  // its own blocks
-  for (auto it = h->pinned.rbegin(); it != h->pinned.rend(); ++it)               // tail first: evicted first
-    v_->kv_blocks_free += cache_->release(*it);
+  for (auto it = h->pinned.rbegin(); it != h->pinned.rend(); ++it) {             // tail first: evicted first
+    drop_block(s.request.id, *it);
+    if (cache_->release(*it)) ++v_->kv_blocks_free, on_unused(*it);
+  }
   h->pinned.clear();
+  h->shared_run = 0;
   h->next_block = 0;
 }
 
@@ -139,6 +189,7 @@ void Engine::promote(RequestState& s) {
   for (int64_t j = h->next_block; j < full; ++j)
     if (cache_->insert(h->chain[size_t(j)])) {
       h->pinned.push_back(h->chain[size_t(j)]);
+      hold_block(s.request.id, h->chain[size_t(j)]);
       on_cached(h->chain[size_t(j)]);
     }
   h->next_block = std::max(h->next_block, full);
@@ -199,7 +250,7 @@ void Engine::sanitize(BatchPlan& plan) {
     running.erase(running.begin() + std::ptrdiff_t(kept), running.end());
     for (RequestState& s : evicted_) {
       release_kv(s);
-      s.computed = s.cached = 0;  // recompute later (vLLM's recompute preemption)
+      s.computed = s.cached = s.shared = 0;  // recompute later (vLLM's recompute preemption)
       if (prefixed_ && !s.request.prefix.empty()) refresh_.insert(s.request.id);
       ++preemptions_;
     }
@@ -232,7 +283,11 @@ void Engine::sanitize(BatchPlan& plan) {
     if (good) {
       const RequestState& s = *w->s;
       good = it.tokens <= s.to_compute();
-      const int64_t need = good ? v_->blocks_needed(s, it.tokens, w->running) : 0;
+      // A waiting request's shared blocks as they are now: this plan's preemptions may
+      // have released some of them since the scheduler read s.shared.
+      const int64_t need = !good        ? 0
+                           : w->running ? v_->blocks_needed(s, it.tokens, true)
+                                        : v_->blocks_for(s.computed + it.tokens) - shared_blocks(s);
       good = good && need <= blocks;
       if (good) blocks -= need;
     }
@@ -267,7 +322,13 @@ double Engine::start(Time now) {
   BatchPlan plan;
   do {
     v_->epoch = next_view_epoch();  // refresh_hits and the plan change requests in place
-    if (prefixed_) refresh_hits();
+    if (prefixed_) {
+      refresh_hits();
+      for (RequestState& s : v_->running) {  // what preempting each would leave in use
+        const Hold* h = hold_of(s);
+        s.shared = h ? h->shared_run * v_->block_size : 0;
+      }
+    }
     queued_valid_ = false;  // the plan may preempt or admit
     plan = sched_->schedule(*v_, now);
     sanitize(plan);
@@ -294,7 +355,8 @@ double Engine::start(Time now) {
       const int64_t n = s.cached / v_->block_size;
       for (int64_t j = 0; j < n; ++j) {
         h->pinned.push_back(h->chain[size_t(j)]);
-        v_->kv_blocks_free -= cache_->acquire(h->chain[size_t(j)]);
+        if (cache_->acquire(h->chain[size_t(j)])) --v_->kv_blocks_free, on_in_use(h->chain[size_t(j)]);
+        hold_block(s.request.id, h->chain[size_t(j)]);
       }
       h->next_block = n;
     }
@@ -306,7 +368,8 @@ double Engine::start(Time now) {
     if (k > 0) {
       const Hold* h = prefixed_ ? hold_of(s) : nullptr;
       const int64_t pinned = h ? int64_t(h->pinned.size()) : 0;
-      take_blocks(v_->blocks_needed(s, k, false) - pinned);
+      take_blocks(v_->blocks_for(s.computed + k) - pinned);  // the shared ones are pinned
+      s.shared = 0;
       v_->running.push_back(std::move(s));
       --left;
     } else {

@@ -101,11 +101,23 @@ class Engine {
     int64_t watched = 0;           // blocks [0, watched) have an entry in watchers_
     int64_t awaits = -1;           // chain[awaits] is absent and has an entry in arrivals_
     bool stale = true;             // memo may have grown (chain[memo] was cached since the walk)
+    // Blocks [0, in_use) of chain are referenced by running requests: admitting the request
+    // takes no free block for them (vLLM charges only new and evictable cached blocks).
+    // Lowered when one is released (on_unused); refresh_hits walks it forward.
+    int64_t in_use = 0;
+    // Running: of its pinned blocks, those other requests reference too. Preempting it frees
+    // blocks_for(computed) - shared_run blocks (a shared one stays in use).
+    int64_t shared_run = 0;
   };
   Hold* hold_of(const RequestState& s);
   void drop_hold(Id request);
-  void on_evicted(uint64_t block);  // lowers the memo of every request whose memo covered it
-  void on_cached(uint64_t block);   // marks stale every request whose memo ended before it
+  void on_evicted(uint64_t block);               // lowers the memo of every request whose memo covered it
+  void on_cached(uint64_t block);                // marks stale every request whose memo ended before it
+  void on_in_use(uint64_t block);                // a cached block left the free queue: in_use may grow
+  void on_unused(uint64_t block);                // a cached block joined the free queue: in_use may shrink
+  int64_t shared_blocks(const RequestState& s);  // waiting s: leading cached blocks in use now
+  void hold_block(Id who, uint64_t block);       // `who` references a cached block now
+  void drop_block(Id who, uint64_t block);       // `who` no longer references it
   void rebuild_watchers();
   void refresh_hits();               // waiting requests: computed = cached prefix now
   void take_blocks(int64_t n);       // n new blocks; evicts cached free ones as needed
@@ -136,6 +148,9 @@ class Engine {
   // Requests whose waiting state needs refresh_hits: new here, preempted, or a stale memo
   // (the others' computed = cached = their memo already).
   std::unordered_set<Id> refresh_;
+  // Referenced cached block -> the requests that reference it (a running request's
+  // shared_run counts its blocks with two or more).
+  std::unordered_map<uint64_t, std::vector<Id>> holders_;
   int64_t watcher_entries_ = 0, held_blocks_ = 0;  // entries in both maps; chain blocks of holds_
   int64_t hit_tokens_ = 0, query_tokens_ = 0;
   IdIndex planned_;  // plan_'s items: id -> tokens (while sanitising: the raw plan's ids -> slot in where_)

@@ -22,8 +22,13 @@ class PlanBuilder:
         self.v, self.budget, self.blocks = v, min(token_budget, v.max_batch_tokens), v.kv_blocks_free
         self.items, self.preempted, self.ids = [], [], set()
 
+    def held(self, s, running):
+        """Tokens of blocks s takes no free block for: its own when running, else the cached
+        ones running requests hold (InstanceView::blocks_needed)."""
+        return blocks_for(self.v, s.computed) * self.v.block_size if running else s.shared
+
     def needed(self, s, k, running):
-        return blocks_for(self.v, s.computed + k) - (blocks_for(self.v, s.computed) if running else 0)
+        return blocks_for(self.v, s.computed + k) - self.held(s, running) // self.v.block_size
 
     def seq_full(self):
         return len(self.items) >= self.v.max_num_seqs
@@ -39,8 +44,7 @@ class PlanBuilder:
         while k > 0 and self.needed(s, k, running) > self.blocks:
             if not partial:
                 return 0
-            held = blocks_for(self.v, s.computed) * self.v.block_size if running else 0
-            k = min(k - 1, held + self.blocks * self.v.block_size - s.computed)
+            k = min(k - 1, self.held(s, running) + self.blocks * self.v.block_size - s.computed)
         if k <= 0:
             return 0
         self.blocks -= self.needed(s, k, running)
@@ -53,7 +57,7 @@ class PlanBuilder:
         return self.add(s, running, s.to_compute if in_prefill(s) else 1, partial)
 
     def preempt(self, s):
-        self.blocks += blocks_for(self.v, s.computed)
+        self.blocks += blocks_for(self.v, s.computed) - s.shared // self.v.block_size  # shared blocks stay in use
         self.preempted.append(s.request.id)
         self.ids.add(s.request.id)
 

@@ -191,7 +191,7 @@ def split_waiting(v, now, chunk, decode_s, ahead, ahead_blocks, kv_rate, stretch
             waiting_late[i] = True
             continue
         resumed = s.generated > 0  # preempted after an on-time first token: recompute only
-        need = blocks_for(v, s.computed + s.to_compute)
+        need = blocks_for(v, s.computed + s.to_compute) - s.shared // v.block_size
         own_s = predicted_prefill_s(v, s.to_compute, chunk, decode_s)
         cost = max(own_s, need / kv_rate if kv_rate > 0 else 0.0)
         late = False
@@ -312,7 +312,7 @@ class SloTriage:
             for k, s in enumerate(feasible_waiting + late_waiting):
                 if b.budget <= 0 or b.seq_full() or prefill >= cap:
                     break
-                left = b.blocks - blocks_for(v, s.computed + s.to_compute)
+                left = b.blocks - b.needed(s, s.to_compute, False)
                 if run and left < (0 if k < len(feasible_waiting) else late_room):
                     break
                 took = b.add(s, False, min(s.to_compute, cap - prefill), True)
