@@ -162,6 +162,7 @@ class CheckingFcfs(PyFcfs):
     shared_seen = 0
     prefixes_checked = 0
     shared_waiting = 0
+    shared_running = 0
 
     def schedule(self, v, now):
         cache = v.prefix_cache
@@ -173,6 +174,15 @@ class CheckingFcfs(PyFcfs):
         CheckingFcfs.shared_seen += used < held
         if not v.running:
             assert used == 0 and cache.cached_free == len(cache)  # nothing leaked or pinned
+        for r in v.running:  # shared: its blocks other requests hold too (preempting it keeps them)
+            assert r.shared % v.block_size == 0 and 0 <= r.shared <= r.computed
+            if r.request.prefix:
+                chain = _core.prefix_block_hashes(
+                    r.request, v.block_size, r.request.prompt_len + (r.request.output_len or 0)
+                )
+                multi = sum(1 for h in chain[: r.computed // v.block_size] if cache.refs(h) >= 2)
+                assert r.shared // v.block_size <= multi, r.request.id
+                CheckingFcfs.shared_running += r.shared > 0
         for w in v.waiting:  # a waiting request shows its cached prefix, in full blocks
             assert w.computed % v.block_size == 0 or w.computed == w.request.prompt_len
             if w.computed == w.cached and w.request.prefix:  # and exactly what the cache holds now
@@ -196,7 +206,7 @@ class CheckingFcfs(PyFcfs):
 def test_kv_accounting_and_invariants_with_caching_on():
     w = workloads.multi_turn_chat(rate=4.0, sessions=60, seed=1, think_s=0.5, max_context=2048)
     reqs = runner.requests_of(w)
-    CheckingFcfs.shared_seen = CheckingFcfs.shared_waiting = 0
+    CheckingFcfs.shared_seen = CheckingFcfs.shared_waiting = CheckingFcfs.shared_running = 0
     runs = [
         _core.simulate(reqs, config(profile(kv_blocks=200), instances=2, sched=CheckingFcfs, seed=3)) for _ in range(2)
     ]
@@ -204,7 +214,7 @@ def test_kv_accounting_and_invariants_with_caching_on():
     check_conserved(reqs, res)
     assert res.stats["preemptions"] > 0  # KV pressure was real
     assert res.stats["prefix_hit_tokens"] > 0 and CheckingFcfs.shared_seen > 0  # and so was sharing
-    assert CheckingFcfs.prefixes_checked > 0 and CheckingFcfs.shared_waiting > 0
+    assert CheckingFcfs.prefixes_checked > 0 and CheckingFcfs.shared_waiting > 0 and CheckingFcfs.shared_running > 0
     assert all(r.outcome == s.Outcome.FINISHED for r in res.recorder.records())
     times = [[list(r.token_times) for r in x.recorder.records()] for x in runs]
     assert times[0] == times[1]  # same seed, same run

@@ -313,12 +313,12 @@ double Engine::queued_prefill_cost() {
 
 double Engine::start(Time now) {
   if (busy_ || !has_work() || state == EngineState::Starting || state == EngineState::Stopped) return -1.0;
-  // A plan's preemptions can free fewer blocks than its scheduler counted (with prefix caching,
-  // the blocks a preempted request shares with running ones stay in use), so that none of its
-  // items fits any more. The engine then asks again on the view after those preemptions, as
-  // vLLM's scheduler tries its allocation again after each preemption; every retry follows at
-  // least one preemption, so the loop ends (without it the engine idled with work until the
-  // next arrival, or for good).
+  // A plan's items may not fit after its preemptions (with prefix caching, a waiting request
+  // may count as in use blocks only its victim held, or a scheduler may count a victim's
+  // shared blocks as freed), so that none of them fits any more. The engine then asks again
+  // on the view after those preemptions, as vLLM's scheduler tries its allocation again after
+  // each preemption; every retry follows at least one preemption, so the loop ends (without
+  // it the engine idled with work until the next arrival, or for good).
   BatchPlan plan;
   do {
     v_->epoch = next_view_epoch();  // refresh_hits and the plan change requests in place
