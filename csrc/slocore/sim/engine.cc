@@ -90,23 +90,23 @@ void Engine::on_unused(uint64_t block) {
   }
 }
 
-void Engine::hold_block(Id who, uint64_t block) {
-  std::vector<Id>& hs = holders_[block];
-  hs.push_back(who);
-  if (hs.size() == 2) ++holds_.at(hs[0]).shared_run;
-  if (hs.size() >= 2) ++holds_.at(who).shared_run;
+// The cache counts a block's references; the XOR of its holders' ids names the one holder
+// left whenever that count is 1.
+void Engine::hold_block(Id who, uint64_t block) {  // after who's acquire or insert
+  Id& holders = holders_xor_[block];
+  const Id before = holders;
+  holders ^= who;
+  const int refs = cache_->refs(block);
+  if (refs == 2) ++holds_.at(before).shared_run;  // its one holder shares it from now on
+  if (refs >= 2) ++holds_.at(who).shared_run;
 }
 
-void Engine::drop_block(Id who, uint64_t block) {
-  auto it = holders_.find(block);
-  if (it == holders_.end()) return;
-  std::vector<Id>& hs = it->second;
-  auto pos = std::find(hs.begin(), hs.end(), who);
-  if (pos == hs.end()) return;
-  *pos = hs.back();
-  hs.pop_back();
-  if (hs.size() == 1) --holds_.at(hs[0]).shared_run;
-  if (hs.empty()) holders_.erase(it);
+void Engine::drop_block(Id who, uint64_t block) {  // before who's release
+  auto it = holders_xor_.find(block);
+  const int refs = cache_->refs(block);
+  it->second ^= who;
+  if (refs == 2) --holds_.at(it->second).shared_run;  // the one holder left holds it alone
+  if (refs == 1) holders_xor_.erase(it);
 }
 
 int64_t Engine::shared_blocks(const RequestState& s) {

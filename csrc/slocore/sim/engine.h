@@ -148,9 +148,9 @@ class Engine {
   // Requests whose waiting state needs refresh_hits: new here, preempted, or a stale memo
   // (the others' computed = cached = their memo already).
   std::unordered_set<Id> refresh_;
-  // Referenced cached block -> the requests that reference it (a running request's
-  // shared_run counts its blocks with two or more).
-  std::unordered_map<uint64_t, std::vector<Id>> holders_;
+  // Referenced cached block -> the XOR of the ids of the requests that reference it (a
+  // running request's shared_run counts its blocks with two or more references).
+  std::unordered_map<uint64_t, Id> holders_xor_;
   int64_t watcher_entries_ = 0, held_blocks_ = 0;  // entries in both maps; chain blocks of holds_
   int64_t hit_tokens_ = 0, query_tokens_ = 0;
   IdIndex planned_;  // plan_'s items: id -> tokens (while sanitising: the raw plan's ids -> slot in where_)
