@@ -13,6 +13,13 @@ def blocks_for(v, tokens: int) -> int:
     return (tokens + v.block_size - 1) // v.block_size
 
 
+def blocks_needed(v, s, k: int, running: bool) -> int:
+    """Free KV blocks taken to compute k more tokens of s (InstanceView::blocks_needed): a
+    running request holds its own blocks; a waiting one holds none, and its `shared` cached
+    ones are in use already."""
+    return blocks_for(v, s.computed + k) - (blocks_for(v, s.computed) if running else s.shared // v.block_size)
+
+
 def in_prefill(s) -> bool:
     return s.generated == 0 or s.to_compute > 1
 
@@ -22,13 +29,8 @@ class PlanBuilder:
         self.v, self.budget, self.blocks = v, min(token_budget, v.max_batch_tokens), v.kv_blocks_free
         self.items, self.preempted, self.ids = [], [], set()
 
-    def held(self, s, running):
-        """Tokens of blocks s takes no free block for: its own when running, else the cached
-        ones running requests hold (InstanceView::blocks_needed)."""
-        return blocks_for(self.v, s.computed) * self.v.block_size if running else s.shared
-
     def needed(self, s, k, running):
-        return blocks_for(self.v, s.computed + k) - self.held(s, running) // self.v.block_size
+        return blocks_needed(self.v, s, k, running)
 
     def seq_full(self):
         return len(self.items) >= self.v.max_num_seqs
@@ -44,7 +46,9 @@ class PlanBuilder:
         while k > 0 and self.needed(s, k, running) > self.blocks:
             if not partial:
                 return 0
-            k = min(k - 1, self.held(s, running) + self.blocks * self.v.block_size - s.computed)
+            # Largest chunk whose blocks fit: the tokens left in held blocks plus whole free blocks.
+            held = blocks_for(self.v, s.computed) * self.v.block_size if running else s.shared
+            k = min(k - 1, held + self.blocks * self.v.block_size - s.computed)
         if k <= 0:
             return 0
         self.blocks -= self.needed(s, k, running)

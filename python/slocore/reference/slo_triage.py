@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import math
 
-from slocore.reference.batch_baselines import PlanBuilder, blocks_for, ensure_progress, in_prefill
+from slocore.reference.batch_baselines import PlanBuilder, blocks_for, blocks_needed, ensure_progress, in_prefill
 from slocore.reference.vllm_priority import running_pass
 
 
@@ -96,7 +96,7 @@ class InstanceRates:
         for s in v.running:
             self.known[s.request.id] = blocks_for(v, s.computed)
             if not in_prefill(s):
-                self.taken += blocks_for(v, s.computed + 1) - blocks_for(v, s.computed)
+                self.taken += blocks_needed(v, s, 1, True)
         if len(self.known) > 8 * (len(v.running) + len(v.waiting)) + KEEP_AT_LEAST:  # unreported finishes
             self.known = {s.request.id: self.known[s.request.id] for s in list(v.running) + list(v.waiting)}
 
@@ -136,7 +136,7 @@ def running_load(v, now: float):
                 tpot_min = min(tpot_min, s.request.slo.tpot)
         elif not late:
             ahead += s.to_compute
-            ahead_blocks += blocks_for(v, s.computed + s.to_compute) - blocks_for(v, s.computed)
+            ahead_blocks += blocks_needed(v, s, s.to_compute, True)
     return run_late, decode_s, ahead, ahead_blocks, tpot_min
 
 
@@ -191,7 +191,7 @@ def split_waiting(v, now, chunk, decode_s, ahead, ahead_blocks, kv_rate, stretch
             waiting_late[i] = True
             continue
         resumed = s.generated > 0  # preempted after an on-time first token: recompute only
-        need = blocks_for(v, s.computed + s.to_compute) - s.shared // v.block_size
+        need = blocks_needed(v, s, s.to_compute, False)
         own_s = predicted_prefill_s(v, s.to_compute, chunk, decode_s)
         cost = max(own_s, need / kv_rate if kv_rate > 0 else 0.0)
         late = False
@@ -312,7 +312,7 @@ class SloTriage:
             for k, s in enumerate(feasible_waiting + late_waiting):
                 if b.budget <= 0 or b.seq_full() or prefill >= cap:
                     break
-                left = b.blocks - b.needed(s, s.to_compute, False)
+                left = b.blocks - blocks_needed(v, s, s.to_compute, False)
                 if run and left < (0 if k < len(feasible_waiting) else late_room):
                     break
                 took = b.add(s, False, min(s.to_compute, cap - prefill), True)
