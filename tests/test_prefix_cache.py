@@ -154,6 +154,17 @@ def test_blocks_running_requests_hold_take_no_free_kv_to_admit(scheduler):
     assert res.stats["prefix_hit_tokens"] == 160 and res.stats["preemptions"] == 0
 
 
+@pytest.mark.parametrize("shared, running", [(-16, False), (8, False), (48, False), (48, True)])
+def test_a_bad_shared_count_is_refused_naming_the_field(shared, running):
+    v = s.InstanceView(0)
+    v.kv_blocks_total = v.kv_blocks_free = 100
+    st_ = s.RequestState(s.Request(1, 0.0, 100, output_len=5, ttft=1, tpot=1), 32, 0)
+    st_.cached, st_.shared = 32, shared  # negative, not whole blocks, past `cached` / `computed`
+    v.running, v.waiting = ([st_], []) if running else ([], [st_])
+    with pytest.raises(ValueError, match="shared"):
+        _core.make_batch_scheduler("sarathi_fcfs").schedule(v, 0.0)
+
+
 class CheckingFcfs(PyFcfs):
     """FCFS that checks the KV accounting at every step: cached free blocks are free KV and
     never push usage past capacity; shared blocks are counted once (used <= the requests'
