@@ -47,66 +47,63 @@ void Engine::drop_hold(Id request) {
   holds_.erase(it);
 }
 
-void Engine::on_evicted(uint64_t block) {
-  auto w = watchers_.find(block);
-  if (w == watchers_.end()) return;
-  for (const auto& [id, pos] : w->second) {
+Engine::Block& Engine::cached(uint64_t block) {
+  Block* b = cache_->find(block);
+  require(b != nullptr, "engine", "a block the KV accounting holds is not cached");
+  return *b;
+}
+
+void Engine::on_evicted(Block& block) {
+  for (const auto& [id, pos] : block.watchers) {
     auto h = holds_.find(id);
     if (h != holds_.end() && h->second.memo > pos) {
       h->second.memo = h->second.watched = pos, h->second.stale = true;
-      refresh_.insert(id);
+      to_refresh(id, h->second);
     }
   }
-  watcher_entries_ -= int64_t(w->second.size());
-  watchers_.erase(w);
+  watcher_entries_ -= int64_t(block.watchers.size());
+  block.watchers.clear();
 }
 
 void Engine::on_cached(uint64_t block) {
+  if (arrival_counts_[block & kArrivalMask] == 0) return;  // most new blocks: nobody waits for them
   auto a = arrivals_.find(block);
   if (a == arrivals_.end()) return;
   for (Id id : a->second) {
     auto h = holds_.find(id);
-    if (h != holds_.end()) h->second.stale = true, h->second.awaits = -1, refresh_.insert(id);
+    if (h != holds_.end()) h->second.stale = true, h->second.awaits = -1, to_refresh(id, h->second);
   }
   watcher_entries_ -= int64_t(a->second.size());
+  arrival_counts_[block & kArrivalMask] -= uint32_t(a->second.size());
   arrivals_.erase(a);
 }
 
-void Engine::on_in_use(uint64_t block) {
-  auto w = watchers_.find(block);
-  if (w == watchers_.end()) return;
-  for (const auto& [id, pos] : w->second) {
+void Engine::on_in_use(const Block& block) {
+  for (const auto& [id, pos] : block.watchers) {
     auto h = holds_.find(id);
-    if (h != holds_.end() && h->second.in_use == pos) refresh_.insert(id);
+    if (h != holds_.end() && h->second.in_use == pos) to_refresh(id, h->second);
   }
 }
 
-void Engine::on_unused(uint64_t block) {
-  auto w = watchers_.find(block);
-  if (w == watchers_.end()) return;
-  for (const auto& [id, pos] : w->second) {
+void Engine::on_unused(const Block& block) {
+  for (const auto& [id, pos] : block.watchers) {
     auto h = holds_.find(id);
-    if (h != holds_.end() && h->second.in_use > pos) h->second.in_use = pos, refresh_.insert(id);
+    if (h != holds_.end() && h->second.in_use > pos) h->second.in_use = pos, to_refresh(id, h->second);
   }
 }
 
 // The cache counts a block's references; the XOR of its holders' ids names the one holder
 // left whenever that count is 1.
-void Engine::hold_block(Id who, uint64_t block) {  // after who's acquire or insert
-  Id& holders = holders_xor_[block];
-  const Id before = holders;
-  holders ^= who;
-  const int refs = cache_->refs(block);
-  if (refs == 2) ++holds_.at(before).shared_run;  // its one holder shares it from now on
-  if (refs >= 2) ++holds_.at(who).shared_run;
+void Engine::hold_block(Id who, Block& block) {  // after who's acquire or insert
+  const Id before = block.holders;
+  block.holders ^= who;
+  if (block.refs() == 2) ++holds_.at(before).shared_run;  // its one holder shares it from now on
+  if (block.refs() >= 2) ++holds_.at(who).shared_run;
 }
 
-void Engine::drop_block(Id who, uint64_t block) {  // before who's release
-  auto it = holders_xor_.find(block);
-  const int refs = cache_->refs(block);
-  it->second ^= who;
-  if (refs == 2) --holds_.at(it->second).shared_run;  // the one holder left holds it alone
-  if (refs == 1) holders_xor_.erase(it);
+void Engine::drop_block(Id who, Block& block) {  // before who's release
+  block.holders ^= who;
+  if (block.refs() == 2) --holds_.at(block.holders).shared_run;  // the one holder left holds it alone
 }
 
 int64_t Engine::shared_blocks(const RequestState& s) {
@@ -116,16 +113,17 @@ int64_t Engine::shared_blocks(const RequestState& s) {
 }
 
 void Engine::rebuild_watchers() {
-  watchers_.clear();
+  cache_->clear_watchers();
   arrivals_.clear();
+  std::fill(arrival_counts_.begin(), arrival_counts_.end(), 0);
   watcher_entries_ = 0;
   for (auto& [id, h] : holds_) {
-    for (int64_t j = 0; j < h.memo; ++j) watchers_[h.chain[size_t(j)]].emplace_back(id, j);
+    for (int64_t j = 0; j < h.memo; ++j) cached(h.chain[size_t(j)]).watchers.emplace_back(id, j);
     h.watched = h.memo;
     watcher_entries_ += h.memo;
     h.awaits = -1;
     h.stale = true;  // re-registers its next block at its next refresh
-    refresh_.insert(id);
+    to_refresh(id, h);
   }
 }
 
@@ -133,10 +131,12 @@ void Engine::refresh_hits() {
   // vLLM looks a waiting request up when it schedules it; here every waiting request whose
   // computed tokens came from the cache only (fresh or preempted) shows its hit now, so the
   // batch scheduler plans just the uncached tokens. Full blocks, at most num_tokens - 1.
-  if (refresh_.empty()) return;
-  for (RequestState& s : v_->waiting) {
-    if (s.computed != s.cached) continue;  // e.g. a P/D handoff arriving with its KV
+  // refresh_ names waiting requests only, most of them near the queue's front (preempted
+  // ones go there), so the walk stops when it has found them all.
+  for (size_t i = 0; i < v_->waiting.size() && !refresh_.empty(); ++i) {
+    RequestState& s = v_->waiting[i];
     if (!refresh_.erase(s.request.id)) continue;
+    if (s.computed != s.cached) continue;  // e.g. a P/D handoff arriving with its KV
     Hold* h = hold_of(s);
     if (!h) continue;
     const int64_t cap = std::min<int64_t>((s.num_tokens() - 1) / v_->block_size, int64_t(h->chain.size()));
@@ -144,9 +144,10 @@ void Engine::refresh_hits() {
       h->memo = cache_->match_from(h->chain, h->memo);
       h->stale = false;
       for (; h->watched < h->memo; ++h->watched, ++watcher_entries_)
-        watchers_[h->chain[size_t(h->watched)]].emplace_back(s.request.id, h->watched);
+        cached(h->chain[size_t(h->watched)]).watchers.emplace_back(s.request.id, h->watched);
       if (h->memo < int64_t(h->chain.size()) && h->awaits != h->memo) {
         arrivals_[h->chain[size_t(h->memo)]].push_back(s.request.id);
+        ++arrival_counts_[h->chain[size_t(h->memo)] & kArrivalMask];
         h->awaits = h->memo;
         ++watcher_entries_;
       }
@@ -163,7 +164,10 @@ void Engine::refresh_hits() {
 void Engine::take_blocks(int64_t n) {
   v_->kv_blocks_free -= n;
   if (cache_)  // cached free blocks are free KV: evict the least recently freed as space runs out
-    while (cache_->cached_free() > v_->kv_blocks_free && cache_->evict_lru()) on_evicted(cache_->last_evicted());
+    for (Block* b; cache_->cached_free() > v_->kv_blocks_free && (b = cache_->lru());) {
+      on_evicted(*b);
+      cache_->evict_lru();
+    }
 }
 
 void Engine::release_kv(RequestState& s) {
@@ -172,10 +176,12 @@ void Engine::release_kv(RequestState& s) {
     v_->kv_blocks_free += v_->blocks_for(s.computed);
     return;
   }
+  h->running = false;
   v_->kv_blocks_free += v_->blocks_for(s.computed) - int64_t(h->pinned.size());  // its own blocks
   for (auto it = h->pinned.rbegin(); it != h->pinned.rend(); ++it) {             // tail first: evicted first
-    drop_block(s.request.id, *it);
-    if (cache_->release(*it)) ++v_->kv_blocks_free, on_unused(*it);
+    Block& b = cached(*it);
+    drop_block(s.request.id, b);
+    if (cache_->release(b)) ++v_->kv_blocks_free, on_unused(b);
   }
   h->pinned.clear();
   h->shared_run = 0;
@@ -187,9 +193,9 @@ void Engine::promote(RequestState& s) {
   if (!h) return;
   const int64_t full = std::min<int64_t>(s.computed / v_->block_size, int64_t(h->chain.size()));
   for (int64_t j = h->next_block; j < full; ++j)
-    if (cache_->insert(h->chain[size_t(j)])) {
+    if (Block* b = cache_->insert_block(h->chain[size_t(j)])) {
       h->pinned.push_back(h->chain[size_t(j)]);
-      hold_block(s.request.id, h->chain[size_t(j)]);
+      hold_block(s.request.id, *b);
       on_cached(h->chain[size_t(j)]);
     }
   h->next_block = std::max(h->next_block, full);
@@ -325,7 +331,8 @@ double Engine::start(Time now) {
     if (prefixed_) {
       refresh_hits();
       for (RequestState& s : v_->running) {  // what preempting each would leave in use
-        const Hold* h = hold_of(s);
+        Hold* h = hold_of(s);
+        if (h) h->running = true;  // admitted before the first request with prefix identity came
         s.shared = h ? h->shared_run * v_->block_size : 0;
       }
     }
@@ -355,8 +362,9 @@ double Engine::start(Time now) {
       const int64_t n = s.cached / v_->block_size;
       for (int64_t j = 0; j < n; ++j) {
         h->pinned.push_back(h->chain[size_t(j)]);
-        if (cache_->acquire(h->chain[size_t(j)])) --v_->kv_blocks_free, on_in_use(h->chain[size_t(j)]);
-        hold_block(s.request.id, h->chain[size_t(j)]);
+        Block& b = cached(h->chain[size_t(j)]);
+        if (cache_->acquire(b)) --v_->kv_blocks_free, on_in_use(b);
+        hold_block(s.request.id, b);
       }
       h->next_block = n;
     }
@@ -366,7 +374,8 @@ double Engine::start(Time now) {
     RequestState& s = waiting[i];
     const Tokens k = planned_tokens(s.request.id);
     if (k > 0) {
-      const Hold* h = prefixed_ ? hold_of(s) : nullptr;
+      Hold* h = prefixed_ ? hold_of(s) : nullptr;
+      if (h) h->running = true;
       const int64_t pinned = h ? int64_t(h->pinned.size()) : 0;
       take_blocks(v_->blocks_for(s.computed + k) - pinned);  // the shared ones are pinned
       s.shared = 0;

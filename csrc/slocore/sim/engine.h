@@ -108,16 +108,22 @@ class Engine {
     // Running: of its pinned blocks, those other requests reference too. Preempting it frees
     // blocks_for(computed) - shared_run blocks (a shared one stays in use).
     int64_t shared_run = 0;
+    bool running = false;  // in the engine's running set (else waiting)
   };
   Hold* hold_of(const RequestState& s);
   void drop_hold(Id request);
-  void on_evicted(uint64_t block);               // lowers the memo of every request whose memo covered it
+  void to_refresh(Id request, const Hold& h) {  // a running request's waiting state needs none
+    if (!h.running) refresh_.insert(request);
+  }
+  using Block = PrefixCache::Block;
+  Block& cached(uint64_t block);                 // a block known to be cached
+  void on_evicted(Block& block);                 // lowers the memo of every request whose memo covered it
   void on_cached(uint64_t block);                // marks stale every request whose memo ended before it
-  void on_in_use(uint64_t block);                // a cached block left the free queue: in_use may grow
-  void on_unused(uint64_t block);                // a cached block joined the free queue: in_use may shrink
+  void on_in_use(const Block& block);            // a cached block left the free queue: in_use may grow
+  void on_unused(const Block& block);            // a cached block joined the free queue: in_use may shrink
   int64_t shared_blocks(const RequestState& s);  // waiting s: leading cached blocks in use now
-  void hold_block(Id who, uint64_t block);       // `who` references a cached block now
-  void drop_block(Id who, uint64_t block);       // `who` no longer references it
+  void hold_block(Id who, Block& block);         // `who` references a cached block now
+  void drop_block(Id who, Block& block);         // `who` no longer references it
   void rebuild_watchers();
   void refresh_hits();               // waiting requests: computed = cached prefix now
   void take_blocks(int64_t n);       // n new blocks; evicts cached free ones as needed
@@ -139,19 +145,20 @@ class Engine {
   bool prefixed_ = false;               // a request with prefix identity came here (else no cache work at all)
   std::unordered_map<Id, Hold> holds_;
   // A waiting request's cached prefix, kept between iterations: its memo changes only when a
-  // block it covers is evicted (watchers_: cached block -> (request, position) of the memos
-  // that cover it) or when the block after it is cached (arrivals_: absent block -> requests
-  // whose memo ends there). Other requests need no lookup. Entries of requests gone or moved
-  // on only cost a walk, never a wrong match; both maps are rebuilt when mostly such entries.
-  std::unordered_map<uint64_t, std::vector<std::pair<Id, int64_t>>> watchers_;
+  // block it covers is evicted (Block::watchers: (request, position) of the memos that cover
+  // that cached block) or when the block after it is cached (arrivals_: absent block ->
+  // requests whose memo ends there). Other requests need no lookup. Entries of requests gone
+  // or moved on only cost a walk, never a wrong match; both are rebuilt when mostly such entries.
   std::unordered_map<uint64_t, std::vector<Id>> arrivals_;
-  // Requests whose waiting state needs refresh_hits: new here, preempted, or a stale memo
+  // Entries of arrivals_ by the low bits of their block: a zero skips the lookup.
+  static constexpr uint64_t kArrivalMask = (1 << 16) - 1;
+  std::vector<uint32_t> arrival_counts_ = std::vector<uint32_t>(kArrivalMask + 1);
+  // Waiting requests whose state needs refresh_hits: new here, preempted, or a stale memo
   // (the others' computed = cached = their memo already).
   std::unordered_set<Id> refresh_;
-  // Referenced cached block -> the XOR of the ids of the requests that reference it (a
-  // running request's shared_run counts its blocks with two or more references).
-  std::unordered_map<uint64_t, Id> holders_xor_;
-  int64_t watcher_entries_ = 0, held_blocks_ = 0;  // entries in both maps; chain blocks of holds_
+  // A running request's shared_run counts its blocks with two or more references; the one
+  // holder of a block referenced once is Block::holders, the XOR of its holders' ids.
+  int64_t watcher_entries_ = 0, held_blocks_ = 0;  // entries in watchers and arrivals_; chain blocks of holds_
   int64_t hit_tokens_ = 0, query_tokens_ = 0;
   IdIndex planned_;  // plan_'s items: id -> tokens (while sanitising: the raw plan's ids -> slot in where_)
   struct Where {     // sanitize(): where a planned id is

@@ -5,44 +5,71 @@
 // (its hash forgotten) only when a new block needs the space. Blocks referenced by running
 // requests are never evicted. The engine keeps the KV budget; this class keeps identities.
 #pragma once
-#include <list>
+#include <memory_resource>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "slocore/core/prefix.h"
+#include "slocore/core/types.h"
 
 namespace slocore::sim {
 
 class PrefixCache : public PrefixLookup {
  public:
+  // A cached block. Its address is stable until it is evicted, so the engine keeps what it
+  // tracks per block here and reaches it with one lookup (sim::Engine's KV accounting).
+  class Block {
+   public:
+    int refs() const { return refs_; }
+    Id holders = 0;                                // XOR of the ids of the requests referencing it
+    std::vector<std::pair<Id, int64_t>> watchers;  // (request, position) of waiting memos covering it
+
+   private:
+    friend class PrefixCache;
+    int refs_ = 0;
+    uint64_t hash_ = 0;
+    Block* prev_ = nullptr;  // the free queue's links, while refs_ == 0
+    Block* next_ = nullptr;
+  };
+
   int64_t match_blocks(const std::vector<uint64_t>& chain) const override;
   // Leading blocks of chain present, checking from `start` on (blocks before it known present).
   int64_t match_from(const std::vector<uint64_t>& chain, int64_t start) const;
+  Block* find(uint64_t h);  // nullptr when not cached
   // A request references cached block h; true when h left the free queue (KV now in use).
-  bool acquire(uint64_t h);
+  bool acquire(uint64_t h) { return acquire(map_.at(h)); }
+  bool acquire(Block& b);
   // A request drops h; true when h joined the free queue (no request references it).
-  bool release(uint64_t h);
+  bool release(uint64_t h) { return release(map_.at(h)); }
+  bool release(Block& b);
   // A newly computed full block, referenced by its request; false when h is cached already
   // (computed twice at once: the second copy stays the request's own, as in vLLM).
-  bool insert(uint64_t h);
+  bool insert(uint64_t h) { return insert_block(h) != nullptr; }
+  Block* insert_block(uint64_t h);  // the new block, nullptr when cached already
+  // The block evict_lru() would forget, nullptr when the free queue is empty.
+  Block* lru() const { return head_; }
   // Forgets the least recently freed block (then last_evicted() names it); false when the
   // free queue is empty.
   bool evict_lru();
   uint64_t last_evicted() const { return last_evicted_; }
+  void clear_watchers();  // every block's
 
-  int64_t cached_free() const { return int64_t(free_.size()); }  // evictable blocks
+  int64_t cached_free() const { return free_n_; }  // evictable blocks
   int64_t size() const { return int64_t(map_.size()); }
   int64_t evictions() const { return evictions_; }
-  int refs(uint64_t h) const;                                                        // -1 when not cached
-  std::vector<uint64_t> free_queue() const { return {free_.begin(), free_.end()}; }  // LRU first
+  int refs(uint64_t h) const;                // -1 when not cached
+  std::vector<uint64_t> free_queue() const;  // LRU first
 
  private:
-  struct Entry {
-    int refs = 0;
-    std::list<uint64_t>::iterator pos;  // in free_ when refs == 0
-  };
-  std::unordered_map<uint64_t, Entry> map_;
-  std::list<uint64_t> free_;
+  void unlink(Block& b);
+  // Node-based, so a Block does not move; its nodes come from a pool, since blocks are
+  // evicted and computed again all the time when the KV is full.
+  std::pmr::unsynchronized_pool_resource pool_;
+  std::pmr::unordered_map<uint64_t, Block> map_{&pool_};
+  Block* head_ = nullptr;  // free queue, least recently freed first
+  Block* tail_ = nullptr;
+  int64_t free_n_ = 0;
   int64_t evictions_ = 0;
   uint64_t last_evicted_ = 0;
 };
