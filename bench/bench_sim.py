@@ -7,6 +7,9 @@ Cases (sizes are the full mode; the quick mode divides them by 50):
                        instances: every global policy with sarathi_fcfs and edf, and every
                        batch scheduler under least_outstanding.
   burst_pd/<pair>      the same burst in P/D (8 prefill + 8 decode): every prefill/decode pair.
+  prefix/<wl>/<stack>  a default-matrix run whose requests share prefixes (chat: 10.3k requests,
+                       agentic: 1.2k) at 1.2x capacity, seed 0, on the matrix's cluster: the
+                       engines' prefix-cache KV accounting, and EDF's preemption loop on it.
 
     python bench/bench_sim.py                 # quick (2k burst, 20k steady), a markdown table
     python bench/bench_sim.py --full          # the sizes above (minutes; see docs/simulator.md)
@@ -26,7 +29,7 @@ import time
 
 import pytest
 
-from slocore.sim import preset, simulate, workloads
+from slocore.sim import matrix, preset, simulate, workloads
 
 PROFILE = "h100-llama2-7b"
 STEADY_N, BURST_N = 1_000_000, 100_000
@@ -61,6 +64,11 @@ SCHEDULERS = [
     "slice",
     "slo_triage",
 ]
+# The default matrix's capacities (req/s; docs/benchmark.md, "Capacity") and a few of its
+# stacks: the strongest baselines, EDF, HFX (prefix lookups per poll) and slocore.
+PREFIX_CAPACITY = {"chat": 247.44, "agentic": 31.11}
+PREFIX_STACKS = ["rr+edf", "least_outstanding+vllm_priority", "llmd_scorer+sarathi_fcfs", "hfx", "slocore"]
+PREFIX_LOAD = 1.2
 PD_PAIRS = {  # prefill policy / decode policy
     "round_robin/round_robin": ("round_robin", "round_robin"),
     "random/random": ("random", "random"),
@@ -111,6 +119,9 @@ def cases() -> dict[str, dict]:
         ("burst_pd/slocore", "pd", dict(prefill_instances=half, decode_instances=half)),
     ):
         out[name] = dict(kind="burst", **size, **preset("slocore", mode=mode))
+    for wl in PREFIX_CAPACITY:
+        for stack in PREFIX_STACKS:
+            out[f"prefix/{wl}/{stack}"] = dict(kind=f"matrix:{wl}", stack=stack)
     return out
 
 
@@ -122,12 +133,27 @@ def workload(kind: str, scale: float):
     return workloads.sharegpt_like(rate=float(n), n=n, seed=0)  # arrivals within ~1 s
 
 
+def matrix_run(wl_name: str, stack: str, scale: float):
+    """The default matrix's run of `stack` on `wl_name` at PREFIX_LOAD x capacity, seed 0
+    (`scale` x its requests, at the same rate): its workload and simulate() keywords."""
+    wl = matrix.WORKLOADS[wl_name]
+    cap = {"req_s": PREFIX_CAPACITY[wl_name], "rate_arg_per_req_s": matrix.rate_arg_per_req_s(wl, wl.probe_n)}
+    rate, n = matrix.run_size(cap, PREFIX_LOAD, 30.0)
+    return wl.make(rate, 0, max(10, int(n * scale))), {**wl.cluster, **matrix.stack_kwargs(stack, wl)}
+
+
 def run_case(name: str, scale: float) -> dict:
     kw = dict(cases()[name])
-    w = workload(kw.pop("kind"), scale)
+    kind = kw.pop("kind")
+    if kind.startswith("matrix:"):
+        w, kw = matrix_run(kind.split(":", 1)[1], kw["stack"], scale)
+        kw["seed"] = 0
+    else:
+        w = workload(kind, scale)
+        kw["profile"] = PROFILE
     t = time.process_time()  # CPU time of this process: the machine is shared
     wall0 = time.perf_counter()
-    res = simulate(w, profile=PROFILE, **kw)
+    res = simulate(w, **kw)
     cpu, wall = time.process_time() - t, time.perf_counter() - wall0
     s = res.summary
     assert s["finished"] == len(w.arrival), (name, s["finished"], len(w.arrival))
