@@ -66,6 +66,49 @@ def test_prefix_cache_matches_reference(seq):
         assert c.match_blocks(list(range(8))) == r.match_blocks(list(range(8)))
 
 
+# Hashes that share their low bits (the C++ index's home slot) and sit at its end, so that
+# lookups probe past each other, wrap around, and evictions shift entries back.
+COLLIDING = [k * 1024 + o for k in range(4) for o in (0, 1, 1022, 1023)] + [2**64 - 1, 2**64 - 1024]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["insert", "acquire", "release", "evict"]), st.sampled_from(COLLIDING)), max_size=80
+    )
+)
+def test_prefix_cache_matches_reference_with_colliding_hashes(seq):
+    c, r = _core.PrefixCache(), ref.PrefixCache()
+    for op, h in seq:
+        if op == "insert":
+            assert c.insert(h) == r.insert(h)
+        elif op == "acquire" and r.refs(h) >= 0:
+            assert c.acquire(h) == r.acquire(h)
+        elif op == "release" and r.refs(h) > 0:
+            assert c.release(h) == r.release(h)
+        elif op == "evict":
+            assert c.evict_lru() == r.evict_lru()
+        assert c.free_queue() == r.free_queue() and len(c) == len(r)
+        assert [c.refs(x) for x in COLLIDING] == [r.refs(x) for x in COLLIDING]
+        assert c.match_blocks(COLLIDING) == r.match_blocks(COLLIDING)
+
+
+def test_prefix_cache_grows_and_reuses_slots_like_the_reference():
+    c, r = _core.PrefixCache(), ref.PrefixCache()
+    keys = [(k * 2654435761) % 2**64 for k in range(1, 3001)] + [k * 4096 for k in range(1, 1001)]
+    for h in keys:  # past the first index sizes, then every block freed and half evicted
+        assert c.insert(h) == r.insert(h)
+    for h in keys[::-1]:
+        assert c.release(h) == r.release(h)
+    for _ in range(len(keys) // 2):
+        assert c.evict_lru() == r.evict_lru()
+    for h in keys[:500]:  # evicted ones come back in reused slots
+        assert c.insert(h) == r.insert(h)
+    assert c.free_queue() == r.free_queue() and len(c) == len(r) and c.evictions == r.evictions
+    assert [c.refs(h) for h in keys] == [r.refs(h) for h in keys]
+    assert c.match_blocks(keys) == r.match_blocks(keys) and c.match_blocks(keys[::-1]) == r.match_blocks(keys[::-1])
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.integers(1, 12), st.lists(st.lists(st.integers(0, 20), max_size=6), max_size=20))
 def test_approx_index_matches_reference(cap, chains):

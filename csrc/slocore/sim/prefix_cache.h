@@ -4,9 +4,13 @@
 // a free queue, least recently freed first; it still counts as free KV, and it is evicted
 // (its hash forgotten) only when a new block needs the space. Blocks referenced by running
 // requests are never evicted. The engine keeps the KV budget; this class keeps identities.
+//
+// Storage: the blocks in a slab (a slot is reused after an eviction), found by an
+// open-addressing index (linear probing over the chained hashes, which are well mixed
+// already): one probe per lookup where a node-based map takes two dependent loads, and
+// router policies walk whole prompt chains through it every poll (HFX's dispatcher).
 #pragma once
-#include <memory_resource>
-#include <unordered_map>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -17,8 +21,9 @@ namespace slocore::sim {
 
 class PrefixCache : public PrefixLookup {
  public:
-  // A cached block. Its address is stable until it is evicted, so the engine keeps what it
-  // tracks per block here and reaches it with one lookup (sim::Engine's KV accounting).
+  // A cached block, with what the engine tracks for it (sim::Engine's KV accounting), so
+  // that one lookup reaches both. A reference to it is valid until the next insert (the
+  // slab may grow).
   class Block {
    public:
     int refs() const { return refs_; }
@@ -27,10 +32,9 @@ class PrefixCache : public PrefixLookup {
 
    private:
     friend class PrefixCache;
-    int refs_ = 0;
     uint64_t hash_ = 0;
-    Block* prev_ = nullptr;  // the free queue's links, while refs_ == 0
-    Block* next_ = nullptr;
+    int refs_ = -1;                         // -1: a free slab slot
+    uint32_t prev_ = kNone, next_ = kNone;  // the free queue's links, while refs_ == 0
   };
 
   int64_t match_blocks(const std::vector<uint64_t>& chain) const override;
@@ -38,17 +42,17 @@ class PrefixCache : public PrefixLookup {
   int64_t match_from(const std::vector<uint64_t>& chain, int64_t start) const;
   Block* find(uint64_t h);  // nullptr when not cached
   // A request references cached block h; true when h left the free queue (KV now in use).
-  bool acquire(uint64_t h) { return acquire(map_.at(h)); }
+  bool acquire(uint64_t h) { return acquire(at(h)); }
   bool acquire(Block& b);
   // A request drops h; true when h joined the free queue (no request references it).
-  bool release(uint64_t h) { return release(map_.at(h)); }
+  bool release(uint64_t h) { return release(at(h)); }
   bool release(Block& b);
   // A newly computed full block, referenced by its request; false when h is cached already
   // (computed twice at once: the second copy stays the request's own, as in vLLM).
   bool insert(uint64_t h) { return insert_block(h) != nullptr; }
   Block* insert_block(uint64_t h);  // the new block, nullptr when cached already
   // The block evict_lru() would forget, nullptr when the free queue is empty.
-  Block* lru() const { return head_; }
+  Block* lru() { return head_ == kNone ? nullptr : &blocks_[head_]; }
   // Forgets the least recently freed block (then last_evicted() names it); false when the
   // free queue is empty.
   bool evict_lru();
@@ -56,19 +60,27 @@ class PrefixCache : public PrefixLookup {
   void clear_watchers();  // every block's
 
   int64_t cached_free() const { return free_n_; }  // evictable blocks
-  int64_t size() const { return int64_t(map_.size()); }
+  int64_t size() const { return size_; }
   int64_t evictions() const { return evictions_; }
   int refs(uint64_t h) const;                // -1 when not cached
   std::vector<uint64_t> free_queue() const;  // LRU first
 
  private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  struct Slot {
+    uint64_t hash = 0;
+    uint32_t block = kNone;  // kNone: empty
+  };
+  uint32_t lookup(uint64_t h) const;  // slab index, kNone when not cached
+  Block& at(uint64_t h);              // throws when not cached
   void unlink(Block& b);
-  // Node-based, so a Block does not move; its nodes come from a pool, since blocks are
-  // evicted and computed again all the time when the KV is full.
-  std::pmr::unsynchronized_pool_resource pool_;
-  std::pmr::unordered_map<uint64_t, Block> map_{&pool_};
-  Block* head_ = nullptr;  // free queue, least recently freed first
-  Block* tail_ = nullptr;
+  void grow();
+
+  std::vector<Block> blocks_;
+  std::vector<uint32_t> spare_;  // free slab slots
+  std::vector<Slot> index_;      // power-of-two size, at most half full
+  int64_t size_ = 0;
+  uint32_t head_ = kNone, tail_ = kNone;  // free queue, least recently freed first
   int64_t free_n_ = 0;
   int64_t evictions_ = 0;
   uint64_t last_evicted_ = 0;
