@@ -68,7 +68,7 @@ Dispatcher::Key Dispatcher::key_of(Queued& q) const {
 void Dispatcher::submit(const Request& r, Time now, Time) {
   validate(r);
   if (reqs_.count(r.id)) fail("request.id", "duplicate id " + std::to_string(r.id) + " in " + name_);
-  incoming_.push_back(key_of(reqs_.emplace(r.id, Queued{r}).first->second));
+  incoming_.push_back(key_of(reqs_.emplace(r.id, Queued{r, 0, {}}).first->second));
   if (p_.tight_window > 0) {
     for (auto* q : {&recent_ttft_, &recent_tpot_}) {
       const double v = q == &recent_ttft_ ? r.slo.ttft : r.slo.tpot;

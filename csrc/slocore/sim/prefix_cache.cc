@@ -12,16 +12,6 @@ int64_t PrefixCache::match_from(const std::vector<uint64_t>& chain, int64_t star
   return n;
 }
 
-uint32_t PrefixCache::lookup(uint64_t h) const {
-  if (index_.empty()) return kNone;
-  const size_t mask = index_.size() - 1;
-  for (size_t i = size_t(h) & mask;; i = (i + 1) & mask) {
-    const Slot& s = index_[i];
-    if (s.block == kNone) return kNone;
-    if (s.hash == h) return s.block;
-  }
-}
-
 PrefixCache::Block* PrefixCache::find(uint64_t h) {
   const uint32_t k = lookup(h);
   return k == kNone ? nullptr : &blocks_[k];

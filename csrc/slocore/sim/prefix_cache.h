@@ -71,8 +71,16 @@ class PrefixCache : public PrefixLookup {
     uint64_t hash = 0;
     uint32_t block = kNone;  // kNone: empty
   };
-  uint32_t lookup(uint64_t h) const;  // slab index, kNone when not cached
-  Block& at(uint64_t h);              // throws when not cached
+  uint32_t lookup(uint64_t h) const {  // slab index, kNone when not cached
+    if (index_.empty()) return kNone;
+    const size_t mask = index_.size() - 1;
+    for (size_t i = size_t(h) & mask;; i = (i + 1) & mask) {
+      const Slot& s = index_[i];
+      if (s.block == kNone) return kNone;
+      if (s.hash == h) return s.block;
+    }
+  }
+  Block& at(uint64_t h);  // throws when not cached
   void unlink(Block& b);
   void grow();
 
