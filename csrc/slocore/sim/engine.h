@@ -97,8 +97,8 @@ class Engine {
     std::vector<uint64_t> chain;   // block hashes of the request's known tokens
     std::vector<uint64_t> pinned;  // cached blocks it references (the rest of its blocks are its own)
     int64_t next_block = 0;        // blocks [0, next_block) are pinned or known duplicates
-    int64_t memo = 0;              // blocks [0, memo) of chain are cached (watchers_ lower it)
-    int64_t watched = 0;           // blocks [0, watched) have an entry in watchers_
+    int64_t memo = 0;              // blocks [0, memo) of chain are cached (on_evicted lowers it)
+    int64_t watched = 0;           // blocks [0, watched) have an entry in their Block::watchers
     int64_t awaits = -1;           // chain[awaits] is absent and has an entry in arrivals_
     bool stale = true;             // memo may have grown (chain[memo] was cached since the walk)
     // Blocks [0, in_use) of chain are referenced by running requests: admitting the request
