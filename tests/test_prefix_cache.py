@@ -45,12 +45,14 @@ def test_request_prefix_is_validated():
         s.Request(0, 0.0, 10, output_len=1, prefix=[(1, 0)])
 
 
-ops = st.lists(st.tuples(st.sampled_from(["insert", "acquire", "release", "evict"]), st.integers(0, 7)), max_size=60)
+OPS = ["insert", "acquire", "release", "evict"]
+# Hashes that share their low bits (the C++ index's home slot) and sit at its end, so that
+# lookups probe past each other, wrap around, and evictions shift entries back.
+COLLIDING = [k * 1024 + o for k in range(4) for o in (0, 1, 1022, 1023)] + [2**64 - 1, 2**64 - 1024]
 
 
-@settings(max_examples=200, deadline=None)
-@given(ops)
-def test_prefix_cache_matches_reference(seq):
+def _same_as_reference(seq, keys):
+    """Applies (op, hash) pairs to the C++ cache and the reference, comparing after each."""
     c, r = _core.PrefixCache(), ref.PrefixCache()
     for op, h in seq:
         if op == "insert":
@@ -62,35 +64,20 @@ def test_prefix_cache_matches_reference(seq):
         elif op == "evict":
             assert c.evict_lru() == r.evict_lru()
         assert c.free_queue() == r.free_queue() and len(c) == len(r) and c.cached_free == r.cached_free
-        assert [c.refs(x) for x in range(8)] == [r.refs(x) for x in range(8)]
-        assert c.match_blocks(list(range(8))) == r.match_blocks(list(range(8)))
-
-
-# Hashes that share their low bits (the C++ index's home slot) and sit at its end, so that
-# lookups probe past each other, wrap around, and evictions shift entries back.
-COLLIDING = [k * 1024 + o for k in range(4) for o in (0, 1, 1022, 1023)] + [2**64 - 1, 2**64 - 1024]
+        assert [c.refs(x) for x in keys] == [r.refs(x) for x in keys]
+        assert c.match_blocks(keys) == r.match_blocks(keys)
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.sampled_from(["insert", "acquire", "release", "evict"]), st.sampled_from(COLLIDING)), max_size=80
-    )
-)
+@given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 7)), max_size=60))
+def test_prefix_cache_matches_reference(seq):
+    _same_as_reference(seq, list(range(8)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(OPS), st.sampled_from(COLLIDING)), max_size=80))
 def test_prefix_cache_matches_reference_with_colliding_hashes(seq):
-    c, r = _core.PrefixCache(), ref.PrefixCache()
-    for op, h in seq:
-        if op == "insert":
-            assert c.insert(h) == r.insert(h)
-        elif op == "acquire" and r.refs(h) >= 0:
-            assert c.acquire(h) == r.acquire(h)
-        elif op == "release" and r.refs(h) > 0:
-            assert c.release(h) == r.release(h)
-        elif op == "evict":
-            assert c.evict_lru() == r.evict_lru()
-        assert c.free_queue() == r.free_queue() and len(c) == len(r)
-        assert [c.refs(x) for x in COLLIDING] == [r.refs(x) for x in COLLIDING]
-        assert c.match_blocks(COLLIDING) == r.match_blocks(COLLIDING)
+    _same_as_reference(seq, COLLIDING)
 
 
 def test_prefix_cache_grows_and_reuses_slots_like_the_reference():
