@@ -26,6 +26,7 @@ Engine::Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr
   if (prefix_caching) {
     cache_ = std::make_shared<PrefixCache>();
     v_->prefix_cache = cache_;
+    arrival_counts_.assign(kArrivalMask + 1, 0);
   }
 }
 

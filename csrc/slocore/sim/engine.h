@@ -152,7 +152,7 @@ class Engine {
   std::unordered_map<uint64_t, std::vector<Id>> arrivals_;
   // Entries of arrivals_ by the low bits of their block: a zero skips the lookup.
   static constexpr uint64_t kArrivalMask = (1 << 16) - 1;
-  std::vector<uint32_t> arrival_counts_ = std::vector<uint32_t>(kArrivalMask + 1);
+  std::vector<uint32_t> arrival_counts_;  // kArrivalMask + 1 of them with a cache, else none
   // Waiting requests whose state needs refresh_hits: new here, preempted, or a stale memo
   // (the others' computed = cached = their memo already).
   std::unordered_set<Id> refresh_;

@@ -7,9 +7,7 @@ namespace slocore::sim {
 int64_t PrefixCache::match_blocks(const std::vector<uint64_t>& chain) const { return match_from(chain, 0); }
 
 int64_t PrefixCache::match_from(const std::vector<uint64_t>& chain, int64_t start) const {
-  int64_t n = start;
-  while (size_t(n) < chain.size() && lookup(chain[size_t(n)]) != kNone) ++n;
-  return n;
+  return leading_held(chain, *this, start);
 }
 
 PrefixCache::Block* PrefixCache::find(uint64_t h) {

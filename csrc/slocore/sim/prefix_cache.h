@@ -40,7 +40,8 @@ class PrefixCache : public PrefixLookup {
   int64_t match_blocks(const std::vector<uint64_t>& chain) const override;
   // Leading blocks of chain present, checking from `start` on (blocks before it known present).
   int64_t match_from(const std::vector<uint64_t>& chain, int64_t start) const;
-  Block* find(uint64_t h);  // nullptr when not cached
+  Block* find(uint64_t h);                                               // nullptr when not cached
+  size_t count(uint64_t h) const { return lookup(h) != kNone ? 1 : 0; }  // as a set's (leading_held)
   // A request references cached block h; true when h left the free queue (KV now in use).
   bool acquire(uint64_t h) { return acquire(at(h)); }
   bool acquire(Block& b);
