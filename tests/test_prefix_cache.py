@@ -80,6 +80,18 @@ def test_prefix_cache_matches_reference_with_colliding_hashes(seq):
     _same_as_reference(seq, COLLIDING)
 
 
+def test_prefix_cache_refuses_blocks_it_does_not_hold():
+    c = _core.PrefixCache()
+    with pytest.raises(ValueError, match="prefix_cache: no such cached block"):
+        c.acquire(5)
+    with pytest.raises(ValueError, match="prefix_cache: no such cached block"):
+        c.release(5)
+    assert c.insert(5) and c.release(5)
+    with pytest.raises(ValueError, match="prefix_cache: released a block nobody references"):
+        c.release(5)
+    assert c.free_queue() == [5] and c.refs(5) == 0  # the refused calls changed nothing
+
+
 def test_prefix_cache_grows_and_reuses_slots_like_the_reference():
     c, r = _core.PrefixCache(), ref.PrefixCache()
     keys = [(k * 2654435761) % 2**64 for k in range(1, 3001)] + [k * 4096 for k in range(1, 1001)]
