@@ -32,6 +32,7 @@ from slocore.integrations.ray_serve import (  # noqa: E402
 from slocore.integrations.ray_serve.bench import CLASSES, replay, two_class_workload  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from raykit import init_local_ray  # noqa: E402
 from test_conformance import GAP_S, WORKLOAD, per_request, simulate  # noqa: E402
 
 pytestmark = [
@@ -115,7 +116,7 @@ def test_autoscaling_policy_scales_on_hfx_signals_within_bounds():
 def local_serve():
     if ray.is_initialized():
         pytest.skip("ray already initialised in this process")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    init_local_ray(num_cpus=2)
     serve.start(proxy_location="Disabled")
     yield
     serve.shutdown()

@@ -14,6 +14,7 @@ from slocore.scaling.ray_launcher import RayLauncher  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from raykit import init_local_ray  # noqa: E402
 from test_scaling_launcher import FakeRegistry, post  # noqa: E402
 
 
@@ -26,9 +27,7 @@ def test_ray_launcher_needs_init():
 
 @pytest.fixture(scope="module")
 def local_ray():
-    ray.init(
-        num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False, object_store_memory=100 << 20
-    )
+    init_local_ray(num_cpus=2, object_store_memory=100 << 20)
     yield
     ray.shutdown()
 
