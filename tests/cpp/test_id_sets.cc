@@ -1,19 +1,57 @@
 // The flat id table of one engine iteration or plan (IdIndex, also PlanBuilder's id set)
 // against std::unordered_map over random inserts, lookups and clears (growth, stamp reuse,
-// negative and extreme ids; fresh tables used without a first clear), and SIBYL's survival
-// lookup against its floor() definition.
+// negative and extreme ids; fresh tables used without a first clear); FlatIndex (the
+// engine's holds, the prefix cache's blocks) the same way with erases too (backward shift
+// over wrapped runs of equal home slots); and SIBYL's survival lookup against its floor()
+// definition.
 #include <climits>
 #include <cmath>
 #include <random>
 #include <unordered_map>
 #include <vector>
 
+#include "slocore/core/flat_index.h"
 #include "slocore/core/id_index.h"
 #include "slocore/sibyl/survival.h"
 
 #include "check.h"
 
 using namespace slocore;
+
+// Random inserts, erases and lookups against std::unordered_map; keys from `pool`.
+template <KeyBits kBits>
+void check_flat_index(std::mt19937_64& rng, const std::vector<uint64_t>& pool) {
+  using Index = FlatIndex<kBits>;
+  std::uniform_int_distribution<size_t> pick(0, pool.size() - 1);
+  for (int round = 0; round < 50; ++round) {
+    Index index;
+    std::unordered_map<uint64_t, uint32_t> ref;
+    const int ops = 200 + int(rng() % 3000);
+    for (int j = 0; j < ops; ++j) {
+      const uint64_t key = pool[pick(rng)];
+      const uint32_t v = uint32_t(rng() % 1000);
+      if (rng() % 3 == 0) {
+        CHECK(index.erase(key) == (ref.erase(key) > 0));
+      } else {
+        auto [it, added] = ref.emplace(key, v);
+        CHECK(index.insert(key, v) == (added ? Index::kNone : it->second));
+      }
+      CHECK(index.size() == ref.size());
+    }
+    for (uint64_t key : pool) {
+      auto it = ref.find(key);
+      CHECK(index.find(key) == (it == ref.end() ? Index::kNone : it->second));
+    }
+    size_t seen = 0;
+    index.for_each([&](uint64_t key, uint32_t v) {
+      CHECK(ref.at(key) == v);
+      ++seen;
+    });
+    CHECK(seen == ref.size());
+    index.clear();
+    CHECK(index.empty() && !index.contains(pool[0]));
+  }
+}
 
 int main() {
   std::mt19937_64 rng(7);
@@ -51,6 +89,14 @@ int main() {
     }
     for (Id id : pool) CHECK(set.contains(id) == (ref.count(id) > 0));
   }
+
+  std::vector<uint64_t> keys = {0, 1, UINT64_MAX, uint64_t(INT64_MIN)};
+  for (int i = 0; i < 400; ++i) keys.push_back(rng());
+  for (uint64_t i = 0; i < 400; ++i) keys.push_back(i);                 // ids: consecutive
+  for (uint64_t i = 0; i < 400; ++i) keys.push_back(i << 20);           // the same low bits: one run for Mixed
+  for (uint64_t i = 0; i < 100; ++i) keys.push_back(~uint64_t(0) - i);  // homes at the table's end: runs wrap
+  check_flat_index<KeyBits::Mixed>(rng, keys);
+  check_flat_index<KeyBits::Sequential>(rng, keys);
 
   // survival_prepared finds the bucket by truncation: the same value as floor(len / bucket).
   for (Tokens bucket : {64, 48, 1, 7}) {

@@ -27,25 +27,52 @@ Engine::Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr
     cache_ = std::make_shared<PrefixCache>();
     v_->prefix_cache = cache_;
     arrival_counts_.assign(kArrivalMask + 1, 0);
+    arrival_bits_.assign((kArrivalMask + 1) / 64, 0);
   }
 }
 
 Engine::Hold* Engine::hold_of(const RequestState& s) {
   if (!cache_ || s.request.prefix.empty()) return nullptr;
-  auto it = holds_.find(s.request.id);
-  if (it != holds_.end()) return &it->second;
-  Hold h;
+  if (Hold* h = find_hold(s.request.id)) return h;
+  uint32_t k;
+  if (hold_spare_.empty()) {
+    k = uint32_t(holds_.size());
+    holds_.emplace_back();
+  } else {
+    k = hold_spare_.back();
+    hold_spare_.pop_back();
+  }
+  hold_at_.insert(uint64_t(s.request.id), k);
+  Hold& h = holds_[k];
   h.chain = prefix_block_hashes(s.request, v_->block_size, s.request.prompt_len + s.request.output_len.value_or(0));
   held_blocks_ += int64_t(h.chain.size());
-  return &holds_.emplace(s.request.id, std::move(h)).first->second;
+  return &h;
+}
+
+Engine::Hold& Engine::hold(Id request) {
+  Hold* h = find_hold(request);
+  require(h != nullptr, "engine", "a request the KV accounting names has no hold");
+  return *h;
 }
 
 void Engine::drop_hold(Id request) {
-  refresh_.erase(request);
-  auto it = holds_.find(request);
-  if (it == holds_.end()) return;
-  held_blocks_ -= int64_t(it->second.chain.size());
-  holds_.erase(it);
+  refresh_.erase(uint64_t(request));
+  const uint32_t k = hold_at_.find(uint64_t(request));
+  if (k == kNoHold) return;
+  held_blocks_ -= int64_t(holds_[k].chain.size());
+  holds_[k] = Hold{};
+  hold_at_.erase(uint64_t(request));
+  hold_spare_.push_back(k);
+}
+
+void Engine::count_arrivals(uint64_t block, int64_t n) {
+  const size_t k = size_t(block & kArrivalMask);
+  arrival_counts_[k] = uint32_t(int64_t(arrival_counts_[k]) + n);
+  const uint64_t bit = uint64_t(1) << (k & 63);
+  if (arrival_counts_[k] != 0)
+    arrival_bits_[k >> 6] |= bit;
+  else
+    arrival_bits_[k >> 6] &= ~bit;
 }
 
 Engine::Block& Engine::cached(uint64_t block) {
@@ -56,10 +83,10 @@ Engine::Block& Engine::cached(uint64_t block) {
 
 void Engine::on_evicted(Block& block) {
   for (const auto& [id, pos] : block.watchers) {
-    auto h = holds_.find(id);
-    if (h != holds_.end() && h->second.memo > pos) {
-      h->second.memo = h->second.watched = pos, h->second.stale = true;
-      to_refresh(id, h->second);
+    Hold* h = find_hold(id);
+    if (h && h->memo > pos) {
+      h->memo = h->watched = pos, h->stale = true;
+      to_refresh(id, *h);
     }
   }
   watcher_entries_ -= int64_t(block.watchers.size());
@@ -67,30 +94,25 @@ void Engine::on_evicted(Block& block) {
 }
 
 void Engine::on_cached(uint64_t block) {
-  if (arrival_counts_[block & kArrivalMask] == 0) return;  // most new blocks: nobody waits for them
+  const size_t k = size_t(block & kArrivalMask);
+  if (!(arrival_bits_[k >> 6] >> (k & 63) & 1)) return;  // most new blocks: nobody waits for them
   auto a = arrivals_.find(block);
   if (a == arrivals_.end()) return;
-  for (Id id : a->second) {
-    auto h = holds_.find(id);
-    if (h != holds_.end()) h->second.stale = true, h->second.awaits = -1, to_refresh(id, h->second);
-  }
+  for (Id id : a->second)
+    if (Hold* h = find_hold(id)) h->stale = true, h->awaits = -1, to_refresh(id, *h);
   watcher_entries_ -= int64_t(a->second.size());
-  arrival_counts_[block & kArrivalMask] -= uint32_t(a->second.size());
+  count_arrivals(block, -int64_t(a->second.size()));
   arrivals_.erase(a);
 }
 
 void Engine::on_in_use(const Block& block) {
-  for (const auto& [id, pos] : block.watchers) {
-    auto h = holds_.find(id);
-    if (h != holds_.end() && h->second.in_use == pos) to_refresh(id, h->second);
-  }
+  for (const auto& [id, pos] : block.watchers)
+    if (Hold* h = find_hold(id); h && h->in_use == pos) to_refresh(id, *h);
 }
 
 void Engine::on_unused(const Block& block) {
-  for (const auto& [id, pos] : block.watchers) {
-    auto h = holds_.find(id);
-    if (h != holds_.end() && h->second.in_use > pos) h->second.in_use = pos, to_refresh(id, h->second);
-  }
+  for (const auto& [id, pos] : block.watchers)
+    if (Hold* h = find_hold(id); h && h->in_use > pos) h->in_use = pos, to_refresh(id, *h);
 }
 
 // The cache counts a block's references; the XOR of its holders' ids names the one holder
@@ -98,13 +120,13 @@ void Engine::on_unused(const Block& block) {
 void Engine::hold_block(Id who, Block& block) {  // after who's acquire or insert
   const Id before = block.holders;
   block.holders ^= who;
-  if (block.refs() == 2) ++holds_.at(before).shared_run;  // its one holder shares it from now on
-  if (block.refs() >= 2) ++holds_.at(who).shared_run;
+  if (block.refs() == 2) ++hold(before).shared_run;  // its one holder shares it from now on
+  if (block.refs() >= 2) ++hold(who).shared_run;
 }
 
 void Engine::drop_block(Id who, Block& block) {  // before who's release
   block.holders ^= who;
-  if (block.refs() == 2) --holds_.at(block.holders).shared_run;  // the one holder left holds it alone
+  if (block.refs() == 2) --hold(block.holders).shared_run;  // the one holder left holds it alone
 }
 
 int64_t Engine::shared_blocks(const RequestState& s) {
@@ -117,15 +139,18 @@ void Engine::rebuild_watchers() {
   cache_->clear_watchers();
   arrivals_.clear();
   std::fill(arrival_counts_.begin(), arrival_counts_.end(), 0);
+  std::fill(arrival_bits_.begin(), arrival_bits_.end(), 0);
   watcher_entries_ = 0;
-  for (auto& [id, h] : holds_) {
+  hold_at_.for_each([&](uint64_t key, uint32_t k) {
+    const Id id = Id(key);
+    Hold& h = holds_[k];
     for (int64_t j = 0; j < h.memo; ++j) cached(h.chain[size_t(j)]).watchers.emplace_back(id, j);
     h.watched = h.memo;
     watcher_entries_ += h.memo;
     h.awaits = -1;
     h.stale = true;  // re-registers its next block at its next refresh
     to_refresh(id, h);
-  }
+  });
 }
 
 void Engine::refresh_hits() {
@@ -136,7 +161,7 @@ void Engine::refresh_hits() {
   // ones go there), so the walk stops when it has found them all.
   for (size_t i = 0; i < v_->waiting.size() && !refresh_.empty(); ++i) {
     RequestState& s = v_->waiting[i];
-    if (!refresh_.erase(s.request.id)) continue;
+    if (!refresh_.erase(uint64_t(s.request.id))) continue;
     if (s.computed != s.cached) continue;  // e.g. a P/D handoff arriving with its KV
     Hold* h = hold_of(s);
     if (!h) continue;
@@ -148,7 +173,7 @@ void Engine::refresh_hits() {
         cached(h->chain[size_t(h->watched)]).watchers.emplace_back(s.request.id, h->watched);
       if (h->memo < int64_t(h->chain.size()) && h->awaits != h->memo) {
         arrivals_[h->chain[size_t(h->memo)]].push_back(s.request.id);
-        ++arrival_counts_[h->chain[size_t(h->memo)] & kArrivalMask];
+        count_arrivals(h->chain[size_t(h->memo)], 1);
         h->awaits = h->memo;
         ++watcher_entries_;
       }
@@ -258,7 +283,7 @@ void Engine::sanitize(BatchPlan& plan) {
     for (RequestState& s : evicted_) {
       release_kv(s);
       s.computed = s.cached = s.shared = 0;  // recompute later (vLLM's recompute preemption)
-      if (prefixed_ && !s.request.prefix.empty()) refresh_.insert(s.request.id);
+      if (prefixed_ && !s.request.prefix.empty()) refresh_.insert(uint64_t(s.request.id), 0);
       ++preemptions_;
     }
     v_->waiting.insert(v_->waiting.begin(), std::make_move_iterator(evicted_.begin()),

@@ -9,10 +9,10 @@
 #include <memory>
 #include <random>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "slocore/batch/batch_scheduler.h"
+#include "slocore/core/flat_index.h"
 #include "slocore/core/id_index.h"
 #include "slocore/core/online_fit.h"
 #include "slocore/core/profile.h"
@@ -63,7 +63,7 @@ class Engine {
   IterationOutcome finish(Time now);
 
   void enqueue(RequestState s) {
-    if (cache_ && !s.request.prefix.empty()) prefixed_ = true, refresh_.insert(s.request.id);
+    if (cache_ && !s.request.prefix.empty()) prefixed_ = true, refresh_.insert(uint64_t(s.request.id), 0);
     v_->waiting.push_back(std::move(s));
   }
   // The sanitised plan of the iteration in flight (or of the last one).
@@ -110,10 +110,16 @@ class Engine {
     int64_t shared_run = 0;
     bool running = false;  // in the engine's running set (else waiting)
   };
-  Hold* hold_of(const RequestState& s);
+  // A Hold* is valid until the next hold is made (hold_of of a request without one).
+  Hold* hold_of(const RequestState& s);  // s's, made on first use
+  Hold* find_hold(Id request) {          // nullptr when it has none
+    const uint32_t k = hold_at_.find(uint64_t(request));
+    return k == kNoHold ? nullptr : &holds_[k];
+  }
+  Hold& hold(Id request);  // one that must exist
   void drop_hold(Id request);
   void to_refresh(Id request, const Hold& h) {  // a running request's waiting state needs none
-    if (!h.running) refresh_.insert(request);
+    if (!h.running) refresh_.insert(uint64_t(request), 0);
   }
   using Block = PrefixCache::Block;
   Block& cached(uint64_t block);                 // a block known to be cached
@@ -143,19 +149,27 @@ class Engine {
   BatchPlan plan_;
   std::shared_ptr<PrefixCache> cache_;  // null: prefix caching off
   bool prefixed_ = false;               // a request with prefix identity came here (else no cache work at all)
-  std::unordered_map<Id, Hold> holds_;
+  // Holds in a slab (a slot is reused after its request leaves), found by request id.
+  using IdMap = FlatIndex<KeyBits::Sequential>;
+  static constexpr uint32_t kNoHold = IdMap::kNone;
+  std::vector<Hold> holds_;
+  std::vector<uint32_t> hold_spare_;
+  IdMap hold_at_;
   // A waiting request's cached prefix, kept between iterations: its memo changes only when a
   // block it covers is evicted (Block::watchers: (request, position) of the memos that cover
   // that cached block) or when the block after it is cached (arrivals_: absent block ->
   // requests whose memo ends there). Other requests need no lookup. Entries of requests gone
   // or moved on only cost a walk, never a wrong match; both are rebuilt when mostly such entries.
   std::unordered_map<uint64_t, std::vector<Id>> arrivals_;
-  // Entries of arrivals_ by the low bits of their block: a zero skips the lookup.
+  // Entries of arrivals_ by the low bits of their block, and a bit per count that is not
+  // zero: a clear bit skips the lookup (8 KiB, where the counts would miss the cache).
   static constexpr uint64_t kArrivalMask = (1 << 16) - 1;
   std::vector<uint32_t> arrival_counts_;  // kArrivalMask + 1 of them with a cache, else none
+  std::vector<uint64_t> arrival_bits_;
+  void count_arrivals(uint64_t block, int64_t n);  // arrival_counts_ and arrival_bits_
   // Waiting requests whose state needs refresh_hits: new here, preempted, or a stale memo
   // (the others' computed = cached = their memo already).
-  std::unordered_set<Id> refresh_;
+  IdMap refresh_;  // a set: the values are unused
   // A running request's shared_run counts its blocks with two or more references; the one
   // holder of a block referenced once is Block::holders, the XOR of its holders' ids.
   int64_t watcher_entries_ = 0, held_blocks_ = 0;  // entries in watchers and arrivals_; chain blocks of holds_

@@ -46,34 +46,13 @@ bool PrefixCache::release(Block& b) {
   return true;
 }
 
-void PrefixCache::grow() {
-  std::vector<Slot> old(index_.empty() ? 1024 : 2 * index_.size());
-  old.swap(index_);
-  const size_t mask = index_.size() - 1;
-  for (const Slot& s : old) {
-    if (s.block == kNone) continue;
-    size_t i = size_t(s.hash) & mask;
-    while (index_[i].block != kNone) i = (i + 1) & mask;
-    index_[i] = s;
-  }
-}
-
 PrefixCache::Block* PrefixCache::insert_block(uint64_t h) {
-  if (2 * (size_ + 1) > int64_t(index_.size())) grow();
-  const size_t mask = index_.size() - 1;
-  size_t i = size_t(h) & mask;
-  for (; index_[i].block != kNone; i = (i + 1) & mask)
-    if (index_[i].hash == h) return nullptr;
-  uint32_t k;
-  if (spare_.empty()) {
-    k = uint32_t(blocks_.size());
+  const uint32_t k = spare_.empty() ? uint32_t(blocks_.size()) : spare_.back();
+  if (index_.insert(h, k) != kNone) return nullptr;
+  if (spare_.empty())
     blocks_.emplace_back();
-  } else {
-    k = spare_.back();
+  else
     spare_.pop_back();
-  }
-  index_[i] = Slot{h, k};
-  ++size_;
   Block& b = blocks_[k];
   b.hash_ = h;
   b.refs_ = 1;
@@ -90,19 +69,8 @@ bool PrefixCache::evict_lru() {
   b.refs_ = -1;
   b.watchers.clear();  // keeps its storage for the slot's next block
   spare_.push_back(k);
-  --size_;
   ++evictions_;
-  // Backward-shift deletion: entries after the hole that may move into it do.
-  const size_t mask = index_.size() - 1;
-  size_t hole = size_t(last_evicted_) & mask;
-  while (index_[hole].block != k) hole = (hole + 1) & mask;
-  for (size_t j = (hole + 1) & mask; index_[j].block != kNone; j = (j + 1) & mask) {
-    const size_t home = size_t(index_[j].hash) & mask;
-    // index_[j] stays unless its home lies cyclically outside (hole, j].
-    const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
-    if (!stays) index_[hole] = index_[j], hole = j;
-  }
-  index_[hole] = Slot{};
+  index_.erase(last_evicted_);
   return true;
 }
 

@@ -6,14 +6,14 @@
 // requests are never evicted. The engine keeps the KV budget; this class keeps identities.
 //
 // Storage: the blocks in a slab (a slot is reused after an eviction), found by an
-// open-addressing index (linear probing over the chained hashes, which are well mixed
-// already): one probe per lookup where a node-based map takes two dependent loads, and
+// open-addressing index (core/flat_index.h; the chained hashes are well mixed already):
 // router policies walk whole prompt chains through it every poll (HFX's dispatcher).
 #pragma once
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "slocore/core/flat_index.h"
 #include "slocore/core/prefix.h"
 #include "slocore/core/types.h"
 
@@ -61,34 +61,21 @@ class PrefixCache : public PrefixLookup {
   void clear_watchers();  // every block's
 
   int64_t cached_free() const { return free_n_; }  // evictable blocks
-  int64_t size() const { return size_; }
+  int64_t size() const { return int64_t(index_.size()); }
   int64_t evictions() const { return evictions_; }
   int refs(uint64_t h) const;                // -1 when not cached
   std::vector<uint64_t> free_queue() const;  // LRU first
 
  private:
-  static constexpr uint32_t kNone = UINT32_MAX;
-  struct Slot {
-    uint64_t hash = 0;
-    uint32_t block = kNone;  // kNone: empty
-  };
-  uint32_t lookup(uint64_t h) const {  // slab index, kNone when not cached
-    if (index_.empty()) return kNone;
-    const size_t mask = index_.size() - 1;
-    for (size_t i = size_t(h) & mask;; i = (i + 1) & mask) {
-      const Slot& s = index_[i];
-      if (s.block == kNone) return kNone;
-      if (s.hash == h) return s.block;
-    }
-  }
-  Block& at(uint64_t h);  // throws when not cached
+  using Index = FlatIndex<KeyBits::Mixed>;
+  static constexpr uint32_t kNone = Index::kNone;
+  uint32_t lookup(uint64_t h) const { return index_.find(h); }  // slab index, kNone when not cached
+  Block& at(uint64_t h);                                        // throws when not cached
   void unlink(Block& b);
-  void grow();
 
   std::vector<Block> blocks_;
-  std::vector<uint32_t> spare_;  // free slab slots
-  std::vector<Slot> index_;      // power-of-two size, at most half full
-  int64_t size_ = 0;
+  std::vector<uint32_t> spare_;           // free slab slots
+  Index index_;                           // hash -> slab slot
   uint32_t head_ = kNone, tail_ = kNone;  // free queue, least recently freed first
   int64_t free_n_ = 0;
   int64_t evictions_ = 0;
