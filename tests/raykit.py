@@ -1,17 +1,67 @@
 """A local Ray for the Ray tests. Ray waits a fixed 30 s for its raylet to register; on a
-loaded 2-core CI machine that can run out once. Then the processes the first try started
-are shut down (left running, they fail a later test as unraisable ResourceWarnings) and it
-starts once more; a second failure is the test's."""
+loaded 2-core machine that can run out. The first try's processes are then killed (Ray's
+shutdown does not know them: the node failed in its constructor), their handles collected
+with the ResourceWarning they give (never waited on; pytest reports it in whichever test
+runs then), and Ray starts once more; a second failure is the test's."""
+
+import gc
+import os
+import signal
+import time
+import warnings
 
 import ray
 
 
 def init_local_ray(**kwargs) -> None:
     opts = dict(include_dashboard=False, log_to_driver=False, configure_logging=False, **kwargs)
+    before = _descendants()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)  # a failed try's handles: never waited on
+        try:
+            ray.init(**opts)
+            return
+        except Exception as e:  # Ray raises a bare Exception on the startup timeout
+            if "timed out during startup" not in str(e):
+                raise
+            _kill(_descendants() - before)
+        gc.collect()
+    ray.shutdown()
+    ray.init(**opts)
+
+
+def _kill(pids: set[int], timeout_s: float = 10.0) -> None:
+    """SIGKILL, then wait until each is dead (a zombie or gone)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout_s
+    while pids and time.monotonic() < deadline:
+        pids = {p for p in pids if _state(p) not in ("Z", "X", None)}
+        time.sleep(0.01)
+
+
+def _state(pid: int) -> str | None:
     try:
-        ray.init(**opts)
-    except Exception as e:  # Ray raises a bare Exception on the startup timeout
-        if "timed out during startup" not in str(e):
-            raise
-        ray.shutdown()
-        ray.init(**opts)
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _descendants() -> set[int]:
+    """Every process below this one (Linux /proc; empty elsewhere)."""
+    parent = {}
+    for d in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    found, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier} - found
+        found |= frontier
+    return found
