@@ -5,9 +5,9 @@
 // (on_finished), arrivals are appended.
 #pragma once
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
+#include "slocore/batch/kept_map.h"
 #include "slocore/core/instance_view.h"
 
 namespace slocore {
@@ -39,18 +39,18 @@ class EngineCalls {
 // such a change (checked where it is cheap: an unknown or repeated running id, a preempted
 // request not at the front).
 template <class Kept, class Admit>
-bool follow_running(const InstanceView& v, std::unordered_map<Id, Kept>& kept, const std::vector<Id>& last_running,
-                    uint64_t call, Admit&& admit, std::vector<Id>& preempted) {
+bool follow_running(const InstanceView& v, KeptMap<Kept>& kept, const std::vector<Id>& last_running, uint64_t call,
+                    Admit&& admit, std::vector<Id>& preempted) {
   for (const RequestState& s : v.running) {
-    auto f = kept.find(s.request.id);
-    if (f == kept.end() || f->second.seen == call) return false;
-    f->second.seen = call;
-    if (!f->second.running) admit(s.request.id, f->second);
+    Kept* f = kept.find(s.request.id);
+    if (!f || f->seen == call) return false;
+    f->seen = call;
+    if (!f->running) admit(s.request.id, *f);
   }
   preempted.clear();
   for (Id id : last_running) {
-    auto f = kept.find(id);
-    if (f == kept.end() || f->second.seen == call || !f->second.running) continue;
+    const Kept* f = kept.find(id);
+    if (!f || f->seen == call || !f->running) continue;
     if (preempted.size() >= v.waiting.size() || v.waiting[preempted.size()].request.id != id) return false;
     preempted.push_back(id);
   }

@@ -6,7 +6,6 @@
 #pragma once
 #include <cstdint>
 #include <set>
-#include <unordered_map>
 #include <vector>
 
 #include "slocore/batch/kept_order.h"
@@ -49,10 +48,10 @@ class KeptQueue {
   }
   // A request left the engine (finished, handed off, cancelled).
   void finished(Id id) {
-    auto it = kept_.find(id);
-    if (it == kept_.end()) return;
-    if (synced_ && !it->second.running) remove_waiting(it->second);
-    kept_.erase(it);
+    const Kept* k = kept_.find(id);
+    if (!k) return;
+    if (synced_ && !k->running) remove_waiting(*k);
+    kept_.erase(id);
   }
   // The waiting requests in the scheduler's order.
   const std::set<Key>& order() const { return order_; }
@@ -81,7 +80,7 @@ class KeptQueue {
     positions_.reset(n);
     waiting_ = 0;
     for (const RequestState& s : v.running)
-      if (!kept_.emplace(s.request.id, Kept{Key{}, true, calls_.count()}).second) return;  // an id twice
+      if (!kept_.emplace(s.request.id, Kept{Key{}, true, calls_.count()})) return;  // an id twice
     for (int64_t i = 0; i < n; ++i)
       if (!add_waiting(v.waiting[size_t(i)], i, make)) return;
     synced_ = true;
@@ -112,7 +111,7 @@ class KeptQueue {
     if (!make(s, key)) return false;
     key.seq = seq;
     key.id = s.request.id;
-    if (!kept_.emplace(key.id, Kept{key, false, 0}).second) return false;
+    if (!kept_.emplace(key.id, Kept{key, false, 0})) return false;
     order_.insert(key);
     positions_.add(seq);
     ++waiting_;
@@ -124,7 +123,7 @@ class KeptQueue {
     --waiting_;
   }
 
-  std::unordered_map<Id, Kept> kept_;
+  KeptMap<Kept> kept_;
   std::set<Key> order_;
   QueuePositions positions_;
   size_t waiting_ = 0;  // kept waiting requests: the view's queue up to its new tail

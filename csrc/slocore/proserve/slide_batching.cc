@@ -171,13 +171,13 @@ BatchPlan SlideBatchingScheduler::schedule(const InstanceView& v, Time now) {
 }
 
 void SlideBatchingScheduler::on_finished(Id request, Time) {
-  auto it = kept_.find(request);
-  if (it == kept_.end()) return;
-  if (synced_ && !it->second.running) {
-    remove_waiting(request, it->second);
+  const Kept* k = kept_.find(request);
+  if (!k) return;
+  if (synced_ && !k->running) {
+    remove_waiting(request, *k);
     --waiting_known_;
   }
-  kept_.erase(it);
+  kept_.erase(request);
 }
 
 // Lines 2-5 of a waiting request; false when it cannot be kept (see schedule()).
@@ -217,7 +217,7 @@ void SlideBatchingScheduler::rebuild(const InstanceView& v) {
   positions_.reset(n);
   exec_at_.assign(positions_.slots(), 0.0);
   for (const RequestState& s : v.running)
-    if (!kept_.emplace(s.request.id, Kept{0.0, 0.0, 0.0, 0, true, calls_.count()}).second) return;  // an id twice
+    if (!kept_.emplace(s.request.id, Kept{0.0, 0.0, 0.0, 0, true, calls_.count()})) return;  // an id twice
   for (int64_t i = 0; i < n; ++i) {
     const RequestState& s = v.waiting[size_t(i)];
     Kept k;
@@ -226,9 +226,9 @@ void SlideBatchingScheduler::rebuild(const InstanceView& v) {
       return;
     }
     k.seq = i;
-    auto [it, fresh] = kept_.emplace(s.request.id, k);
+    Kept* fresh = kept_.emplace(s.request.id, k);
     if (!fresh) return;
-    add_waiting(s.request.id, it->second);
+    add_waiting(s.request.id, *fresh);
   }
   model_coeffs_ = v.model.coeffs();
   model_correction_ = v.model.correction();
@@ -260,9 +260,9 @@ bool SlideBatchingScheduler::sync(const InstanceView& v) {
     Kept k;
     if (!wait_metrics(v, s, k)) return false;
     k.seq = positions_.take_back();
-    auto [it, fresh] = kept_.emplace(s.request.id, k);
+    Kept* fresh = kept_.emplace(s.request.id, k);
     if (!fresh) return false;
-    add_waiting(s.request.id, it->second);
+    add_waiting(s.request.id, *fresh);
     ++waiting_known_;
   }
   return true;

@@ -9,7 +9,6 @@
 #pragma once
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "slocore/batch/kept_order.h"
@@ -106,7 +105,7 @@ class SlideBatchingScheduler : public BatchScheduler {
   SlideParams p_;
   size_t urgent_ = 0, normal_ = 0;
   std::vector<SlideCandidate> q_, running_, decodes_;  // schedule() scratch
-  std::unordered_map<Id, Kept> kept_;
+  KeptMap<Kept> kept_;
   std::set<DensityKey> by_density_;
   std::set<DeadlineKey> by_deadline_;
   QueuePositions positions_;

@@ -19,6 +19,7 @@ Engine::Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr
       correction_window_(correction_window) {
   require(sched_ != nullptr, "batch_scheduler", "must not be None");
   v_->epoch = next_view_epoch();
+  waiting_at_.rebuild(v_->waiting);
   if (processor_sharing_) {
     require(truth.tps.has_value(), "profile.tps", "processor_sharing needs a TPS(N) curve in the profile");
     tps_ = std::make_unique<ThroughputCurve>(truth.tps->a, truth.tps->b, truth.tps->c);
@@ -56,7 +57,7 @@ Engine::Hold& Engine::hold(Id request) {
 }
 
 void Engine::drop_hold(Id request) {
-  refresh_.erase(uint64_t(request));
+  refresh_.erase(uint64_t(request));  // refresh_list_ keeps it: refresh_hits skips it
   const uint32_t k = hold_at_.find(uint64_t(request));
   if (k == kNoHold) return;
   held_blocks_ -= int64_t(holds_[k].chain.size());
@@ -157,11 +158,15 @@ void Engine::refresh_hits() {
   // vLLM looks a waiting request up when it schedules it; here every waiting request whose
   // computed tokens came from the cache only (fresh or preempted) shows its hit now, so the
   // batch scheduler plans just the uncached tokens. Full blocks, at most num_tokens - 1.
-  // refresh_ names waiting requests only, most of them near the queue's front (preempted
-  // ones go there), so the walk stops when it has found them all.
-  for (size_t i = 0; i < v_->waiting.size() && !refresh_.empty(); ++i) {
+  // refresh_ names waiting requests only, found by their positions, taken in queue order.
+  positions_.clear();
+  for (Id id : refresh_list_)
+    if (refresh_.erase(uint64_t(id)))
+      if (const size_t i = waiting_at_.find(v_->waiting, id); i != WaitingPositions::npos) positions_.push_back(i);
+  refresh_list_.clear();
+  std::sort(positions_.begin(), positions_.end());
+  for (size_t i : positions_) {
     RequestState& s = v_->waiting[i];
-    if (!refresh_.erase(uint64_t(s.request.id))) continue;
     if (s.computed != s.cached) continue;  // e.g. a P/D handoff arriving with its KV
     Hold* h = hold_of(s);
     if (!h) continue;
@@ -283,26 +288,27 @@ void Engine::sanitize(BatchPlan& plan) {
     for (RequestState& s : evicted_) {
       release_kv(s);
       s.computed = s.cached = s.shared = 0;  // recompute later (vLLM's recompute preemption)
-      if (prefixed_ && !s.request.prefix.empty()) refresh_.insert(uint64_t(s.request.id), 0);
+      if (prefixed_ && !s.request.prefix.empty()) mark_refresh(s.request.id);
       ++preemptions_;
     }
     v_->waiting.insert(v_->waiting.begin(), std::make_move_iterator(evicted_.begin()),
                        std::make_move_iterator(evicted_.end()));
+    waiting_at_.prepended(v_->waiting, evicted_.size());
     evicted_.clear();
   }
   plan.preempt = std::move(preempt);
 
-  // Where each planned id is: running, or waiting (scanned from the front only until every
-  // planned id not running has been found).
+  // Where each planned id is: running, or waiting (by its position).
   auto find = [&](Id id) -> Where* {
     const int64_t* k = planned_.find(id);
     return k ? &where_[size_t(*k)] : nullptr;
   };
-  size_t unresolved = where_.size();
   for (RequestState& s : v_->running)
-    if (Where* w = find(s.request.id)) w->s = &s, w->running = true, --unresolved;
-  for (size_t i = 0; i < v_->waiting.size() && unresolved > 0; ++i)
-    if (Where* w = find(v_->waiting[i].request.id); w && !w->s) w->s = &v_->waiting[i], --unresolved;
+    if (Where* w = find(s.request.id)) w->s = &s, w->running = true;
+  for (const ScheduledItem& it : plan.items)
+    if (Where* w = find(it.request); w && !w->s)
+      if (const size_t i = waiting_at_.find(v_->waiting, it.request); i != WaitingPositions::npos)
+        w->s = &v_->waiting[i];
 
   // Items: known, unique, tokens in [1, to_compute], within budget, seqs and KV.
   ok_.clear();
@@ -369,17 +375,17 @@ double Engine::start(Time now) {
   if (plan.items.empty()) return -1.0;
 
   // Move scheduled waiting requests to running (in waiting order) and allocate their KV;
-  // only the waiting prefix up to the last scheduled one moves.
+  // found by their positions, so only the queue between the first and the last of them moves.
   const size_t old_running = v_->running.size();
-  size_t left = plan.items.size() - size_t(std::count_if(v_->running.begin(), v_->running.end(),
-                                                         [&](const RequestState& s) { return planned(s.request.id); }));
   auto& waiting = v_->waiting;
+  auto& admitted = positions_;
+  admitted.clear();
+  for (const ScheduledItem& it : plan.items)
+    if (const size_t i = waiting_at_.find(waiting, it.request); i != WaitingPositions::npos) admitted.push_back(i);
+  std::sort(admitted.begin(), admitted.end());
   if (prefixed_) {  // admitted requests reference their cached blocks before anything is allocated
-    size_t seen = left;
-    for (size_t i = 0; i < waiting.size() && seen > 0; ++i) {
+    for (size_t i : admitted) {
       RequestState& s = waiting[i];
-      if (planned_tokens(s.request.id) == 0) continue;
-      --seen;
       if (s.computed != s.cached) continue;
       query_tokens_ += s.num_tokens();
       hit_tokens_ += s.cached;
@@ -395,24 +401,27 @@ double Engine::start(Time now) {
       h->next_block = n;
     }
   }
-  size_t keep = 0, i = 0;
-  for (; i < waiting.size() && left > 0; ++i) {
-    RequestState& s = waiting[i];
-    const Tokens k = planned_tokens(s.request.id);
-    if (k > 0) {
+  if (!admitted.empty()) {
+    size_t keep = admitted.front(), next = 0;
+    const size_t end = admitted.back() + 1;
+    for (size_t i = keep; i < end; ++i) {
+      RequestState& s = waiting[i];
+      if (next == admitted.size() || admitted[next] != i) {
+        waiting[keep++] = std::move(s);
+        continue;
+      }
+      ++next;
+      const Tokens k = planned_tokens(s.request.id);
       Hold* h = prefixed_ ? hold_of(s) : nullptr;
       if (h) h->running = true;
       const int64_t pinned = h ? int64_t(h->pinned.size()) : 0;
       take_blocks(v_->blocks_for(s.computed + k) - pinned);  // the shared ones are pinned
       s.shared = 0;
+      waiting_at_.removed(s.request.id);
       v_->running.push_back(std::move(s));
-      --left;
-    } else {
-      if (keep != i) waiting[keep] = std::move(s);
-      ++keep;
     }
+    waiting.erase(waiting.begin() + std::ptrdiff_t(keep), waiting.begin() + std::ptrdiff_t(end));
   }
-  waiting.erase(waiting.begin() + std::ptrdiff_t(keep), waiting.begin() + std::ptrdiff_t(i));
   std::vector<BatchItem>& items = items_;
   items.clear();
   size_t decodes = 0;
@@ -503,9 +512,9 @@ void Engine::enable_online_fit() {
 bool Engine::cancel(Id request, Time now) {
   v_->epoch = next_view_epoch();
   auto same = [&](const RequestState& s) { return s.request.id == request; };
-  auto w = std::find_if(v_->waiting.begin(), v_->waiting.end(), same);
-  if (w != v_->waiting.end()) {
-    v_->waiting.erase(w);
+  if (const size_t w = waiting_at_.find(v_->waiting, request); w != WaitingPositions::npos) {
+    v_->waiting.erase(v_->waiting.begin() + std::ptrdiff_t(w));
+    waiting_at_.removed(request);
   } else {
     auto r = std::find_if(v_->running.begin(), v_->running.end(), same);
     if (r == v_->running.end()) return false;

@@ -17,6 +17,7 @@
 #include "slocore/core/online_fit.h"
 #include "slocore/core/profile.h"
 #include "slocore/sim/prefix_cache.h"
+#include "slocore/sim/waiting_positions.h"
 
 namespace slocore::sim {
 
@@ -63,8 +64,9 @@ class Engine {
   IterationOutcome finish(Time now);
 
   void enqueue(RequestState s) {
-    if (cache_ && !s.request.prefix.empty()) prefixed_ = true, refresh_.insert(uint64_t(s.request.id), 0);
+    if (cache_ && !s.request.prefix.empty()) prefixed_ = true, mark_refresh(s.request.id);
     v_->waiting.push_back(std::move(s));
+    waiting_at_.appended(v_->waiting);
   }
   // The sanitised plan of the iteration in flight (or of the last one).
   const BatchPlan& plan() const { return plan_; }
@@ -118,8 +120,11 @@ class Engine {
   }
   Hold& hold(Id request);  // one that must exist
   void drop_hold(Id request);
+  void mark_refresh(Id request) {
+    if (refresh_.insert(uint64_t(request), 0) == IdMap::kNone) refresh_list_.push_back(request);
+  }
   void to_refresh(Id request, const Hold& h) {  // a running request's waiting state needs none
-    if (!h.running) refresh_.insert(uint64_t(request), 0);
+    if (!h.running) mark_refresh(request);
   }
   using Block = PrefixCache::Block;
   Block& cached(uint64_t block);                 // a block known to be cached
@@ -169,7 +174,10 @@ class Engine {
   void count_arrivals(uint64_t block, int64_t n);  // arrival_counts_ and arrival_bits_
   // Waiting requests whose state needs refresh_hits: new here, preempted, or a stale memo
   // (the others' computed = cached = their memo already).
-  IdMap refresh_;  // a set: the values are unused
+  IdMap refresh_;                  // a set: the values are unused
+  std::vector<Id> refresh_list_;   // refresh_'s ids as they came (and ids dropped from it since)
+  std::vector<size_t> positions_;  // refresh_hits() and start() scratch: queue positions
+  WaitingPositions waiting_at_;    // where each waiting request is
   // A running request's shared_run counts its blocks with two or more references; the one
   // holder of a block referenced once is Block::holders, the XOR of its holders' ids.
   int64_t watcher_entries_ = 0, held_blocks_ = 0;  // entries in watchers and arrivals_; chain blocks of holds_
