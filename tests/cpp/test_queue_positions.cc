@@ -1,18 +1,56 @@
 // QueuePositions (batch/queue_positions.h) against a sorted set of the seqs present, over
 // random front inserts (one to three at a time), appends and removals with little spare room,
 // so that the tree grows at the back many times and a front insert outside its room is
-// refused; the seqs it gives out against counters of the queue's two ends.
+// refused; the seqs it gives out against counters of the queue's two ends. Then the engine's
+// index of its own queue (sim/waiting_positions.h) against a search of the queue itself,
+// through appends, front inserts past its spare room (rebuilds) and removals anywhere.
 #include <cstdint>
+#include <deque>
 #include <iterator>
 #include <random>
 #include <set>
 #include <vector>
 
 #include "slocore/batch/queue_positions.h"
+#include "slocore/sim/waiting_positions.h"
 
 #include "check.h"
 
 using namespace slocore;
+
+void check_waiting_positions(std::mt19937_64& rng) {
+  for (int round = 0; round < 20; ++round) {
+    sim::WaitingPositions at;
+    std::deque<RequestState> q;
+    Id next_id = round % 2 ? 0 : 1'000'000'000'000;  // the index mixes ids: any range
+    auto state = [&] {
+      RequestState s;
+      s.request.id = next_id++;
+      return s;
+    };
+    for (int op = 0; op < 3000; ++op) {
+      const int what = int(rng() % 10);
+      if (what < 4) {
+        q.push_back(state());
+        at.appended(q);
+      } else if (what < 6) {  // preempted requests back at the front: past 1,024 of them a rebuild
+        const size_t k = 1 + rng() % 40;
+        std::vector<RequestState> front;
+        for (size_t j = 0; j < k; ++j) front.push_back(state());
+        q.insert(q.begin(), front.begin(), front.end());
+        at.prepended(q, k);
+      } else if (!q.empty()) {
+        const size_t i = rng() % q.size();
+        at.removed(q[i].request.id);
+        q.erase(q.begin() + std::ptrdiff_t(i));
+      }
+      if (op % 50 == 0 || q.size() < 8) {
+        for (size_t i = 0; i < q.size(); ++i) CHECK(at.find(q, q[i].request.id) == i);
+        CHECK(at.find(q, next_id) == sim::WaitingPositions::npos);  // never queued
+      }
+    }
+  }
+}
 
 int main() {
   std::mt19937_64 rng(11);
@@ -57,5 +95,6 @@ int main() {
       for (int64_t seq : present) CHECK(pos.rank(seq) == index++);
     }
   }
+  check_waiting_positions(rng);
   return check_summary("test_queue_positions");
 }

@@ -12,7 +12,7 @@
 #include "slocore/batch/queue_positions.h"
 #include "slocore/core/errors.h"
 #include "slocore/core/flat_index.h"
-#include "slocore/core/request.h"
+#include "slocore/core/instance_view.h"
 
 namespace slocore::sim {
 
