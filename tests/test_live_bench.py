@@ -3,6 +3,7 @@ and a short end-to-end run on emulated engines (`slocore engine` processes)."""
 
 import json
 import math
+import signal
 
 import numpy as np
 import pytest
@@ -98,7 +99,9 @@ def test_two_stacks_on_emulated_engines(tmp_path):
     argv = ["bench", "live", "--engines", "emulated", "--stacks", "round_robin,least_outstanding,vllm-router"]
     argv += ["--traces", "two_class", "--settings", "default", "-r", "1", "-n", "24", "--load", "0.5"]
     argv += ["--profile", "h100-llama2-7b", "--capacity-steps", "0", "-o", str(out), "--quiet"]
+    handler = signal.getsignal(signal.SIGTERM)
     assert cli.main(argv) == 0
+    assert signal.getsignal(signal.SIGTERM) is handler  # its clean-up handler does not outlive it
     res = json.loads((out / "live.json").read_text())
     t = res["settings"]["default"]["traces"]["two_class"]
     # the rate is half the capacity measured with least_outstanding on these engines

@@ -4,6 +4,7 @@ No timing is asserted."""
 
 import json
 import math
+import signal
 import statistics
 from pathlib import Path
 
@@ -120,6 +121,20 @@ def test_outputs_written(tiny, tmp_path):
     for p in TINY["presets"]:
         assert f"| {p} |" in md
     assert "strongest baseline" in md and "TTFT p99 ratio median" in md
+
+
+def _sigterm_is_default(_):
+    return signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_pool_workers_take_sigterm_default_action():
+    # A handler the parent set (a CLI's clean-up) would keep a worker blocked on the task
+    # queue's lock alive; the workers reset it, and the pool is joined, not terminated.
+    previous = signal.signal(signal.SIGTERM, lambda *a: None)
+    try:
+        assert matrix._map(_sigterm_is_default, list(range(4)), 2, False, "t") == [True] * 4
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def test_ci95_uses_student_t():

@@ -165,9 +165,12 @@ def main(a) -> int:
     def _stop(signum, frame):  # SIGTERM (e.g. `timeout`): unwind, so engines and routers are stopped
         raise SystemExit(128 + signum)
 
-    signal.signal(signal.SIGTERM, _stop)
+    previous = signal.signal(signal.SIGTERM, _stop)
     cmd = "slocore " + " ".join(sys.argv[1:])
-    res = runner.run(cfg, progress=not a.quiet, log=lambda m: print(m, file=sys.stderr, flush=True))
+    try:
+        res = runner.run(cfg, progress=not a.quiet, log=lambda m: print(m, file=sys.stderr, flush=True))
+    finally:  # a caller that runs main() in its own process keeps its own handler
+        signal.signal(signal.SIGTERM, previous)
     res["command"] = cmd
     out = Path(cfg.out_dir)
     (out / "live.json").write_text(json.dumps(res, indent=1, default=lambda x: None) + "\n")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import statistics
 import sys
 import time
@@ -446,6 +447,10 @@ class MatrixConfig:
         )
 
 
+def _worker_init() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _map(fn, items, processes: int, progress: bool, desc: str):
     bar = None
     if progress:
@@ -464,11 +469,21 @@ def _map(fn, items, processes: int, progress: bool, desc: str):
     else:
         import multiprocessing as mp
 
-        with mp.get_context("fork" if sys.platform != "win32" else "spawn").Pool(processes) as pool:
+        # Workers take SIGTERM's default action: a handler inherited from the parent (a CLI's
+        # clean-up) would keep a worker waiting on the task queue's lock alive. The pool is
+        # closed and joined when the work is done, not terminated.
+        pool = mp.get_context("fork" if sys.platform != "win32" else "spawn").Pool(processes, _worker_init)
+        try:
             for r in pool.imap_unordered(fn, items, chunksize=1):
                 out.append(r)
                 if bar:
                     bar.update()
+            pool.close()
+        except BaseException:
+            pool.terminate()
+            raise
+        finally:
+            pool.join()
     if bar:
         bar.close()
     return out
