@@ -249,9 +249,10 @@ Tokens Engine::planned_tokens(Id id) const {
   return k ? Tokens(*k) : 0;
 }
 
-// Per iteration the work is O(plan + running + the waiting prefix up to the last planned
-// waiting request), never a pass over the whole waiting queue: a burst leaves thousands
-// waiting on each engine while a plan takes a few from the front.
+// Per iteration the work is O(plan x log(queue) + running), plus the moves of the queue
+// between the first and the last waiting request admitted; never a pass over the waiting
+// queue: a burst leaves thousands waiting on each engine, and EDF's plans take fresh
+// requests from behind the preempted ones at the front.
 void Engine::sanitize(BatchPlan& plan) {
   // Every distinct planned id -> its slot in where_ (where it is: running, or waiting).
   planned_.clear(plan.items.size());
