@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "slocore/batch/kept_map.h"
+#include "slocore/core/id_slab.h"
 #include "slocore/core/instance_view.h"
 
 namespace slocore {
@@ -39,7 +39,7 @@ class EngineCalls {
 // such a change (checked where it is cheap: an unknown or repeated running id, a preempted
 // request not at the front).
 template <class Kept, class Admit>
-bool follow_running(const InstanceView& v, KeptMap<Kept>& kept, const std::vector<Id>& last_running, uint64_t call,
+bool follow_running(const InstanceView& v, IdSlab<Kept>& kept, const std::vector<Id>& last_running, uint64_t call,
                     Admit&& admit, std::vector<Id>& preempted) {
   for (const RequestState& s : v.running) {
     Kept* f = kept.find(s.request.id);

@@ -123,7 +123,7 @@ class KeptQueue {
     --waiting_;
   }
 
-  KeptMap<Kept> kept_;
+  IdSlab<Kept> kept_;
   std::set<Key> order_;
   QueuePositions positions_;
   size_t waiting_ = 0;  // kept waiting requests: the view's queue up to its new tail

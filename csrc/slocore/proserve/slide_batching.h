@@ -105,7 +105,7 @@ class SlideBatchingScheduler : public BatchScheduler {
   SlideParams p_;
   size_t urgent_ = 0, normal_ = 0;
   std::vector<SlideCandidate> q_, running_, decodes_;  // schedule() scratch
-  KeptMap<Kept> kept_;
+  IdSlab<Kept> kept_;
   std::set<DensityKey> by_density_;
   std::set<DeadlineKey> by_deadline_;
   QueuePositions positions_;

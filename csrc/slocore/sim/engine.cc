@@ -35,16 +35,7 @@ Engine::Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr
 Engine::Hold* Engine::hold_of(const RequestState& s) {
   if (!cache_ || s.request.prefix.empty()) return nullptr;
   if (Hold* h = find_hold(s.request.id)) return h;
-  uint32_t k;
-  if (hold_spare_.empty()) {
-    k = uint32_t(holds_.size());
-    holds_.emplace_back();
-  } else {
-    k = hold_spare_.back();
-    hold_spare_.pop_back();
-  }
-  hold_at_.insert(uint64_t(s.request.id), k);
-  Hold& h = holds_[k];
+  Hold& h = *holds_.emplace(s.request.id, Hold{});
   h.chain = prefix_block_hashes(s.request, v_->block_size, s.request.prompt_len + s.request.output_len.value_or(0));
   held_blocks_ += int64_t(h.chain.size());
   return &h;
@@ -58,12 +49,10 @@ Engine::Hold& Engine::hold(Id request) {
 
 void Engine::drop_hold(Id request) {
   refresh_.erase(uint64_t(request));  // refresh_list_ keeps it: refresh_hits skips it
-  const uint32_t k = hold_at_.find(uint64_t(request));
-  if (k == kNoHold) return;
-  held_blocks_ -= int64_t(holds_[k].chain.size());
-  holds_[k] = Hold{};
-  hold_at_.erase(uint64_t(request));
-  hold_spare_.push_back(k);
+  const Hold* h = find_hold(request);
+  if (!h) return;
+  held_blocks_ -= int64_t(h->chain.size());
+  holds_.erase(request);
 }
 
 void Engine::count_arrivals(uint64_t block, int64_t n) {
@@ -142,9 +131,7 @@ void Engine::rebuild_watchers() {
   std::fill(arrival_counts_.begin(), arrival_counts_.end(), 0);
   std::fill(arrival_bits_.begin(), arrival_bits_.end(), 0);
   watcher_entries_ = 0;
-  hold_at_.for_each([&](uint64_t key, uint32_t k) {
-    const Id id = Id(key);
-    Hold& h = holds_[k];
+  holds_.for_each([&](Id id, Hold& h) {
     for (int64_t j = 0; j < h.memo; ++j) cached(h.chain[size_t(j)]).watchers.emplace_back(id, j);
     h.watched = h.memo;
     watcher_entries_ += h.memo;

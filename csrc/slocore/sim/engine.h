@@ -14,6 +14,7 @@
 #include "slocore/batch/batch_scheduler.h"
 #include "slocore/core/flat_index.h"
 #include "slocore/core/id_index.h"
+#include "slocore/core/id_slab.h"
 #include "slocore/core/online_fit.h"
 #include "slocore/core/profile.h"
 #include "slocore/sim/prefix_cache.h"
@@ -113,12 +114,9 @@ class Engine {
     bool running = false;  // in the engine's running set (else waiting)
   };
   // A Hold* is valid until the next hold is made (hold_of of a request without one).
-  Hold* hold_of(const RequestState& s);  // s's, made on first use
-  Hold* find_hold(Id request) {          // nullptr when it has none
-    const uint32_t k = hold_at_.find(uint64_t(request));
-    return k == kNoHold ? nullptr : &holds_[k];
-  }
-  Hold& hold(Id request);  // one that must exist
+  Hold* hold_of(const RequestState& s);                         // s's, made on first use
+  Hold* find_hold(Id request) { return holds_.find(request); }  // nullptr when it has none
+  Hold& hold(Id request);                                       // one that must exist
   void drop_hold(Id request);
   void mark_refresh(Id request) {
     if (refresh_.insert(uint64_t(request), 0) == IdMap::kNone) refresh_list_.push_back(request);
@@ -154,12 +152,8 @@ class Engine {
   BatchPlan plan_;
   std::shared_ptr<PrefixCache> cache_;  // null: prefix caching off
   bool prefixed_ = false;               // a request with prefix identity came here (else no cache work at all)
-  // Holds in a slab (a slot is reused after its request leaves), found by request id.
+  IdSlab<Hold> holds_;
   using IdMap = FlatIndex<KeyBits::Sequential>;
-  static constexpr uint32_t kNoHold = IdMap::kNone;
-  std::vector<Hold> holds_;
-  std::vector<uint32_t> hold_spare_;
-  IdMap hold_at_;
   // A waiting request's cached prefix, kept between iterations: its memo changes only when a
   // block it covers is evicted (Block::watchers: (request, position) of the memos that cover
   // that cached block) or when the block after it is cached (arrivals_: absent block ->

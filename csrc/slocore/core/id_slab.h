@@ -1,9 +1,10 @@
-// A scheduler's per-request state kept across an engine's calls (batch/kept_order.h), by
-// request id: the entries in a slab (a slot is reused after its request leaves), found
-// through a flat index (core/flat_index.h). Each call looks up every running request; with
-// a node-based map that lookup was the largest cost of EDF in a burst.
+// Per-request state by request id: the entries in a slab (a slot is reused after its request
+// leaves, keeping its storage), found through a flat index (core/flat_index.h). For state
+// looked up every iteration: a scheduler's kept requests (batch/kept_order.h; with a
+// node-based map that lookup was the largest cost of EDF in a burst), the engine's KV holds.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "slocore/core/errors.h"
@@ -13,7 +14,7 @@
 namespace slocore {
 
 template <class T>
-class KeptMap {
+class IdSlab {
  public:
   bool empty() const { return at_.empty(); }
   // A pointer stays valid until the next emplace.
@@ -23,7 +24,7 @@ class KeptMap {
   }
   T& at(Id id) {
     T* t = find(id);
-    require(t != nullptr, "scheduler", "a request it keeps is missing from its map");
+    require(t != nullptr, "request.id", "no entry for id " + std::to_string(id));
     return *t;
   }
   // Adds id -> value; nullptr (adding nothing) when id is there already.
@@ -44,6 +45,11 @@ class KeptMap {
     at_.erase(uint64_t(id));
     spare_.push_back(k);
     return true;
+  }
+  // f(id, entry) for every entry.
+  template <class F>
+  void for_each(F&& f) {
+    at_.for_each([&](uint64_t id, uint32_t k) { f(Id(id), slab_[k]); });
   }
   void clear() {
     if (at_.empty()) return;
