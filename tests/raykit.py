@@ -39,14 +39,15 @@ def _kill(pids: set[int], timeout_s: float = 10.0) -> None:
             pass
     deadline = time.monotonic() + timeout_s
     while pids and time.monotonic() < deadline:
-        pids = {p for p in pids if _state(p) not in ("Z", "X", None)}
+        pids = {p for p in pids if (st := _stat(p)) and st[0] not in ("Z", "X")}
         time.sleep(0.01)
 
 
-def _state(pid: int) -> str | None:
+def _stat(pid) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (state, ppid, ...); None when gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
+            return f.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
 
@@ -55,11 +56,8 @@ def _descendants() -> set[int]:
     """Every process below this one (Linux /proc; empty elsewhere)."""
     parent = {}
     for d in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
+        if d.isdigit() and (st := _stat(d)):
+            parent[int(d)] = int(st[1])
     found, frontier = set(), {os.getpid()}
     while frontier:
         frontier = {p for p, pp in parent.items() if pp in frontier} - found
