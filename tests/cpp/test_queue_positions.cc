@@ -3,15 +3,19 @@
 // so that the tree grows at the back many times and a front insert outside its room is
 // refused; the seqs it gives out against counters of the queue's two ends. Then the engine's
 // index of its own queue (sim/waiting_positions.h) against a search of the queue itself,
-// through appends, front inserts past its spare room (rebuilds) and removals anywhere.
+// through appends, front inserts past its spare room (rebuilds) and removals anywhere. And
+// the boxed queue the index reads (core/waiting_queue.h) against a std::deque of ids.
 #include <cstdint>
 #include <deque>
+#include <algorithm>
 #include <iterator>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "slocore/batch/queue_positions.h"
+#include "slocore/core/waiting_queue.h"
 #include "slocore/sim/waiting_positions.h"
 
 #include "check.h"
@@ -21,7 +25,7 @@ using namespace slocore;
 void check_waiting_positions(std::mt19937_64& rng) {
   for (int round = 0; round < 20; ++round) {
     sim::WaitingPositions at;
-    std::deque<RequestState> q;
+    WaitingQueue q;
     Id next_id = round % 2 ? 0 : 1'000'000'000'000;  // the index mixes ids: any range
     auto state = [&] {
       RequestState s;
@@ -52,8 +56,73 @@ void check_waiting_positions(std::mt19937_64& rng) {
   }
 }
 
+// Every operation the engine and the bindings use, with the ids in a std::deque beside.
+void check_waiting_queue(std::mt19937_64& rng) {
+  const std::string task = "a task name longer than the string's inline buffer";  // a move must carry it
+  auto state = [&](Id id) {
+    RequestState s;
+    s.request.id = id;
+    s.request.task = task;
+    return s;
+  };
+  auto same = [&](const WaitingQueue& q, const std::deque<Id>& ids) {
+    if (q.size() != ids.size() || q.end() - q.begin() != std::ptrdiff_t(ids.size())) return false;
+    size_t i = 0;
+    for (const RequestState& s : q) {  // iteration, and random access both ways
+      const bool ok = s.request.id == ids[i] && q[i].request.id == ids[i] &&
+                      (q.begin() + std::ptrdiff_t(i))->request.id == ids[i] && s.request.task == task;
+      if (!ok) return false;
+      ++i;
+    }
+    return true;
+  };
+  WaitingQueue q;
+  std::deque<Id> ids;
+  Id next = 1;
+  for (int op = 0; op < 4000; ++op) {
+    const int what = int(rng() % 8);
+    if (what < 3) {
+      q.push_back(state(next)), ids.push_back(next++);
+    } else if (what == 3) {  // preempted requests back at the front, moved in
+      std::vector<RequestState> front;
+      for (size_t k = 1 + rng() % 4; k > 0; --k) front.push_back(state(next++));
+      for (auto it = front.rbegin(); it != front.rend(); ++it) ids.push_front(it->request.id);
+      q.insert(q.begin(), std::make_move_iterator(front.begin()), std::make_move_iterator(front.end()));
+    } else if (what == 4 && !ids.empty()) {
+      const size_t i = rng() % ids.size();
+      q.erase(q.begin() + std::ptrdiff_t(i)), ids.erase(ids.begin() + std::ptrdiff_t(i));
+    } else if (what == 5 && !ids.empty()) {  // admissions: sorted distinct positions, handed over in order
+      std::vector<size_t> at;
+      for (size_t i = 0; i < ids.size(); ++i)
+        if (rng() % 5 == 0) at.push_back(i);
+      std::vector<Id> taken, expect;
+      for (size_t i : at) expect.push_back(ids[i]);
+      q.take(at, [&](RequestState& s) {
+        RequestState moved = std::move(s);
+        CHECK(moved.request.task == task);
+        taken.push_back(moved.request.id);
+      });
+      for (auto it = at.rbegin(); it != at.rend(); ++it) ids.erase(ids.begin() + std::ptrdiff_t(*it));
+      CHECK(taken == expect);
+    } else if (what == 6) {  // a copy is deep: changing it leaves the original
+      WaitingQueue c = q;
+      CHECK(same(c, ids));
+      if (!c.empty()) c.front().request.id = 0, c.erase(c.begin());
+      CHECK(same(q, ids));
+    } else if (what == 7 && ids.size() > 50) {
+      q.erase(q.begin() + 10, q.begin() + 20), ids.erase(ids.begin() + 10, ids.begin() + 20);
+    }
+    CHECK(same(q, ids));
+  }
+  WaitingQueue l = {state(7), state(8)};
+  CHECK(l.size() == 2 && l.front().request.id == 7 && l.back().request.id == 8);
+  l.clear();
+  CHECK(l.empty());
+}
+
 int main() {
   std::mt19937_64 rng(11);
+  check_waiting_queue(rng);
   for (int round = 0; round < 300; ++round) {
     const int64_t n = int64_t(rng() % 20), spare = 1 + int64_t(rng() % 4);
     QueuePositions pos;

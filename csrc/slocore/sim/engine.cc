@@ -389,27 +389,16 @@ double Engine::start(Time now) {
       h->next_block = n;
     }
   }
-  if (!admitted.empty()) {
-    size_t keep = admitted.front(), next = 0;
-    const size_t end = admitted.back() + 1;
-    for (size_t i = keep; i < end; ++i) {
-      RequestState& s = waiting[i];
-      if (next == admitted.size() || admitted[next] != i) {
-        waiting[keep++] = std::move(s);
-        continue;
-      }
-      ++next;
-      const Tokens k = planned_tokens(s.request.id);
-      Hold* h = prefixed_ ? hold_of(s) : nullptr;
-      if (h) h->running = true;
-      const int64_t pinned = h ? int64_t(h->pinned.size()) : 0;
-      take_blocks(v_->blocks_for(s.computed + k) - pinned);  // the shared ones are pinned
-      s.shared = 0;
-      waiting_at_.removed(s.request.id);
-      v_->running.push_back(std::move(s));
-    }
-    waiting.erase(waiting.begin() + std::ptrdiff_t(keep), waiting.begin() + std::ptrdiff_t(end));
-  }
+  waiting.take(admitted, [&](RequestState& s) {
+    const Tokens k = planned_tokens(s.request.id);
+    Hold* h = prefixed_ ? hold_of(s) : nullptr;
+    if (h) h->running = true;
+    const int64_t pinned = h ? int64_t(h->pinned.size()) : 0;
+    take_blocks(v_->blocks_for(s.computed + k) - pinned);  // the shared ones are pinned
+    s.shared = 0;
+    waiting_at_.removed(s.request.id);
+    v_->running.push_back(std::move(s));
+  });
   std::vector<BatchItem>& items = items_;
   items.clear();
   size_t decodes = 0;

@@ -7,8 +7,6 @@
 // every request before them: in a burst, thousands of preempted requests sit in front of
 // the fresh ones an EDF plan takes.
 #pragma once
-#include <deque>
-
 #include "slocore/batch/queue_positions.h"
 #include "slocore/core/errors.h"
 #include "slocore/core/flat_index.h"
@@ -18,7 +16,7 @@ namespace slocore::sim {
 
 class WaitingPositions {
  public:
-  using Queue = std::deque<RequestState>;
+  using Queue = WaitingQueue;
   static constexpr size_t npos = size_t(-1);
 
   // After q.push_back.
