@@ -285,7 +285,8 @@ void init_core(py::module_& m) {
       .def_readwrite("accepting", &InstanceView::accepting)
       .def_readwrite("running", &InstanceView::running)
       .def_property(
-          "waiting", [](const InstanceView& v) { return std::vector<RequestState>(v.waiting.begin(), v.waiting.end()); },
+          "waiting",
+          [](const InstanceView& v) { return std::vector<RequestState>(v.waiting.begin(), v.waiting.end()); },
           [](InstanceView& v, const std::vector<RequestState>& w) { v.waiting.assign(w.begin(), w.end()); })
       .def_readwrite("kv_blocks_total", &InstanceView::kv_blocks_total)
       .def_readwrite("kv_blocks_free", &InstanceView::kv_blocks_free)

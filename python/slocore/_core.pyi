@@ -487,7 +487,7 @@ class InstanceView:
     def waiting(self) -> list[RequestState]:
         ...
     @waiting.setter
-    def waiting(self, arg0: collections.abc.Sequence[RequestState]) -> None:
+    def waiting(self, arg1: collections.abc.Sequence[RequestState]) -> None:
         ...
 class PrefixLookup:
     def match_blocks(self, chain: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> int:

@@ -5,9 +5,9 @@
 // index of its own queue (sim/waiting_positions.h) against a search of the queue itself,
 // through appends, front inserts past its spare room (rebuilds) and removals anywhere. And
 // the boxed queue the index reads (core/waiting_queue.h) against a std::deque of ids.
+#include <algorithm>
 #include <cstdint>
 #include <deque>
-#include <algorithm>
 #include <iterator>
 #include <random>
 #include <set>

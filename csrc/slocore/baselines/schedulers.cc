@@ -110,7 +110,10 @@ BatchPlan EdfScheduler::schedule(const InstanceView& v, Time) {
   };
   if (never_kept_) kept_.forget();
   BatchPlan plan;
-  if (never_kept_ || !kept_.follow(v, make) || !plan_kept(v, plan)) plan = schedule_heap(v);
+  if (never_kept_ || !kept_.follow(v, make) || !plan_kept(v, plan)) {
+    running_.clear();
+    plan = schedule_heap(v);
+  }
   kept_.planned(v);
   return plan;
 }
@@ -121,12 +124,8 @@ void EdfScheduler::on_finished(Id request, Time) { kept_.finished(request); }
 // nothing (PlanBuilder::add) and changes nothing, so the walk goes on from the next running
 // request's deadline.
 bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
-  auto& run = run_;
-  run.clear();
-  for (size_t i = 0; i < v.running.size(); ++i) run.push_back({next_deadline(v.running[i]), i});
-  for (const auto& x : run)
-    if (std::isnan(x.first)) return false;
-  std::stable_sort(run.begin(), run.end(), [](const auto& a, const auto& d) { return a.first < d.first; });
+  if (!running_.update(v, next_deadline)) return false;
+  const auto& run = running_.sorted();
   std::vector<size_t> victims;  // running by deadline: the latest deadline is evicted first
   victims.reserve(run.size());
   for (const auto& x : run) victims.push_back(x.second);

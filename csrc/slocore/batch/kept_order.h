@@ -12,8 +12,8 @@
 
 namespace slocore {
 
-// One engine's calls to a scheduler that keeps state across them: counts the calls (the mark
-// follow_running leaves on running requests) and says whether a call's view is the next
+// One engine's calls to a scheduler that keeps state across them: counts the calls (MLFQ marks
+// the running requests it finds with the count) and says whether a call's view is the next
 // state of the last call's: the same view object with a new epoch (0: not an engine's view).
 class EngineCalls {
  public:
@@ -32,28 +32,45 @@ class EngineCalls {
   uint64_t last_epoch_ = 0, count_ = 0;
 };
 
-// Marks every running request of `v` seen in call `call`; one kept as waiting was admitted:
-// `admit(id, kept)` takes it out of the scheduler's waiting order (and sets it running). Then
-// the last call's running requests that are not running now were preempted: they must be the
-// queue's new front, in running order; their ids go to `preempted`. False when the view is not
-// such a change (checked where it is cheap: an unknown or repeated running id, a preempted
-// request not at the front).
+// Follows the running requests from the last call's (`last_running`, in order) to v's: one
+// kept as waiting was admitted: `admit(id, kept)` takes it out of the scheduler's waiting
+// order (and sets it running). The last call's running requests that are not running now and
+// still kept were preempted: they must be the queue's new front, in running order; their ids
+// go to `preempted`. One walk along both lists, as the engine keeps running requests in
+// order and appends admissions: a request found ahead in last_running is still running and
+// is not looked up (the lookups, each a cache miss in a burst's thousands of kept requests,
+// were most of EDF's time there). False when the view is not such a change (checked where it
+// is cheap: an unknown running id, one running twice or out of order, a preempted request
+// not at the front).
 template <class Kept, class Admit>
-bool follow_running(const InstanceView& v, IdSlab<Kept>& kept, const std::vector<Id>& last_running, uint64_t call,
-                    Admit&& admit, std::vector<Id>& preempted) {
-  for (const RequestState& s : v.running) {
-    Kept* f = kept.find(s.request.id);
-    if (!f || f->seen == call) return false;
-    f->seen = call;
-    if (!f->running) admit(s.request.id, *f);
-  }
+bool follow_running(const InstanceView& v, IdSlab<Kept>& kept, const std::vector<Id>& last_running, Admit&& admit,
+                    std::vector<Id>& preempted) {
   preempted.clear();
-  for (Id id : last_running) {
+  auto left = [&](Id id) {  // a last call's running request not running now
     const Kept* f = kept.find(id);
-    if (!f || f->seen == call || !f->running) continue;
+    if (!f || !f->running) return true;  // finished (forgotten) or never kept as running
     if (preempted.size() >= v.waiting.size() || v.waiting[preempted.size()].request.id != id) return false;
     preempted.push_back(id);
+    return true;
+  };
+  size_t p = 0;
+  const size_t n = last_running.size();
+  for (const RequestState& s : v.running) {
+    const Id id = s.request.id;
+    size_t q = p;
+    while (q < n && last_running[q] != id) ++q;
+    if (q < n) {
+      for (; p < q; ++p)
+        if (!left(last_running[p])) return false;
+      p = q + 1;
+      continue;
+    }
+    Kept* f = kept.find(id);  // admitted since the last call
+    if (!f || f->running) return false;
+    admit(id, *f);
   }
+  for (; p < n; ++p)
+    if (!left(last_running[p])) return false;
   return true;
 }
 

@@ -68,7 +68,6 @@ class KeptQueue {
   struct Kept {
     Key key{};
     bool running = false;
-    uint64_t seen = 0;  // the call that last found it running
   };
 
   template <class Make>
@@ -80,7 +79,7 @@ class KeptQueue {
     positions_.reset(n);
     waiting_ = 0;
     for (const RequestState& s : v.running)
-      if (!kept_.emplace(s.request.id, Kept{Key{}, true, calls_.count()})) return;  // an id twice
+      if (!kept_.emplace(s.request.id, Kept{Key{}, true})) return;  // an id twice
     for (int64_t i = 0; i < n; ++i)
       if (!add_waiting(v.waiting[size_t(i)], i, make)) return;
     synced_ = true;
@@ -92,7 +91,7 @@ class KeptQueue {
       remove_waiting(k);
       k.running = true;
     };
-    if (!follow_running(v, kept_, last_running_, calls_.count(), admit, preempted_)) return false;
+    if (!follow_running(v, kept_, last_running_, admit, preempted_)) return false;
     int64_t first = 0;
     if (!positions_.take_front(preempted_.size(), first)) return false;  // rebuild
     for (size_t j = 0; j < preempted_.size(); ++j) {                     // the queue's new front, in running order
@@ -111,7 +110,7 @@ class KeptQueue {
     if (!make(s, key)) return false;
     key.seq = seq;
     key.id = s.request.id;
-    if (!kept_.emplace(key.id, Kept{key, false, 0})) return false;
+    if (!kept_.emplace(key.id, Kept{key, false})) return false;
     order_.insert(key);
     positions_.add(seq);
     ++waiting_;

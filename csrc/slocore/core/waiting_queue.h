@@ -118,7 +118,8 @@ class WaitingQueue {
   iterator insert(const_iterator pos, It first, It last) {
     std::vector<Box> boxes;
     for (; first != last; ++first) boxes.push_back(std::make_unique<RequestState>(*first));
-    return iterator(q_.insert(pos.base(), std::make_move_iterator(boxes.begin()), std::make_move_iterator(boxes.end())));
+    return iterator(
+        q_.insert(pos.base(), std::make_move_iterator(boxes.begin()), std::make_move_iterator(boxes.end())));
   }
   iterator erase(const_iterator pos) { return iterator(q_.erase(pos.base())); }
   iterator erase(const_iterator first, const_iterator last) { return iterator(q_.erase(first.base(), last.base())); }

@@ -217,7 +217,7 @@ void SlideBatchingScheduler::rebuild(const InstanceView& v) {
   positions_.reset(n);
   exec_at_.assign(positions_.slots(), 0.0);
   for (const RequestState& s : v.running)
-    if (!kept_.emplace(s.request.id, Kept{0.0, 0.0, 0.0, 0, true, calls_.count()})) return;  // an id twice
+    if (!kept_.emplace(s.request.id, Kept{0.0, 0.0, 0.0, 0, true})) return;  // an id twice
   for (int64_t i = 0; i < n; ++i) {
     const RequestState& s = v.waiting[size_t(i)];
     Kept k;
@@ -244,7 +244,7 @@ bool SlideBatchingScheduler::sync(const InstanceView& v) {
     k.running = true;
     --waiting_known_;
   };
-  if (!follow_running(v, kept_, last_running_, calls_.count(), admit, preempted_)) return false;
+  if (!follow_running(v, kept_, last_running_, admit, preempted_)) return false;
   int64_t first = 0;
   if (!positions_.take_front(preempted_.size(), first)) return false;  // rebuild
   for (size_t j = 0; j < preempted_.size(); ++j) {                     // the queue's new front, in running order

@@ -79,7 +79,6 @@ class SlideBatchingScheduler : public BatchScheduler {
     double exec = 0.0, deadline = 0.0, density = 0.0;  // of its next token
     int64_t seq = 0;  // queue position order: the front's inserts count down, appends up
     bool running = false;
-    uint64_t seen = 0;  // the call that last found it running
   };
   struct DensityKey {  // line 13 among URGENT waiting requests: density down, then position
     double density;
