@@ -345,7 +345,7 @@ bool MlfqScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
         (std::next(it) != order_.end() && std::next(it)->same_rank(k)))
       return false;
     if (const int64_t* i = running_at_.find(k.id)) {
-      if (!b.planned(k.id)) run_with_preemption(b, {size_t(*i)}, victims_);
+      if (!b.planned(k.id)) run_with_preemption(b, size_t(*i), victims_);
       ++next_run;
       ++it;
       continue;

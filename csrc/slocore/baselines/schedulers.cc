@@ -38,14 +38,16 @@ BatchPlan VllmFcfsScheduler::schedule(const InstanceView& v, Time) {
   std::vector<size_t> order;
   for (size_t i = 0; i < v.running.size(); ++i)
     if (!v.running[i].in_prefill()) order.push_back(i);
-  run_with_preemption(b, order, indices(v.running.size()));
+  std::vector<size_t> victims = indices(v.running.size());
+  run_with_preemption(b, order, victims);
   ensure_progress(b);
   return b.take();
 }
 
 BatchPlan OrcaScheduler::schedule(const InstanceView& v, Time) {
   PlanBuilder b(v, v.max_batch_tokens);
-  run_with_preemption(b, indices(v.running.size()), indices(v.running.size()));
+  std::vector<size_t> victims = indices(v.running.size());
+  run_with_preemption(b, indices(v.running.size()), victims);
   for (const RequestState& s : v.waiting)
     if (b.add_next(s, false, must_chunk(s, v)) == 0) break;
   ensure_progress(b);
@@ -126,8 +128,8 @@ void EdfScheduler::on_finished(Id request, Time) { kept_.finished(request); }
 bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
   if (!running_.update(v, next_deadline)) return false;
   const auto& run = running_.sorted();
-  std::vector<size_t> victims;  // running by deadline: the latest deadline is evicted first
-  victims.reserve(run.size());
+  auto& victims = victims_;  // running by deadline: the latest deadline is evicted first
+  victims.clear();
   for (const auto& x : run) victims.push_back(x.second);
   const std::set<WaitKey>& order = kept_.order();
   PlanBuilder b(v, p_.token_budget);
@@ -137,7 +139,7 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
     const bool from_run = r < run.size() && (it == order.end() || run[r].first <= it->deadline);
     if (from_run) {
       const size_t i = run[r++].second;
-      if (!b.planned(v.running[i].request.id)) run_with_preemption(b, {i}, victims);
+      run_with_preemption(b, i, victims);
       continue;
     }
     if (it == order.end()) break;
@@ -181,7 +183,7 @@ BatchPlan EdfScheduler::schedule_heap(const InstanceView& v) {
     const bool from_run = r < run.size() && (wait.empty() || run[r].first <= wait.front().first);
     if (from_run) {
       const size_t i = run[r++].second;
-      if (!b.planned(v.running[i].request.id)) run_with_preemption(b, {i}, victims);
+      run_with_preemption(b, i, victims);
       continue;
     }
     if (wait.empty()) break;

@@ -94,6 +94,7 @@ class EdfScheduler : public BatchScheduler {
 
   TokenBudgetParams p_;
   std::vector<std::pair<double, size_t>> run_, wait_;  // schedule() scratch: (deadline, index)
+  std::vector<size_t> victims_;                        // plan_kept's scratch
   KeptQueue<WaitKey> kept_;
   RunningOrder running_;     // plan_kept's running requests by deadline, kept across calls
   bool never_kept_ = false;  // a NaN deadline was seen: no strict weak order to keep

@@ -45,31 +45,33 @@ void PlanBuilder::preempt(const RequestState& s) {
   ids_.insert(s.request.id, 0);  // neither schedule nor preempt it twice
 }
 
-void run_with_preemption(PlanBuilder& b, const std::vector<size_t>& order, std::vector<size_t> victims) {
+void run_with_preemption(PlanBuilder& b, size_t i, std::vector<size_t>& victims) {
   const auto& run = b.view().running;
-  for (size_t i : order) {
-    const RequestState& s = run[i];
-    if (b.planned(s.request.id)) continue;
-    while (b.add_next(s, true, true) == 0 && !b.seq_full() && b.budget_left() > 0) {
-      while (!victims.empty() && b.planned(run[victims.back()].request.id)) victims.pop_back();
-      if (victims.empty()) break;
-      if (victims.back() == i) {  // it is the newest: it yields its own KV (vLLM)
-        b.preempt(s);
-        victims.pop_back();
-        break;
-      }
-      b.preempt(run[victims.back()]);
+  const RequestState& s = run[i];
+  if (b.planned(s.request.id)) return;
+  while (b.add_next(s, true, true) == 0 && !b.seq_full() && b.budget_left() > 0) {
+    while (!victims.empty() && b.planned(run[victims.back()].request.id)) victims.pop_back();
+    if (victims.empty()) break;
+    if (victims.back() == i) {  // it is the newest: it yields its own KV (vLLM)
+      b.preempt(s);
       victims.pop_back();
+      break;
     }
+    b.preempt(run[victims.back()]);
+    victims.pop_back();
   }
 }
 
-void plan_in_order(PlanBuilder& b, const std::vector<Candidate>& order, const std::vector<size_t>& victims) {
+void run_with_preemption(PlanBuilder& b, const std::vector<size_t>& order, std::vector<size_t>& victims) {
+  for (size_t i : order) run_with_preemption(b, i, victims);
+}
+
+void plan_in_order(PlanBuilder& b, const std::vector<Candidate>& order, std::vector<size_t> victims) {
   for (const Candidate& x : order) {
     if (b.seq_full() || b.budget_left() <= 0) break;
     if (b.planned(x.s->request.id)) continue;
     if (x.running)
-      run_with_preemption(b, {x.index}, victims);
+      run_with_preemption(b, x.index, victims);
     else
       b.add_next(*x.s, false, true);
   }
@@ -81,7 +83,7 @@ void ensure_progress(PlanBuilder& b) {
   if (b.planned_count() > 0 || run.empty()) return;
   std::vector<size_t> all(run.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  run_with_preemption(b, {0}, all);
+  run_with_preemption(b, size_t(0), all);
 }
 
 }  // namespace slocore

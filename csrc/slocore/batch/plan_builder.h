@@ -38,8 +38,12 @@ class PlanBuilder {
 // Runs the next step (decode token or prefill chunk) of every running request in `order`
 // (indices into view.running); when one does not fit in KV, preempts running requests from
 // the back of `victims` (not yet planned) until it fits, or preempts it when it is itself
-// the next victim. vLLM's recompute policy.
-void run_with_preemption(PlanBuilder& b, const std::vector<size_t>& order, std::vector<size_t> victims);
+// the next victim. vLLM's recompute policy. `victims` is consumed from the back: it loses
+// only requests already planned or preempted, which every later call skips anyway, so one
+// list serves every call of a plan (a copy per call was an EDF burst's largest allocation).
+void run_with_preemption(PlanBuilder& b, const std::vector<size_t>& order, std::vector<size_t>& victims);
+// The same for the one running request `i`.
+void run_with_preemption(PlanBuilder& b, size_t i, std::vector<size_t>& victims);
 
 // One step a scheduler may plan: a running request (index into view.running) or a waiting one.
 struct Candidate {
@@ -50,7 +54,7 @@ struct Candidate {
 
 // Plans `order` until the batch is full: running candidates with run_with_preemption
 // against `victims`, waiting ones chunked into the budget; then ensure_progress.
-void plan_in_order(PlanBuilder& b, const std::vector<Candidate>& order, const std::vector<size_t>& victims);
+void plan_in_order(PlanBuilder& b, const std::vector<Candidate>& order, std::vector<size_t> victims);
 
 // No livelock: if nothing was planned but requests are running (e.g. partial prefills hold
 // all KV), the oldest runs and the newest yield their KV.

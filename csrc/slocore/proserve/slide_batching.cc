@@ -369,7 +369,7 @@ bool SlideBatchingScheduler::plan_kept(const InstanceView& v, Time now, BatchPla
         if (full()) break;
         if (b.planned(d.s->request.id)) continue;
         const size_t before = b.planned_count();
-        run_with_preemption(b, {d.index}, victims);
+        run_with_preemption(b, d.index, victims);
         if (b.planned_count() > before && b.planned(d.s->request.id)) t_batch += d.exec;
       }
       break;
@@ -417,7 +417,7 @@ bool SlideBatchingScheduler::plan_kept(const InstanceView& v, Time now, BatchPla
     if (b.planned(s.request.id)) continue;
     if (!s.in_prefill()) {  // a running decode (atomic: GETMAXCHUNK is its exec)
       const size_t before = b.planned_count();
-      run_with_preemption(b, {c.index}, victims);
+      run_with_preemption(b, c.index, victims);
       if (b.planned_count() > before && b.planned(s.request.id)) t_batch += c.exec;
       continue;
     }
@@ -466,7 +466,7 @@ BatchPlan SlideBatchingScheduler::schedule_full(const InstanceView& v, Time now)
     const RequestState& s = *c.s;
     const size_t before = b.planned_count();
     if (c.running)
-      run_with_preemption(b, {c.index}, victims);
+      run_with_preemption(b, c.index, victims);
     else
       b.add(s, false, 1, false);
     if (b.planned_count() > before && b.planned(s.request.id)) t_batch += c.exec;
