@@ -131,6 +131,12 @@ void check_follow_running(std::mt19937_64& rng) {
         std::vector<Id> p;
         IdSlab<Kept> copy = kept;
         CHECK(!follow_running(bad, copy, last, set_running, p));
+      } else if (hostile == 3 && survivors > 0 && survivors < v.running.size()) {  // admitted ahead of one that ran
+        InstanceView bad = v;
+        std::swap(bad.running[survivors - 1], bad.running[survivors]);
+        std::vector<Id> p;
+        IdSlab<Kept> copy = kept;
+        CHECK(!follow_running(bad, copy, last, set_running, p));
       } else if (hostile == 2) {  // an unknown id running
         InstanceView bad = v;
         bad.running.push_back(with_id(next + 1000, 0.0));

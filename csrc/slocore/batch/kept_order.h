@@ -39,9 +39,9 @@ class EngineCalls {
 // go to `preempted`. One walk along both lists, as the engine keeps running requests in
 // order and appends admissions: a request found ahead in last_running is still running and
 // is not looked up (the lookups, each a cache miss in a burst's thousands of kept requests,
-// were most of EDF's time there). False when the view is not such a change (checked where it
-// is cheap: an unknown running id, one running twice or out of order, a preempted request
-// not at the front).
+// were most of EDF's time there); O(running + last_running) whatever the view. False when
+// the view is not such a change (checked where it is cheap: an unknown running id, one
+// running twice or out of order, a preempted request not at the front).
 template <class Kept, class Admit>
 bool follow_running(const InstanceView& v, IdSlab<Kept>& kept, const std::vector<Id>& last_running, Admit&& admit,
                     std::vector<Id>& preempted) {
@@ -55,16 +55,18 @@ bool follow_running(const InstanceView& v, IdSlab<Kept>& kept, const std::vector
   };
   size_t p = 0;
   const size_t n = last_running.size();
+  bool admitting = false;  // past the first admission every running request must be one
   for (const RequestState& s : v.running) {
     const Id id = s.request.id;
     size_t q = p;
-    while (q < n && last_running[q] != id) ++q;
-    if (q < n) {
+    while (!admitting && q < n && last_running[q] != id) ++q;
+    if (!admitting && q < n) {
       for (; p < q; ++p)
         if (!left(last_running[p])) return false;
       p = q + 1;
       continue;
     }
+    admitting = true;
     Kept* f = kept.find(id);  // admitted since the last call
     if (!f || f->running) return false;
     admit(id, *f);

@@ -5,8 +5,8 @@
 // the next token's deadline, changes only for the requests that got a token. So each call
 // sorts only the requests whose key changed and the newly admitted ones, and merges them into
 // the last call's order: O(running + k log k) where the sort was O(running log running), a
-// quarter of an EDF burst (docs/simulator.md). A view where a running request sits ahead of
-// one admitted before it is sorted whole.
+// quarter of an EDF burst (docs/simulator.md). A view no engine makes (requests out of order,
+// an id twice) only costs more sorting, never a wrong order.
 #pragma once
 #include <algorithm>
 #include <cmath>
