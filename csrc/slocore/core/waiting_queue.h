@@ -103,16 +103,9 @@ class WaitingQueue {
   iterator end() { return iterator(q_.end()); }
   const_iterator begin() const { return const_iterator(q_.begin()); }
   const_iterator end() const { return const_iterator(q_.end()); }
-  const_iterator cbegin() const { return begin(); }
-  const_iterator cend() const { return end(); }
 
   void clear() { q_.clear(); }
   void push_back(RequestState s) { q_.push_back(std::make_unique<RequestState>(std::move(s))); }
-  void push_front(RequestState s) { q_.push_front(std::make_unique<RequestState>(std::move(s))); }
-  template <class... Args>
-  RequestState& emplace_back(Args&&... args) {
-    return *q_.emplace_back(std::make_unique<RequestState>(std::forward<Args>(args)...));
-  }
   // Inserts [first, last) before pos (values are copied, or moved from move iterators).
   template <class It>
   iterator insert(const_iterator pos, It first, It last) {
