@@ -5,6 +5,7 @@
 #include <functional>
 #include <iterator>
 #include <numeric>
+#include <utility>
 
 #include "slocore/core/errors.h"
 
@@ -155,7 +156,7 @@ BatchPlan MlfqScheduler::plan_full(const InstanceView& v, Time now) {
     if (x.running) victims.push_back(x.index);
   }
   PlanBuilder b(v, v.max_batch_tokens);
-  plan_in_order(b, order, victims);
+  plan_in_order(b, order, std::move(victims));
   BatchPlan plan = b.take();
   if (state_.size() > 2 * c.size() + 64) {  // forget requests that left without on_finished
     std::unordered_map<Id, State> keep;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "slocore/batch/priority_order.h"
 #include "slocore/core/metrics.h"
@@ -208,7 +209,7 @@ BatchPlan EdfScheduler::schedule_sorted(const InstanceView& v) {
     if (x.running) victims.push_back(x.index);
   }
   PlanBuilder b(v, p_.token_budget);
-  plan_in_order(b, order, victims);
+  plan_in_order(b, order, std::move(victims));
   return b.take();
 }
 
