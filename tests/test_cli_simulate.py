@@ -3,6 +3,8 @@ JSON, is deterministic, and shows load mattering (attainment falls past saturati
 
 import json
 
+import pytest
+
 from slocore import cli
 from slocore.sim import scenarios
 
@@ -57,3 +59,26 @@ def test_bad_arguments_exit_2(capsys):
     assert "variant 'nope'" in capsys.readouterr().err
     assert cli.main(["simulate", "--quiet", "--profile", "nope", "--loads", "1", "--variants", "round_robin"]) == 2
     assert "unknown profile" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["simulate", "--seeds", "0,-1"], "seeds must be >= 0"),
+        (["simulate", "--seeds", "a"], "integer seeds"),
+        (["simulate", "--loads", "1,0"], "finite numbers > 0"),
+        (["simulate", "--loads", "nan"], "finite numbers > 0"),
+        (["bench", "matrix", "--seeds", "-1"], "seeds must be >= 0"),
+        (["bench", "matrix", "--loads", "inf"], "finite numbers > 0"),
+        (["bench", "matrix", "--presets", ","], "comma-separated list"),
+        (["bench", "goodput", "--seeds", "-3"], "seeds must be >= 0"),
+    ],
+)
+def test_lists_are_checked_before_anything_runs(argv, message, capsys):
+    """Bad seeds and loads stop the command as argparse errors (exit 2), before a simulation
+    or a capacity probe starts (a negative seed used to fail inside numpy, minutes in)."""
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "%" not in err  # no progress bar: nothing ran

@@ -7,19 +7,7 @@ import argparse
 import json
 import sys
 
-
-def _floats(s: str) -> list[float]:
-    try:
-        return [float(x) for x in s.split(",") if x]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {s!r}") from None
-
-
-def _ints(s: str) -> list[int]:
-    try:
-        return [int(x) for x in s.split(",") if x]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {s!r}") from None
+from slocore import cli_args
 
 
 def cmd_simulate(a) -> int:
@@ -213,8 +201,8 @@ def main(argv=None) -> int:
     s = sub.add_parser("simulate", help="run a built-in scenario in the cluster simulator (default: 'default')")
     s.add_argument("--scenario", default="default", help="scenario name (see `slocore scenarios`)")
     s.add_argument("--variants", help="comma-separated variants of the scenario (default: all available)")
-    s.add_argument("--loads", type=_floats, help="comma-separated loads (default: the scenario's)")
-    s.add_argument("--seeds", type=_ints, default=[0], help="comma-separated seeds (default: 0)")
+    s.add_argument("--loads", type=cli_args.positive_floats, help="comma-separated loads (default: the scenario's)")
+    s.add_argument("--seeds", type=cli_args.seeds, default=[0], help="comma-separated seeds (default: 0)")
     s.add_argument(
         "--profile",
         help="hardware profile override (see `slocore profiles`); comma-separated: one "

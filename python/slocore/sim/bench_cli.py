@@ -6,9 +6,7 @@ import json
 import shlex
 import sys
 
-
-def _list(s: str) -> list[str]:
-    return [x.strip() for x in s.split(",") if x.strip()]
+from slocore.cli_args import names, positive_floats, seeds
 
 
 def presets_main(a) -> int:
@@ -54,16 +52,16 @@ def add_presets_parser(sub) -> None:
 def add_matrix_arguments(p) -> None:
     from slocore.sim import matrix
 
-    p.add_argument("--presets", type=_list, help="comma-separated presets (default: baselines + paper stacks)")
-    p.add_argument("--workloads", type=_list, help=f"comma-separated (known: {', '.join(matrix.WORKLOADS)})")
+    p.add_argument("--presets", type=names, help="comma-separated presets (default: baselines + paper stacks)")
+    p.add_argument("--workloads", type=names, help=f"comma-separated (known: {', '.join(matrix.WORKLOADS)})")
     p.add_argument(
         "--loads",
-        type=lambda s: [float(x) for x in _list(s)],
+        type=positive_floats,
         default=list(matrix.LOADS),
         help="fractions of each workload's capacity (default 0.5,0.8,1,1.2)",
     )
-    p.add_argument("--seeds", type=lambda s: [int(x) for x in _list(s)], default=list(matrix.SEEDS))
-    p.add_argument("--errors", type=_list, default=list(matrix.ERRORS), help="predictor errors: exact,pm20,shape")
+    p.add_argument("--seeds", type=seeds, default=list(matrix.SEEDS))
+    p.add_argument("--errors", type=names, default=list(matrix.ERRORS), help="predictor errors: exact,pm20,shape")
     p.add_argument(
         "--duration",
         type=float,

@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
 
-
-def _list(s: str) -> list[str]:
-    out = [x.strip() for x in s.split(",") if x.strip()]
-    if not out:
-        raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {s!r}")
-    return out
-
-
-def _seeds(s: str) -> list[int]:
-    try:
-        return [int(x) for x in _list(s)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integer seeds, got {s!r}") from None
+from slocore.cli_args import names, seeds
 
 
 def _floors(paths: list[str]) -> dict:
@@ -37,19 +24,19 @@ def add_arguments(p) -> None:
 
     p.add_argument(
         "--stacks",
-        type=_list,
+        type=names,
         help="comma-separated presets (default: slocore + every baseline of each workload's mode)",
     )
     p.add_argument(
-        "--workloads", type=_list, help=f"comma-separated (default: the matrix's; known: {', '.join(matrix.WORKLOADS)})"
+        "--workloads", type=names, help=f"comma-separated (default: the matrix's; known: {', '.join(matrix.WORKLOADS)})"
     )
     p.add_argument(
         "--errors",
-        type=_list,
+        type=names,
         default=list(goodput.GOODPUT_ERRORS),
         help=f"predictor errors (default {','.join(goodput.GOODPUT_ERRORS)}; known: {','.join(matrix.ERRORS)})",
     )
-    p.add_argument("--seeds", type=_seeds, default=list(matrix.SEEDS), help="comma-separated seeds (default 0,1,2)")
+    p.add_argument("--seeds", type=seeds, default=list(matrix.SEEDS), help="comma-separated seeds (default 0,1,2)")
     p.add_argument(
         "--duration", type=float, default=30.0, help="seconds of arrivals per run (as the matrix; default 30)"
     )
