@@ -72,11 +72,16 @@ def test_bad_arguments_exit_2(capsys):
         (["bench", "matrix", "--loads", "inf"], "finite numbers > 0"),
         (["bench", "matrix", "--presets", ","], "comma-separated list"),
         (["bench", "goodput", "--seeds", "-3"], "seeds must be >= 0"),
+        (["serve", "--port", "70000"], "a port is 0-65535"),
+        (["engine", "--port", "-5"], "a port is 0-65535"),
+        (["serve", "--policy", "hfx", "--policy-params", "[1]"], "expected a JSON object"),
+        (["engine", "--scheduler-params", "{"], "not valid JSON"),
     ],
 )
 def test_lists_are_checked_before_anything_runs(argv, message, capsys):
-    """Bad seeds and loads stop the command as argparse errors (exit 2), before a simulation
-    or a capacity probe starts (a negative seed used to fail inside numpy, minutes in)."""
+    """Bad seeds, loads, ports and JSON parameters stop the command as argparse errors (exit
+    2), before a simulation, a capacity probe or a server starts (a negative seed used to fail
+    inside numpy minutes in; port 70000 or `--policy-params [1]` raised a traceback)."""
     with pytest.raises(SystemExit) as e:
         cli.main(argv)
     assert e.value.code == 2

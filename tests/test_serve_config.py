@@ -27,6 +27,8 @@ from slocore.serve import config as cfgmod  # noqa: E402
         ({"slo": {"mappr": True}}, "config: slo.mappr: unknown key"),
         ({"retries": 1.5}, "config: retries: "),
         ({"poll_interval_s": -1}, "config: poll_interval_s: "),
+        ({"listen": {"port": 70000}}, "config: listen.port: "),
+        ({"listen": {"port": "80"}}, "config: listen.port: "),
     ],
 )
 def test_errors_name_the_field_path(d, message):
@@ -83,3 +85,8 @@ def test_launcher_cpus_reach_the_launched_engines():
             cfgmod.from_dict(
                 {"backends": [{"url": "http://a"}], "scaler": {**sc, "launcher": {"command": ["x"], "cpus": bad}}}
             )
+
+
+def test_a_missing_file_is_a_clean_error(tmp_path):
+    with pytest.raises(ValueError, match="cannot read"):
+        cfgmod.load(tmp_path / "absent.yaml")

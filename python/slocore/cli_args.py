@@ -5,6 +5,7 @@ seed used to fail inside numpy after the matrix had probed its capacities)."""
 from __future__ import annotations
 
 import argparse
+import json
 import math
 
 
@@ -35,4 +36,26 @@ def positive_floats(s: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {s!r}") from None
     if not all(math.isfinite(x) and x > 0 for x in out):
         raise argparse.ArgumentTypeError(f"expected finite numbers > 0, got {s!r}")
+    return out
+
+
+def port(s: str) -> int:
+    """A TCP port, 0-65535 (0: any free port)."""
+    try:
+        p = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {s!r}") from None
+    if not 0 <= p <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0-65535, got {p}")
+    return p
+
+
+def json_object(s: str) -> dict:
+    """Parameters as a JSON object: `{"margin": 0.1}`."""
+    try:
+        out = json.loads(s)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e}): {s!r}") from None
+    if not isinstance(out, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {s!r}")
     return out

@@ -164,7 +164,7 @@ class _Lenient(BaseModel):
 
 class _Listen(_Lenient):
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: Annotated[int, Strict(), Field(ge=0, le=65535)] = 8000
 
 
 class _Backend(_Lenient):
@@ -398,9 +398,11 @@ def from_dict(d: dict | None, where: str = "config") -> ServeConfig:
 def load(path) -> ServeConfig:
     import yaml
 
-    with open(path) as f:
-        try:
+    try:
+        with open(path) as f:
             data = yaml.safe_load(f)
-        except yaml.YAMLError as e:
-            raise ValueError(f"{path}: not valid YAML ({e})") from None
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read ({e.strerror})") from None
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: not valid YAML ({e})") from None
     return from_dict(data, str(path))

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
-import json
 import logging
 import numbers
 import time
@@ -510,7 +509,7 @@ def main(args) -> int:
         fault=args.fault,
     )
     if args.scheduler_params:
-        eng_kw["scheduler_params"] = json.loads(args.scheduler_params)
+        eng_kw["scheduler_params"] = dict(args.scheduler_params)
 
     async def run():
         engine = EmulatedEngine(**eng_kw)

@@ -23,7 +23,6 @@ connection is retried on a fresh one and blames nobody (``upstream``).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 
@@ -221,7 +220,7 @@ def config_from_args(args) -> ServeConfig:
     if args.port is not None:
         cfg.port = args.port
     if args.policy:
-        cfg.policy = _config.PolicyConfig(args.policy, json.loads(args.policy_params or "{}"))
+        cfg.policy = _config.PolicyConfig(args.policy, dict(args.policy_params or {}))
     if getattr(args, "workers", None) is not None:
         if args.workers < 1:
             raise ValueError(f"--workers: must be at least 1, got {args.workers}")
