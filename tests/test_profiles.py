@@ -58,9 +58,11 @@ def test_bundled_profiles_load_into_the_simulator():
         )
 
 
-def test_unknown_name_lists_known_profiles():
+def test_unknown_name_lists_known_profiles(tmp_path):
     with pytest.raises(KeyError, match="nope.*known: .*h100-llama2-7b.*rtx4060ti"):
         load_profile("nope")
+    with pytest.raises(ValueError, match="absent.json: cannot read"):  # a path says so, not "unknown"
+        load_profile(str(tmp_path / "absent.json"))
 
 
 @pytest.mark.parametrize(

@@ -143,7 +143,7 @@ def load_profile(name: str) -> dict:
     """A bundled profile by name (fully validated). A path to a .json file also works."""
     names = list_profiles()
     if name not in names:
-        if str(name).endswith(".json") and Path(name).is_file():
+        if str(name).endswith(".json"):  # a path: its own error when it cannot be read
             return load_profile_file(name)
         raise KeyError(f"unknown profile {name!r} (known: {', '.join(names)})")
     where = f"slocore/profiles/data/{name}.json"
