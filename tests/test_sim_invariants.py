@@ -222,6 +222,29 @@ def test_bad_config_and_requests():
         _core.simulate(requests(3), config(processor_sharing=True))
 
 
+@pytest.mark.parametrize(
+    "workload, kw, error, message",
+    [
+        (None, {}, TypeError, "workload: expected a Workload"),
+        ("trace.csv", {}, TypeError, "workload: expected a Workload"),
+        ("ok", {"seed": -1}, ValueError, "seed: must be in"),
+        ("ok", {"seed": 1.5}, TypeError, "seed: must be an integer"),
+        ("ok", {"instances": 2.5}, TypeError, "instances: must be an integer"),
+        ("ok", {"instances": True}, TypeError, "instances: must be an integer"),
+        ("ok", {"max_num_seqs": 0}, ValueError, "max_num_seqs: must be in"),
+        ("ok", {"prefix_caching": "yes"}, TypeError, "prefix_caching: must be True or False"),
+    ],
+)
+def test_simulate_names_the_bad_argument(workload, kw, error, message):
+    """simulate() checks its arguments before the binding, whose own errors name no field
+    (a negative seed gave pybind11's "incompatible function arguments")."""
+    from slocore.sim import simulate, workloads
+
+    w = workloads.hfx_4task(rate=10, n_per_task=2, seed=0) if workload == "ok" else workload
+    with pytest.raises(error, match=message):
+        simulate(w, **kw)
+
+
 def test_max_time_cuts_the_run_and_reports_it():
     reqs = requests(100, rate=5)
     res = _core.simulate(reqs, config(max_time=3.0))

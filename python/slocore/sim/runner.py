@@ -112,6 +112,9 @@ def requests_of(workload) -> list:
     """C++ Requests from a Workload (numpy columns) or a list of slocore.Request."""
     if isinstance(workload, (list, tuple)):
         return list(workload)
+    if not hasattr(workload, "arrival"):
+        got = repr(workload)[:80]
+        raise TypeError(f"workload: expected a Workload (slocore.sim.workloads) or a list of Requests, got {got}")
     n = len(workload.arrival)
     prefix = {}
     if getattr(workload, "prefix", None) is not None:
@@ -165,6 +168,18 @@ class SimResult:
     config: dict = field(default_factory=dict)
 
 
+def _check_ints(**fields) -> None:
+    """name=(value, lowest, highest or None): each an int (None: not given) in range, before the
+    binding sees it (its own error names no field)."""
+    for name, (v, lo, hi) in fields.items():
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name}: must be an integer, got {v!r}")
+        if v < lo or (hi is not None and v > hi):
+            raise ValueError(f"{name}: must be in [{lo}, {hi if hi is not None else 'inf'}], got {v}")
+
+
 def simulate(
     workload,
     *,
@@ -215,6 +230,19 @@ def simulate(
     the iterations it ran (core/online_fit.h) instead of ProServe's single correction factor."""
     if warmup_s is None:
         warmup_s = float(getattr(workload, "params", {}).get("warmup_s", 0.0))
+    _check_ints(
+        seed=(seed, 0, 2**64 - 1),
+        instances=(instances, 1, None),
+        prefill_instances=(prefill_instances, 1, None),
+        decode_instances=(decode_instances, 1, None),
+        max_instances=(max_instances, 0, None),
+        min_instances=(min_instances, 0, None),
+        max_batch_tokens=(max_batch_tokens, 1, None),
+        max_num_seqs=(max_num_seqs, 1, None),
+        correction_window=(correction_window, 0, None),
+    )
+    if not isinstance(prefix_caching, bool):
+        raise TypeError(f"prefix_caching: must be True or False, got {prefix_caching!r}")
     if mode not in (COLOCATED, "pd"):
         raise ValueError(f"mode: must be 'colocated' or 'pd', got {mode!r}")
     if decode_model not in ("iteration", "processor_sharing"):
