@@ -1,6 +1,8 @@
 """Workloads and traces: deterministic, HFX Table 1 statistics, arrival processes,
 validation naming the column and row, trace formats with malformed rows."""
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -85,3 +87,19 @@ def test_traces(tmp_path):
     with pytest.raises(ValueError, match="detect"):
         (tmp_path / "u.csv").write_text("a,b\n1,2\n")
         load_trace(tmp_path / "u.csv")
+
+
+@pytest.mark.parametrize("name", sorted(W.WORKLOADS))
+def test_every_workload_checks_seed_rate_and_size(name):
+    """A negative seed, a NaN rate or a rate implying more than MAX_REQUESTS requests is a
+    ValueError naming it, raised before anything is drawn or allocated (they were numpy's
+    "expected non-negative integer", "cannot convert float NaN to integer" and a MemoryError)."""
+    f = W.WORKLOADS[name]
+    with pytest.raises(ValueError, match="seed: must be an integer >= 0"):
+        f(seed=-1)
+    if "rate" in inspect.signature(f).parameters:
+        with pytest.raises(ValueError, match="rate: must be finite and > 0"):
+            f(rate=float("nan"))
+    if name in ("steady", "hfx_ramp"):  # duration-based: the count follows the rate
+        with pytest.raises(ValueError, match="MAX_REQUESTS"):
+            f(rate=1e12)

@@ -7,6 +7,8 @@ coefficient of variation (burstiness; cv = 1 is Poisson).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -196,9 +198,28 @@ def _objects(items) -> np.ndarray:
 WORKLOADS: dict[str, Callable[..., Workload]] = {}
 
 
+# The most requests one workload may hold (a 1M-request run is the simulator's speed target;
+# a mistyped rate must fail here, not as an allocation of petabytes).
+MAX_REQUESTS = 20_000_000
+
+
 def workload(fn):
-    WORKLOADS[fn.__name__] = fn
-    return fn
+    """Registers `fn` in WORKLOADS, its `seed` and `rate` checked before it runs (numpy's own
+    error for a negative seed names no argument)."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs).arguments
+        seed, rate = bound.get("seed", 0), bound.get("rate", 1.0)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed: must be an integer >= 0, got {seed!r}")
+        if isinstance(rate, bool) or not isinstance(rate, (int, float, np.number)) or not 0 < rate < math.inf:
+            raise ValueError(f"rate: must be finite and > 0, got {rate!r}")
+        return fn(*args, **kwargs)
+
+    WORKLOADS[fn.__name__] = checked
+    return checked
 
 
 def arrivals(
@@ -207,6 +228,8 @@ def arrivals(
     """n arrival times at `rate` req/s: Poisson, or gamma inter-arrivals with CV `cv`."""
     if not (rate > 0 and math.isfinite(rate)):
         raise ValueError(f"rate: must be finite and > 0, got {rate}")
+    if n > MAX_REQUESTS:
+        raise ValueError(f"{n:,} requests: more than one workload holds (MAX_REQUESTS = {MAX_REQUESTS:,})")
     if process == "poisson":
         gaps = rng.exponential(1.0 / rate, n)
     elif process == "gamma":
