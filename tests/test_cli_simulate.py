@@ -76,6 +76,10 @@ def test_bad_arguments_exit_2(capsys):
         (["engine", "--port", "-5"], "a port is 0-65535"),
         (["serve", "--policy", "hfx", "--policy-params", "[1]"], "expected a JSON object"),
         (["engine", "--scheduler-params", "{"], "not valid JSON"),
+        (["bench", "serve", "-n", "0"], "an integer >= 1"),
+        (["bench", "serve", "--url", "notaurl"], "an http(s) URL"),
+        (["bench", "serve", "--rate-scale", "-1"], "a finite number > 0"),
+        (["bench", "live", "--engines", "emulated", "-n", "0"], "an integer >= 1"),
     ],
 )
 def test_lists_are_checked_before_anything_runs(argv, message, capsys):

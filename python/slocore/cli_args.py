@@ -59,3 +59,39 @@ def json_object(s: str) -> dict:
     if not isinstance(out, dict):
         raise argparse.ArgumentTypeError(f"expected a JSON object, got {s!r}")
     return out
+
+
+def _number(s: str, kind, what: str, ok) -> int | float:
+    try:
+        v = kind(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {s!r}") from None
+    if not ok(v):
+        raise argparse.ArgumentTypeError(f"expected {what}, got {s!r}")
+    return v
+
+
+def positive_int(s: str) -> int:
+    return _number(s, int, "an integer >= 1", lambda v: v >= 1)
+
+
+def non_negative_int(s: str) -> int:
+    return _number(s, int, "an integer >= 0", lambda v: v >= 0)
+
+
+def positive_float(s: str) -> float:
+    return _number(s, float, "a finite number > 0", lambda v: 0 < v < math.inf)
+
+
+def http_url(s: str) -> str:
+    """An http(s) base URL with a host: `http://127.0.0.1:8000`."""
+    from urllib.parse import urlsplit
+
+    try:
+        u = urlsplit(s)
+        u.port  # noqa: B018 (raises on a bad port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an http(s) URL, got {s!r}") from None
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise argparse.ArgumentTypeError(f"expected an http(s) URL such as http://127.0.0.1:8000, got {s!r}")
+    return s

@@ -14,6 +14,8 @@ import signal
 import sys
 from pathlib import Path
 
+from slocore import cli_args
+
 
 def _list(s: str) -> list[str]:
     return [x.strip() for x in s.split(",") if x.strip()]
@@ -81,10 +83,16 @@ def add_arguments(p) -> None:
         dest="plugin_scheduler",
         help="batch scheduler of the plugin setting (default: the slocore preset's, else the plugin's default)",
     )
-    p.add_argument("--repetitions", "-r", type=int, default=5, help="paired repetitions per stack (default 5)")
-    p.add_argument("--load", type=float, default=0.9, help="fraction of measured capacity (default 0.9)")
-    p.add_argument("-n", "--requests", type=int, default=200, help="requests per run (default 200)")
-    p.add_argument("--capacity", type=float, help="capacity in req/s of all engines (default: --capacity-from)")
+    p.add_argument(
+        "--repetitions", "-r", type=cli_args.positive_int, default=5, help="paired repetitions per stack (default 5)"
+    )
+    p.add_argument(
+        "--load", type=cli_args.positive_float, default=0.9, help="fraction of measured capacity (default 0.9)"
+    )
+    p.add_argument("-n", "--requests", type=cli_args.positive_int, default=200, help="requests per run (default 200)")
+    p.add_argument(
+        "--capacity", type=cli_args.positive_float, help="capacity in req/s of all engines (default: --capacity-from)"
+    )
     p.add_argument(
         "--capacity-from",
         dest="capacity_from",
@@ -109,8 +117,8 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--profile", help="use this profile for every engine instead of measuring (path or bundled name)")
     p.add_argument("--profile-repeats", dest="profile_repeats", type=int, default=1)
-    p.add_argument("--timeout", type=float, default=300.0, help="per-request timeout (s)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=cli_args.positive_float, default=300.0, help="per-request timeout (s)")
+    p.add_argument("--seed", type=cli_args.non_negative_int, default=0)
     p.add_argument("-o", "--out", default="live-bench-out", help="output folder (default live-bench-out)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 

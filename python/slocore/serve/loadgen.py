@@ -22,11 +22,12 @@ import random
 import sys
 import time
 
+from slocore import cli_args
 from slocore.serve.config import STALE_RETRIES
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--url", default="http://127.0.0.1:8000", help="base URL of the endpoint")
+    p.add_argument("--url", type=cli_args.http_url, default="http://127.0.0.1:8000", help="base URL of the endpoint")
     p.add_argument("--workload", default="sharegpt_like", help="workload name (slocore.sim.workloads)")
     p.add_argument(
         "--param",
@@ -36,15 +37,21 @@ def add_arguments(p) -> None:
         help="workload parameter (repeatable), e.g. --param rate=4 --param n=200",
     )
     p.add_argument("--trace", help="replay this trace CSV instead of a workload")
-    p.add_argument("-n", "--num-requests", dest="n", type=int, help="first N requests only")
-    p.add_argument("--rate-scale", dest="rate_scale", type=float, default=1.0, help="x request rate")
-    p.add_argument("--max-prompt", dest="max_prompt", type=int, default=None, help="clip prompt lengths")
-    p.add_argument("--max-output", dest="max_output", type=int, default=None, help="clip output lengths")
-    p.add_argument("--max-concurrency", dest="max_concurrency", type=int, default=0, help="0 = unlimited")
+    p.add_argument("-n", "--num-requests", dest="n", type=cli_args.positive_int, help="first N requests only")
+    p.add_argument("--rate-scale", dest="rate_scale", type=cli_args.positive_float, default=1.0, help="x request rate")
+    p.add_argument(
+        "--max-prompt", dest="max_prompt", type=cli_args.positive_int, default=None, help="clip prompt lengths"
+    )
+    p.add_argument(
+        "--max-output", dest="max_output", type=cli_args.positive_int, default=None, help="clip output lengths"
+    )
+    p.add_argument(
+        "--max-concurrency", dest="max_concurrency", type=cli_args.non_negative_int, default=0, help="0 = unlimited"
+    )
     p.add_argument("--model", help="model name to send (default: the endpoint's first /v1/models)")
-    p.add_argument("--vocab", type=int, default=1000, help="token ids are drawn below this")
-    p.add_argument("--timeout", type=float, default=600.0, help="per-request timeout (s)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--vocab", type=cli_args.positive_int, default=1000, help="token ids are drawn below this")
+    p.add_argument("--timeout", type=cli_args.positive_float, default=600.0, help="per-request timeout (s)")
+    p.add_argument("--seed", type=cli_args.non_negative_int, default=0)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
