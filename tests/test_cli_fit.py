@@ -45,11 +45,13 @@ def test_fit_tps_and_per_request(tmp_path):
         ("batch_size,input_len,prefill_s\n1,2,0.1\n1,,0.2\n", "row 3: column 'input_len' is empty"),
         ("batch_size,input_len,prefill_s\n1,2,-0.1\n", "row 2: column 'prefill_s' must be finite"),
         ("batch_size,input_len,prefill_s\n", "no data rows"),
+        ("batch_size,input_len,prefill_s\n1,100,0.1\n1,100,0.1\n1,100,0.1\n", "cannot fit a, b, c to 3 row.*must vary"),
+        (b"\xff\xfe\x00garbage", "not a UTF-8 text"),
     ],
 )
 def test_malformed_csv(tmp_path, body, match):
     f = tmp_path / "bad.csv"
-    f.write_text(body)
+    f.write_bytes(body) if isinstance(body, bytes) else f.write_text(body)
     with pytest.raises(ValueError, match=match):
         fitting.fit("stage", f)
 

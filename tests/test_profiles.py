@@ -63,6 +63,9 @@ def test_unknown_name_lists_known_profiles(tmp_path):
         load_profile("nope")
     with pytest.raises(ValueError, match="absent.json: cannot read"):  # a path says so, not "unknown"
         load_profile(str(tmp_path / "absent.json"))
+    (tmp_path / "bin.json").write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ValueError, match="bin.json: not a UTF-8 text"):
+        load_profile(str(tmp_path / "bin.json"))
 
 
 @pytest.mark.parametrize(

@@ -87,6 +87,9 @@ def test_launcher_cpus_reach_the_launched_engines():
             )
 
 
-def test_a_missing_file_is_a_clean_error(tmp_path):
+def test_a_missing_or_binary_file_is_a_clean_error(tmp_path):
     with pytest.raises(ValueError, match="cannot read"):
         cfgmod.load(tmp_path / "absent.yaml")
+    (tmp_path / "bin.yaml").write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ValueError, match="bin.yaml: not a UTF-8 text"):
+        cfgmod.load(tmp_path / "bin.yaml")

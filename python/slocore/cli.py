@@ -250,8 +250,8 @@ def main(argv=None) -> int:
         a = p.parse_args(["simulate"] + list(argv or []))
     try:
         return a.func(a)
-    except (ValueError, KeyError) as e:
-        print(f"slocore: error: {e.args[0] if e.args else e}", file=sys.stderr)
+    except (ValueError, KeyError) as e:  # a KeyError's str() quotes its message
+        print(f"slocore: error: {e.args[0] if isinstance(e, KeyError) and e.args else e}", file=sys.stderr)
         return 2
 
 

@@ -1,6 +1,6 @@
-"""Argument types shared by every `slocore` command: comma-separated lists checked where
-they are typed, so that a bad value stops the command before it runs anything (a negative
-seed used to fail inside numpy after the matrix had probed its capacities)."""
+"""Argument types shared by every `slocore` command, checked where they are typed, so that a
+bad value stops the command before it runs anything (a negative seed used to fail inside
+numpy after the matrix had probed its capacities)."""
 
 from __future__ import annotations
 
@@ -14,50 +14,6 @@ def names(s: str) -> list[str]:
     out = [x.strip() for x in s.split(",") if x.strip()]
     if not out:
         raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {s!r}")
-    return out
-
-
-def seeds(s: str) -> list[int]:
-    """Comma-separated seeds: integers >= 0 (numpy's generators take no negative seed)."""
-    try:
-        out = [int(x) for x in names(s)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integer seeds, got {s!r}") from None
-    if any(x < 0 for x in out):
-        raise argparse.ArgumentTypeError(f"seeds must be >= 0, got {s!r}")
-    return out
-
-
-def positive_floats(s: str) -> list[float]:
-    """Comma-separated numbers, each finite and > 0 (loads, rates)."""
-    try:
-        out = [float(x) for x in names(s)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {s!r}") from None
-    if not all(math.isfinite(x) and x > 0 for x in out):
-        raise argparse.ArgumentTypeError(f"expected finite numbers > 0, got {s!r}")
-    return out
-
-
-def port(s: str) -> int:
-    """A TCP port, 0-65535 (0: any free port)."""
-    try:
-        p = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {s!r}") from None
-    if not 0 <= p <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0-65535, got {p}")
-    return p
-
-
-def json_object(s: str) -> dict:
-    """Parameters as a JSON object: `{"margin": 0.1}`."""
-    try:
-        out = json.loads(s)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({e}): {s!r}") from None
-    if not isinstance(out, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {s!r}")
     return out
 
 
@@ -81,6 +37,32 @@ def non_negative_int(s: str) -> int:
 
 def positive_float(s: str) -> float:
     return _number(s, float, "a finite number > 0", lambda v: 0 < v < math.inf)
+
+
+def seeds(s: str) -> list[int]:
+    """Comma-separated seeds, integers >= 0 (numpy's generators take no negative seed)."""
+    return [_number(x, int, "comma-separated integer seeds >= 0", lambda v: v >= 0) for x in names(s)]
+
+
+def positive_floats(s: str) -> list[float]:
+    """Comma-separated numbers, each finite and > 0 (loads, rates)."""
+    return [positive_float(x) for x in names(s)]
+
+
+def port(s: str) -> int:
+    """A TCP port, 0-65535 (0: any free port)."""
+    return _number(s, int, "a port number, 0-65535", lambda v: 0 <= v <= 65535)
+
+
+def json_object(s: str) -> dict:
+    """Parameters as a JSON object: `{"margin": 0.1}`."""
+    try:
+        out = json.loads(s)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e}): {s!r}") from None
+    if not isinstance(out, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {s!r}")
+    return out
 
 
 def http_url(s: str) -> str:

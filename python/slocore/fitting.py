@@ -29,7 +29,11 @@ def read_rows(path: str | Path, required: list[str]) -> list[dict[str, float]]:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
-    lines = [l for l in path.read_text().splitlines() if l.strip() and not l.lstrip().startswith("#")]
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a UTF-8 text (CSV) file") from None
+    lines = [l for l in text.splitlines() if l.strip() and not l.lstrip().startswith("#")]
     reader = csv.DictReader(lines)
     missing = [c for c in required if c not in (reader.fieldnames or [])]
     if missing:
@@ -55,7 +59,13 @@ def read_rows(path: str | Path, required: list[str]) -> list[dict[str, float]]:
 
 
 def _fit(X, y, names):
-    res = _core.fit_relative_least_squares(X, y)
+    try:
+        res = _core.fit_relative_least_squares(X, y)
+    except ValueError as e:  # the binding's message names its own arguments, not the user's rows
+        raise ValueError(
+            f"cannot fit {', '.join(names)} to {len(y)} row(s) ({e.args[0] if e.args else e}): the rows must "
+            "vary enough (several batch sizes and lengths, at least as many rows as coefficients)"
+        ) from None
     return {
         "coeffs": dict(zip(names, res.coeffs)),
         "rms_rel_error": res.rms_rel_error,

@@ -136,6 +136,8 @@ def load_profile_file(path: str | Path, *, full: bool = False) -> dict:
         text = path.read_text()
     except OSError as e:
         raise ValueError(f"{path}: cannot read: {e}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a UTF-8 text (JSON) file") from None
     return validate(_parse(text, str(path)), str(path), full=full)
 
 

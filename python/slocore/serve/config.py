@@ -403,6 +403,8 @@ def load(path) -> ServeConfig:
             data = yaml.safe_load(f)
     except OSError as e:
         raise ValueError(f"{path}: cannot read ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a UTF-8 text (YAML) file") from None
     except yaml.YAMLError as e:
         raise ValueError(f"{path}: not valid YAML ({e})") from None
     return from_dict(data, str(path))
