@@ -243,6 +243,9 @@ def test_not_an_engine_and_too_slow_fail_clearly(tmp_path):
         == 2
     )
     assert not (tmp_path / "x.json").exists()
+    # bench twin checks the endpoint before its loads (it sent every request of every load to it)
+    dead = f"http://127.0.0.1:{_free_port()}"
+    assert cli.main(["bench", "twin", "--url", dead, "--profile", "h100-llama2-7b", "--quiet"]) == 2
 
 
 def test_frontend_term_shifts_ttft_and_e2e_only():

@@ -481,7 +481,7 @@ def load_capacities(path: str) -> dict:
     try:
         with open(path) as f:
             m = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, ValueError) as e:  # ValueError: not JSON, not UTF-8
         raise ValueError(f"--capacities {path}: not readable JSON ({e})") from None
     caps = m.get("capacity", m) if isinstance(m, dict) else None
     if not isinstance(caps, dict):
@@ -498,7 +498,7 @@ def floors_from(path: str) -> dict:
         with open(path) as f:
             g = json.load(f)
         rows = g["results"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError) as e:
         raise ValueError(f"--prune-from {path}: not a readable goodput.json ({e})") from None
     out = {}
     for r in rows:
@@ -521,7 +521,7 @@ def merge(paths: list[str]) -> dict:
         try:
             with open(path) as f:
                 g = json.load(f)
-        except (OSError, json.JSONDecodeError) as e:
+        except (OSError, ValueError) as e:  # ValueError: not JSON, not UTF-8
             raise ValueError(f"--merge {path}: not a readable goodput.json ({e})") from None
         if not isinstance(g, dict) or not all(k in g for k in ("config", "capacity", "results", "run_log")):
             raise ValueError(f"--merge {path}: not a goodput.json (needs config, capacity, results, run_log)")

@@ -33,7 +33,7 @@ def load(path: str) -> dict:
     try:
         with open(path) as f:
             m = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, ValueError) as e:  # ValueError: not JSON, not UTF-8
         raise ValueError(f"--merge {path}: not a readable matrix.json ({e})") from None
     if not isinstance(m, dict) or not all(k in m for k in ("config", "capacity", "cells")):
         raise ValueError(f"--merge {path}: not a matrix.json (needs config, capacity, cells)")

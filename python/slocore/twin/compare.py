@@ -234,7 +234,10 @@ async def run_loads(
     runnable time the engine spent waiting for a CPU (cpu_wait), which no step model predicts."""
     from slocore.serve import loadgen
     from slocore.twin import cpu_wait
+    from slocore.twin.client import EngineClient
 
+    async with EngineClient(url, model=model, timeout=timeout, seed=seed) as c:
+        await c.identify()  # an endpoint that is down or not OpenAI-compatible fails here, not on every request
     sat = rate or saturation_rate(profile, w, instances)
     rows = []
     for load in loads:
