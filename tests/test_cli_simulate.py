@@ -91,3 +91,11 @@ def test_lists_are_checked_before_anything_runs(argv, message, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "%" not in err  # no progress bar: nothing ran
+
+
+def test_version(capsys):
+    import slocore
+
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"slocore {slocore.__version__}"

@@ -201,6 +201,9 @@ def _add_serving(sub) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="slocore", description="SLO-aware scheduling core for LLM serving")
+    from slocore import __version__
+
+    p.add_argument("--version", action="version", version=f"slocore {__version__}")
     sub = p.add_subparsers(dest="cmd")
     s = sub.add_parser("simulate", help="run a built-in scenario in the cluster simulator (default: 'default')")
     s.add_argument("--scenario", default="default", help="scenario name (see `slocore scenarios`)")
