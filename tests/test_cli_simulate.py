@@ -80,6 +80,7 @@ def test_bad_arguments_exit_2(capsys):
         (["bench", "serve", "--url", "notaurl"], "an http(s) URL"),
         (["bench", "serve", "--rate-scale", "-1"], "a finite number > 0"),
         (["bench", "live", "--engines", "emulated", "-n", "0"], "an integer >= 1"),
+        (["serve", "--workers", "1000"], "an integer 1-256"),  # started 1,000 processes
     ],
 )
 def test_lists_are_checked_before_anything_runs(argv, message, capsys):

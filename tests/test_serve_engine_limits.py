@@ -25,6 +25,9 @@ def test_context_overflow_is_vllms_400():
         for bad in ("abc", 1.5, 0, True):  # refused by name, never cast (1.5 used to become 1)
             with pytest.raises(ValueError, match=rf"^{field}: must be an integer >= 1, got {bad!r}"):
                 eng.EmulatedEngine(**{field: bad})
+    for bad in ("nope", "die_after:-1", "hang_after:x", "die_after"):  # used to be accepted and ignored
+        with pytest.raises(ValueError, match="fault: expected die_after:N or hang_after:N"):
+            eng.EmulatedEngine(fault=bad)
     # the KV cache bounds the context too
     e2 = eng.EmulatedEngine(kv_blocks=4)
     assert e2.max_model_len == 4 * e2.block_size

@@ -150,7 +150,11 @@ def _add_serving(sub) -> None:
     sv.add_argument(
         "--policy-params", dest="policy_params", type=cli_args.json_object, help="its parameters as a JSON object"
     )
-    sv.add_argument("--workers", type=int, help="data-path processes (default 1; docs/serving.md, 'Several workers')")
+    sv.add_argument(
+        "--workers",
+        type=cli_args.int_in(1, 256),  # the config schema's bound (serve/config.py)
+        help="data-path processes (default 1; docs/serving.md, 'Several workers')",
+    )
     sv.set_defaults(func=cmd_serve)
     en = sub.add_parser("engine", help="emulated engine: vLLM's OpenAI API, token timing from a hardware profile")
     en.add_argument("--profile", default="h100-llama2-7b", help="hardware profile (see `slocore profiles`)")

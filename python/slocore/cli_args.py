@@ -49,6 +49,11 @@ def positive_floats(s: str) -> list[float]:
     return [positive_float(x) for x in names(s)]
 
 
+def int_in(lo: int, hi: int):
+    """An integer in [lo, hi] (a bound the config file's schema has too)."""
+    return lambda s: _number(s, int, f"an integer {lo}-{hi}", lambda v: lo <= v <= hi)
+
+
 def port(s: str) -> int:
     """A TCP port, 0-65535 (0: any free port)."""
     return _number(s, int, "a port number, 0-65535", lambda v: 0 <= v <= 65535)

@@ -135,6 +135,9 @@ class EmulatedEngine:
         self.reqs: dict[int, _Req] = {}
         self.order = itertools.count()
         self.stats = EngineStats()
+        kind, _, n = (fault or "").partition(":")
+        if fault is not None and not (kind in ("die_after", "hang_after") and n.isdigit()):
+            raise ValueError(f"fault: expected die_after:N or hang_after:N (N tokens, an integer >= 0), got {fault!r}")
         self.fault = fault
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
