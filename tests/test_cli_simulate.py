@@ -81,6 +81,8 @@ def test_bad_arguments_exit_2(capsys):
         (["bench", "serve", "--rate-scale", "-1"], "a finite number > 0"),
         (["bench", "live", "--engines", "emulated", "-n", "0"], "an integer >= 1"),
         (["serve", "--workers", "1000"], "an integer 1-256"),  # started 1,000 processes
+        (["bench", "matrix", "--probe-requests", "0"], "an integer >= 1"),  # ran each workload's default
+        (["bench", "goodput", "--processes", "0"], "an integer >= 1"),
     ],
 )
 def test_lists_are_checked_before_anything_runs(argv, message, capsys):

@@ -6,7 +6,7 @@ import json
 import shlex
 import sys
 
-from slocore.cli_args import names, positive_floats, seeds
+from slocore.cli_args import names, positive_floats, positive_int, seeds
 
 
 def presets_main(a) -> int:
@@ -68,8 +68,10 @@ def add_matrix_arguments(p) -> None:
         default=30.0,
         help="seconds of arrivals per run (requests = rate x duration; default 30)",
     )
-    p.add_argument("--probe-requests", dest="probe_n", type=int, help="capacity probe size (default: per workload)")
-    p.add_argument("--processes", type=int, default=2, help="parallel worker processes (default 2)")
+    p.add_argument(
+        "--probe-requests", dest="probe_n", type=positive_int, help="capacity probe size (default: per workload)"
+    )
+    p.add_argument("--processes", type=positive_int, default=2, help="parallel worker processes (default 2)")
     p.add_argument("--full", action="store_true", help="every preset and workload, 5 seeds, 60 s of arrivals")
     p.add_argument("--out", default="matrix-out", help="directory for matrix.json, matrix.md, matrix.png")
     p.add_argument("--no-plot", dest="plot", action="store_false", help="skip the heatmap")

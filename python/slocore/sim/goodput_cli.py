@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 
-from slocore.cli_args import names, seeds
+from slocore.cli_args import names, positive_int, seeds
 
 
 def _floors(paths: list[str]) -> dict:
@@ -41,7 +41,7 @@ def add_arguments(p) -> None:
         "--duration", type=float, default=30.0, help="seconds of arrivals per run (as the matrix; default 30)"
     )
     p.add_argument("--probe-requests", dest="probe_n", type=int, help="capacity probe size (default: per workload)")
-    p.add_argument("--processes", type=int, default=1, help="parallel worker processes (default 1)")
+    p.add_argument("--processes", type=positive_int, default=1, help="parallel worker processes (default 1)")
     p.add_argument(
         "--capacities",
         help="reuse the capacities of this matrix.json or goodput.json (same --duration) instead of probing",

@@ -432,6 +432,8 @@ class MatrixConfig:
             raise ValueError(f"duration_s: must be finite and > 0, got {self.duration_s}")
         if self.processes < 1:
             raise ValueError(f"processes: must be >= 1, got {self.processes}")
+        if self.probe_n is not None and self.probe_n < 1:
+            raise ValueError(f"probe_n: must be >= 1 (None: each workload's own), got {self.probe_n}")
         return MatrixConfig(
             ps,
             wls,
@@ -472,7 +474,8 @@ def _map(fn, items, processes: int, progress: bool, desc: str):
         # Workers take SIGTERM's default action: a handler inherited from the parent (a CLI's
         # clean-up) would keep a worker waiting on the task queue's lock alive. The pool is
         # closed and joined when the work is done, not terminated.
-        pool = mp.get_context("fork" if sys.platform != "win32" else "spawn").Pool(processes, _worker_init)
+        n = min(processes, len(items))  # no idle workers
+        pool = mp.get_context("fork" if sys.platform != "win32" else "spawn").Pool(n, _worker_init)
         try:
             for r in pool.imap_unordered(fn, items, chunksize=1):
                 out.append(r)
