@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from slocore import cli_args
+from slocore import __version__, cli_args
 
 
 def cmd_simulate(a) -> int:
@@ -205,8 +205,6 @@ def _add_serving(sub) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="slocore", description="SLO-aware scheduling core for LLM serving")
-    from slocore import __version__
-
     p.add_argument("--version", action="version", version=f"slocore {__version__}")
     sub = p.add_subparsers(dest="cmd")
     s = sub.add_parser("simulate", help="run a built-in scenario in the cluster simulator (default: 'default')")

@@ -138,7 +138,7 @@ class EmulatedEngine:
         kind, _, n = (fault or "").partition(":")
         if fault is not None and not (kind in ("die_after", "hang_after") and n.isdigit()):
             raise ValueError(f"fault: expected die_after:N or hang_after:N (N tokens, an integer >= 0), got {fault!r}")
-        self.fault = fault
+        self._fault_kind, self._fault_after = (kind, int(n)) if fault is not None else (None, 0)
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._t0 = time.monotonic()
@@ -197,11 +197,7 @@ class EmulatedEngine:
                 r = self.reqs.get(rid)
                 if r is not None:
                     self._emit(rid, r, int(generated), rid in done)
-            if (
-                self.fault
-                and self.fault.startswith("hang_after:")
-                and self.stats.tokens >= int(self.fault.split(":")[1])
-            ):
+            if self._fault_kind == "hang_after" and self.stats.tokens >= self._fault_after:
                 self._hung = True
 
     def _emit(self, rid: int, r: _Req, generated: int, done: bool):
@@ -210,7 +206,7 @@ class EmulatedEngine:
         if done:
             self.reqs.pop(rid, None)
             self.stats.finished += 1
-        if self.fault and self.fault.startswith("die_after:") and self.stats.tokens >= int(self.fault.split(":")[1]):
+        if self._fault_kind == "die_after" and self.stats.tokens >= self._fault_after:
             self._dead = True
             for other in self.reqs.values():
                 other.events.put_nowait(("die", 0, True))

@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+from slocore import cli_args
+
 METRICS = ("ttft", "tpot", "e2e")
 PCTS = ("p50", "p90", "p99")
 
@@ -32,7 +34,8 @@ def add_arguments(p) -> None:
     )
     p.add_argument(
         "--loads",
-        default="0.25,0.5,0.75,1.0",
+        type=cli_args.positive_floats,
+        default=[0.25, 0.5, 0.75, 1.0],
         help="comma-separated fractions of the profile's saturation rate (default 0.25,0.5,0.75,1.0)",
     )
     p.add_argument("--rate", type=float, help="saturation rate override, requests/s (default: from the profile)")
@@ -438,12 +441,7 @@ def main(a) -> int:
     from slocore.profiles import load_profile
 
     profile = load_profile(a.profile)
-    try:
-        loads = [float(x) for x in a.loads.split(",") if x]
-    except ValueError:
-        raise ValueError(f"--loads: expected comma-separated numbers, got {a.loads!r}") from None
-    if not loads or any(not (x > 0) for x in loads):
-        raise ValueError(f"--loads: must be numbers > 0, got {a.loads!r}")
+    loads = a.loads
     if a.instances < 1:
         raise ValueError(f"--instances: must be >= 1, got {a.instances}")
     w, ttft, tpot = prepare(a, profile)
