@@ -55,6 +55,36 @@ def test_compare_picks_the_best_baseline_and_pairs_by_repetition():
     assert "lo" not in c["vs_best_baseline"]
 
 
+def test_compare_pairs_ttft_p99_against_the_lowest_baseline():
+    from slocore.live_bench.report import trace_table
+
+    st = [LiveStack("rr", True), LiveStack("lo", True), LiveStack("cand", False)]
+    p99 = {"rr": [0.9, 0.7], "lo": [0.3, 0.5], "cand": [0.2, None]}  # cand's second run measured nothing
+    att = {"rr": 0.9, "lo": 0.8, "cand": 0.95}  # the best by attainment is rr, the lowest p99 lo
+    runs = [
+        {"stack": n, "rep": r, "attainment": {"overall": att[n]}, "ttft": {"p99": x} if x is not None else None}
+        for n, xs in p99.items()
+        for r, x in enumerate(xs)
+    ]
+    c = stats.compare(runs, st, [])
+    assert c["best_baseline"] == "rr" and c["ttft_p99"]["best_baseline"] == "lo"
+    rr = c["ttft_p99"]["vs_best_baseline"]["rr"]
+    assert rr["n"] == 2 and rr["mean"] == pytest.approx(((0.9 - 0.3) + (0.7 - 0.5)) / 2) and rr["ci_low"] is not None
+    cand = c["ttft_p99"]["vs_best_baseline"]["cand"]
+    assert cand["n"] == 1 and cand["mean"] == pytest.approx(-0.1) and cand["ci_low"] is None
+    assert "lo" not in c["ttft_p99"]["vs_best_baseline"]
+    lines = trace_table({"comparison": c, "runs": []}, [])
+    assert lines[0].endswith("| TTFT p99 ms | TTFT p99 vs lowest baseline's, ms |")
+    assert lines[2].endswith("| 800 ± 141 | +400 [-2141, +2941] |")  # sd 0.283, t(0.975, 1) = 12.706
+    assert lines[3].endswith("| 400 ± 141 | lowest baseline |")
+    assert lines[4].endswith("| 200 ± 0 | -100 (n=1, no CI) |")
+    # runs without TTFT (older results): no lowest baseline, dashes
+    c = stats.compare([{**r, "ttft": None} for r in runs], st, [])
+    assert c["ttft_p99"]["best_baseline"] is None and trace_table({"comparison": c, "runs": []}, [])[2].endswith(
+        "| - | - |"
+    )
+
+
 def test_traces_classes_and_shared_prefixes():
     w = traces.make("two_class", 400, seed=1)
     for k, (plo, phi, olo, ohi, ttft, tpot) in enumerate(traces.CLASSES.values()):
@@ -157,6 +187,21 @@ def test_settings_run_side_by_side_with_their_runs_interleaved(tmp_path):
     assert set(c["vs_best_baseline"]) == set(c["summary"]) - {c["best_baseline"]}
     assert all(d["overall"]["n"] == 2 for d in c["vs_best_baseline"].values())
     assert "across engine schedulers" in (out / "live.md").read_text()
+    # --report recomputes every comparison of a live.json from its runs (here: one written
+    # without them) and rewrites live.md; runs nothing
+    before = (out / "live.md").read_text()
+    for v in res["settings"].values():
+        del v["traces"]["two_class"]["comparison"]
+    res["across_settings"]["two_class"] = None
+    (out / "live.md").unlink()
+    (out / "live.json").write_text(json.dumps(res))
+    assert cli.main(["bench", "live", "--report", str(out / "live.json")]) == 0
+    again = json.loads((out / "live.json").read_text())
+    assert again["across_settings"]["two_class"]["summary"] == c["summary"]
+    assert (out / "live.md").read_text() == before
+    (out / "bad.json").write_text("{}")
+    assert cli.main(["bench", "live", "--report", str(out / "bad.json")]) == 2
+    assert cli.main(["bench", "live", "--report", str(out / "missing.json")]) == 2
 
 
 def test_prefix_chat_trace_has_a_few_shared_system_prompts():

@@ -121,6 +121,12 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=cli_args.non_negative_int, default=0)
     p.add_argument("-o", "--out", default="live-bench-out", help="output folder (default live-bench-out)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--report",
+        metavar="LIVE_JSON",
+        help="run nothing: recompute the comparisons of a live.json's runs with this version's statistics and "
+        "write live.md beside it",
+    )
 
 
 def config_of(a):
@@ -165,9 +171,30 @@ def config_of(a):
     )
 
 
+def rereport(path: str) -> int:
+    """--report: live.json -> its comparisons recomputed (stats.compare) and live.md rewritten."""
+    from slocore.live_bench import report, runner, traces
+
+    p = Path(path)
+    try:
+        res = json.loads(p.read_text())
+        runner.recompare(res, list(traces.CLASSES))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+        print(f"slocore bench live --report: {path}: not a live.json this version can read ({e})", file=sys.stderr)
+        return 2
+    p.write_text(json.dumps(res, indent=1, default=lambda x: None) + "\n")
+    md = report.markdown(res, list(traces.CLASSES), title=f"`{res.get('command', 'slocore bench live')}`")
+    (p.parent / "live.md").write_text(md)
+    print(md)
+    print(f"written to {p} and {p.parent / 'live.md'}", file=sys.stderr)
+    return 0
+
+
 def main(a) -> int:
     from slocore.live_bench import report, runner, traces
 
+    if a.report:
+        return rereport(a.report)
     cfg = config_of(a)
 
     def _stop(signum, frame):  # SIGTERM (e.g. `timeout`): unwind, so engines and routers are stopped

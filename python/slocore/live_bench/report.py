@@ -19,23 +19,37 @@ def _diff(d: dict | None) -> str:
     return f"{100 * d['mean']:+.1f} [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}]"
 
 
+def _diff_ms(d: dict | None) -> str:
+    if not d or d.get("mean") is None:
+        return "-"
+    if d.get("ci_low") is None:
+        return f"{1000 * d['mean']:+.0f} (n={d['n']}, no CI)"
+    return f"{1000 * d['mean']:+.0f} [{1000 * d['ci_low']:+.0f}, {1000 * d['ci_high']:+.0f}]"
+
+
 def trace_table(t: dict, classes: list[str]) -> list[str]:
+    """Attainment per stack (overall, per class) against the best baseline, then the overall
+    TTFT p99 against the baseline whose mean p99 is lowest (a candidate must match both)."""
     c = t["comparison"]
     keys = ["overall", *classes]
     best = c["best_baseline"]
+    p99 = c.get("ttft_p99") or {"summary": {}, "vs_best_baseline": {}, "best_baseline": None}
     lines = [
-        "| stack | " + " | ".join([f"{k} attainment %" for k in keys] + [f"{k} vs best" for k in keys]) + " |",
-        "|---|" + "---|" * (2 * len(keys)),
+        "| stack | "
+        + " | ".join([f"{k} attainment %" for k in keys] + [f"{k} vs best" for k in keys])
+        + " | TTFT p99 ms | TTFT p99 vs lowest baseline's, ms |",
+        "|---|" + "---|" * (2 * len(keys) + 2),
     ]
     for name, summ in c["summary"].items():
         tag = f"{name} (best baseline)" if name == best else name
         diffs = c["vs_best_baseline"].get(name)
+        lowest = "lowest baseline" if name == p99["best_baseline"] else _diff_ms(p99["vs_best_baseline"].get(name))
         lines.append(
             f"| {tag} | "
             + " | ".join(_pct(summ[k]) for k in keys)
             + " | "
             + " | ".join(_diff(diffs[k]) if diffs else "-" for k in keys)
-            + " |"
+            + f" | {_ms(p99['summary'].get(name) or {})} | {lowest} |"
         )
     failed = [r for r in t["runs"] if r.get("error") or r.get("failed")]
     for r in failed[:5]:
@@ -124,7 +138,7 @@ def markdown(res: dict, classes: list[str], title: str = "") -> str:
                 f"{capacity_source(t)}), "
                 f"{n} paired repetitions; load average {min(la, default=0):.1f}-{max(la, default=0):.1f}. "
                 "Attainment: mean ± std over repetitions; vs best: paired difference in points "
-                "[95% CI].",
+                "[95% CI]; TTFT p99: the same against the baseline with the lowest mean p99.",
                 "",
                 *trace_table(t, classes),
             ]

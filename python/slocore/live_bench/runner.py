@@ -340,6 +340,20 @@ def across_settings(runs_by_setting: dict, live: list, classes: list[str]) -> di
     return stats.compare(runs, units, classes)
 
 
+def recompare(res: dict, classes: list[str]) -> None:
+    """Recompute, in place, every comparison of a finished result (`run()`'s dict, e.g. read
+    back from live.json) from its runs: what `slocore bench live --report` does."""
+    from types import SimpleNamespace
+
+    live = [SimpleNamespace(name=s["name"], baseline=bool(s["baseline"])) for s in res["stacks"]]
+    for s in res["settings"].values():
+        for t in s["traces"].values():
+            t["comparison"] = stats.compare([r for r in t["runs"] if r.get("attainment")], live, classes)
+    for trace in res.get("across_settings") or {}:
+        runs = {name: s["traces"][trace]["runs"] for name, s in res["settings"].items() if trace in s["traces"]}
+        res["across_settings"][trace] = across_settings(runs, live, classes)
+
+
 def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -59,14 +59,17 @@ def attainments(run: dict) -> dict:
 
 def compare(runs: list[dict], stacks: list, classes: list[str]) -> dict:
     """Per stack and class: the attainments per repetition, their summary, and the paired
-    difference against the best baseline (highest mean overall attainment).
-    `runs`: dicts with "stack", "rep", "attainment" ({"overall", class: x})."""
+    difference against the best baseline (highest mean overall attainment); and the same for
+    the overall TTFT p99 (`ttft_p99`, seconds) against the baseline with the lowest mean.
+    `runs`: dicts with "stack", "rep", "attainment" ({"overall", class: x}) and, when measured,
+    "ttft" ({"p99": s})."""
     reps = sorted({r["rep"] for r in runs})
     keys = ["overall", *classes]
-    per = {}
+    per, p99 = {}, {}
     for st in stacks:
-        by_rep = {r["rep"]: r["attainment"] for r in runs if r["stack"] == st.name}
-        per[st.name] = {k: [(by_rep.get(rep) or {}).get(k) for rep in reps] for k in keys}
+        mine = {r["rep"]: r for r in runs if r["stack"] == st.name}
+        per[st.name] = {k: [((mine.get(rep) or {}).get("attainment") or {}).get(k) for rep in reps] for k in keys}
+        p99[st.name] = [((mine.get(rep) or {}).get("ttft") or {}).get("p99") for rep in reps]
     summary = {n: {k: describe(v) for k, v in cols.items()} for n, cols in per.items()}
     base = [s.name for s in stacks if s.baseline and summary[s.name]["overall"]["mean"] is not None]
     best = max(base, key=lambda n: summary[n]["overall"]["mean"]) if base else None
@@ -75,7 +78,24 @@ def compare(runs: list[dict], stacks: list, classes: list[str]) -> dict:
         for st in stacks:
             if st.name != best:
                 diffs[st.name] = {k: paired_diff(per[st.name][k], per[best][k]) for k in keys}
-    return {"reps": reps, "per_rep": per, "summary": summary, "best_baseline": best, "vs_best_baseline": diffs}
+    return {
+        "reps": reps,
+        "per_rep": per,
+        "summary": summary,
+        "best_baseline": best,
+        "vs_best_baseline": diffs,
+        "ttft_p99": _lowest_baseline(p99, stacks),
+    }
+
+
+def _lowest_baseline(per_rep: dict, stacks: list) -> dict:
+    """A lower-is-better measure per stack and repetition (`per_rep`: name -> list): its summary,
+    the baseline with the lowest mean, and every other stack's paired difference against it."""
+    summary = {n: describe(v) for n, v in per_rep.items()}
+    base = [s.name for s in stacks if s.baseline and summary[s.name]["mean"] is not None]
+    best = min(base, key=lambda n: summary[n]["mean"]) if base else None
+    diffs = {n: paired_diff(v, per_rep[best]) for n, v in per_rep.items() if best is not None and n != best}
+    return {"per_rep": per_rep, "summary": summary, "best_baseline": best, "vs_best_baseline": diffs}
 
 
 def ttft_by_class(rec) -> dict:
