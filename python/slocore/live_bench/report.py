@@ -11,20 +11,17 @@ def _pct(d: dict) -> str:
     return f"{100 * d['mean']:.1f} ± {100 * (d['std'] or 0):.1f}"
 
 
-def _diff(d: dict | None) -> str:
+def _diff(d: dict | None, scale: float = 100.0, digits: int = 1) -> str:
+    """A paired difference [95% CI] in points (default) or, with scale 1000 and no digits, ms."""
     if not d or d.get("mean") is None:
         return "-"
-    if d.get("ci_low") is None:
-        return f"{100 * d['mean']:+.1f} (n={d['n']}, no CI)"
-    return f"{100 * d['mean']:+.1f} [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}]"
 
+    def f(x: float) -> str:
+        return f"{scale * x:+.{digits}f}"
 
-def _diff_ms(d: dict | None) -> str:
-    if not d or d.get("mean") is None:
-        return "-"
     if d.get("ci_low") is None:
-        return f"{1000 * d['mean']:+.0f} (n={d['n']}, no CI)"
-    return f"{1000 * d['mean']:+.0f} [{1000 * d['ci_low']:+.0f}, {1000 * d['ci_high']:+.0f}]"
+        return f"{f(d['mean'])} (n={d['n']}, no CI)"
+    return f"{f(d['mean'])} [{f(d['ci_low'])}, {f(d['ci_high'])}]"
 
 
 def trace_table(t: dict, classes: list[str]) -> list[str]:
@@ -43,7 +40,8 @@ def trace_table(t: dict, classes: list[str]) -> list[str]:
     for name, summ in c["summary"].items():
         tag = f"{name} (best baseline)" if name == best else name
         diffs = c["vs_best_baseline"].get(name)
-        lowest = "lowest baseline" if name == p99["best_baseline"] else _diff_ms(p99["vs_best_baseline"].get(name))
+        ms = _diff(p99["vs_best_baseline"].get(name), 1000.0, 0)
+        lowest = "lowest baseline" if name == p99["best_baseline"] else ms
         lines.append(
             f"| {tag} | "
             + " | ".join(_pct(summ[k]) for k in keys)
