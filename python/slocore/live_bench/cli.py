@@ -124,8 +124,8 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--report",
         metavar="LIVE_JSON",
-        help="run nothing: recompute the comparisons of a live.json's runs with this version's statistics and "
-        "write live.md beside it",
+        help="run nothing: recompute the comparisons of a live.json's runs with this version's statistics, write "
+        "them back into it and rewrite live.md beside it",
     )
 
 

@@ -1,6 +1,7 @@
 """Markdown tables of a ``slocore bench live`` result: per engine setting and trace, each
 stack's mean attainment +- its standard deviation over repetitions (overall and per class),
-and its paired difference against the best baseline with the 95% confidence interval."""
+and its paired difference against the best baseline with the 95% confidence interval; its
+TTFT p99 likewise against the baseline with the lowest mean p99."""
 
 from __future__ import annotations
 
