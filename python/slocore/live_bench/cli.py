@@ -173,7 +173,7 @@ def config_of(a):
 
 def rereport(path: str) -> int:
     """--report: live.json -> its comparisons recomputed (stats.compare) and live.md rewritten."""
-    from slocore.live_bench import report, runner, traces
+    from slocore.live_bench import runner, traces
 
     p = Path(path)
     try:
@@ -182,16 +182,23 @@ def rereport(path: str) -> int:
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
         print(f"slocore bench live --report: {path}: not a live.json this version can read ({e})", file=sys.stderr)
         return 2
-    p.write_text(json.dumps(res, indent=1, default=lambda x: None) + "\n")
-    md = report.markdown(res, list(traces.CLASSES), title=f"`{res.get('command', 'slocore bench live')}`")
-    (p.parent / "live.md").write_text(md)
-    print(md)
-    print(f"written to {p} and {p.parent / 'live.md'}", file=sys.stderr)
+    write(res, p.parent)
     return 0
 
 
+def write(res: dict, out: Path) -> None:
+    """OUT/live.json and OUT/live.md of a result; the tables also go to stdout."""
+    from slocore.live_bench import report, traces
+
+    (out / "live.json").write_text(json.dumps(res, indent=1, default=lambda x: None) + "\n")
+    md = report.markdown(res, list(traces.CLASSES), title=f"`{res.get('command', 'slocore bench live')}`")
+    (out / "live.md").write_text(md)
+    print(md)
+    print(f"written to {out / 'live.json'} and {out / 'live.md'}", file=sys.stderr)
+
+
 def main(a) -> int:
-    from slocore.live_bench import report, runner, traces
+    from slocore.live_bench import runner
 
     if a.report:
         return rereport(a.report)
@@ -207,11 +214,6 @@ def main(a) -> int:
     finally:  # a caller that runs main() in its own process keeps its own handler
         signal.signal(signal.SIGTERM, previous)
     res["command"] = cmd
-    out = Path(cfg.out_dir)
-    (out / "live.json").write_text(json.dumps(res, indent=1, default=lambda x: None) + "\n")
-    md = report.markdown(res, list(traces.CLASSES), title=f"`{cmd}`")
-    (out / "live.md").write_text(md)
-    print(md)
-    print(f"written to {out / 'live.json'} and {out / 'live.md'}", file=sys.stderr)
+    write(res, Path(cfg.out_dir))
     bad = [r for s in res["settings"].values() for t in s["traces"].values() for r in t["runs"] if r.get("error")]
     return 1 if bad else 0
