@@ -434,3 +434,14 @@ def test_plugin_setting_runs_the_slocore_presets_engine_scheduler():
     name, params = default_engine_scheduler()
     assert (name, params) == ((bs[0], bs[1]) if isinstance(bs, tuple) else (bs, {}))
     assert plugin_scheduler() == name == "slo_triage"
+
+
+@pytest.mark.parametrize(
+    "flag, value", [("--max-num-seqs", "0"), ("--profile-repeats", "0"), ("-r", "0"), ("--load", "-1")]
+)
+def test_bad_numbers_stop_the_command_before_it_starts_anything(flag, value, capsys):
+    from slocore import cli
+
+    with pytest.raises(SystemExit) as e:
+        cli.main(["bench", "live", "--engines", "emulated", flag, value])
+    assert e.value.code == 2 and flag in capsys.readouterr().err

@@ -40,7 +40,7 @@ def add_arguments(p) -> None:
         default=os.environ.get("SLOCORE_VLLM_PYTHON", sys.executable),
         help="interpreter with vLLM (default $SLOCORE_VLLM_PYTHON, else this one)",
     )
-    p.add_argument("--max-num-seqs", dest="max_num_seqs", type=int, default=32)
+    p.add_argument("--max-num-seqs", dest="max_num_seqs", type=cli_args.positive_int, default=32)
     p.add_argument(
         "--block-size",
         dest="block_size",
@@ -116,7 +116,7 @@ def add_arguments(p) -> None:
         help="runs per capacity probe, their median attainment decides (default 1; 3 steadies a noisy edge)",
     )
     p.add_argument("--profile", help="use this profile for every engine instead of measuring (path or bundled name)")
-    p.add_argument("--profile-repeats", dest="profile_repeats", type=int, default=1)
+    p.add_argument("--profile-repeats", dest="profile_repeats", type=cli_args.positive_int, default=1)
     p.add_argument("--timeout", type=cli_args.positive_float, default=300.0, help="per-request timeout (s)")
     p.add_argument("--seed", type=cli_args.non_negative_int, default=0)
     p.add_argument("-o", "--out", default="live-bench-out", help="output folder (default live-bench-out)")
