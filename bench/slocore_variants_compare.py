@@ -11,7 +11,7 @@ over the same engines). Same capacity, loads, seeds and predictor errors as
 
 Prints one line per (workload, error, load, variant): attainment mean ± 95% CI and per seed,
 TTFT/TPOT p99 (and its ratio to the strongest baseline's), and the difference to the
-strongest baseline. `--triage` adds the whole `slocore` preset with those `slo_triage`
+strongest baseline. Each `--triage` adds the whole `slocore` preset with those `slo_triage`
 parameters as one more variant."""
 
 import argparse
@@ -56,8 +56,13 @@ def main():
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument(
-        "--triage", type=_triage_params, default=None, help="slo_triage parameters of a slocore variant (JSON)"
+        "--triage",
+        type=_triage_params,
+        action="append",
+        default=[],
+        help="slo_triage parameters of a slocore variant (JSON); repeat for more variants",
     )
+    ap.add_argument("--no-engine-variants", action="store_true", help="leave out slo_predict over other engines")
     a = ap.parse_args()
     stacks = {
         name: (
@@ -65,10 +70,11 @@ def main():
             dict(prefill_policy=router, decode_policy=DECODE, batch_scheduler=engine),
         )
         for name, (router, engine) in VARIANTS.items()
+        if not a.no_engine_variants
     }
-    if a.triage:  # the whole slocore preset, its engine scheduler's parameters changed
-        engine = ("slo_triage", a.triage)
-        name = "slocore(" + ",".join(f"{k}={v}" for k, v in a.triage.items()) + ")"
+    for triage in a.triage:  # the whole slocore preset, its engine scheduler's parameters changed
+        engine = ("slo_triage", triage)
+        name = "slocore(" + ",".join(f"{k}={v}" for k, v in triage.items()) + ")"
         stacks[name] = (
             dict(presets_slocore.COLOCATED, batch_scheduler=engine),
             dict(presets_slocore.PD, batch_scheduler=engine),
