@@ -158,10 +158,16 @@ def test_settings_run_side_by_side_with_their_runs_interleaved(tmp_path):
     out = tmp_path / "out"
     argv = ["bench", "live", "--engines", "emulated", "--stacks", "round_robin,least_outstanding"]
     argv += ["--traces", "two_class", "-r", "2", "-n", "8", "--load", "0.5", "--capacity", "20", "--time-scale", "0.1"]
-    argv += ["--profile", "h100-llama2-7b", "-o", str(out), "--quiet"]
+    argv += ["--profile", "h100-llama2-7b", "-o", str(out), "--quiet", "--plugin-params", '{"late_slack": false}']
     assert cli.main(argv) == 0
     res = json.loads((out / "live.json").read_text())
     assert res["interleaved"] and set(res["settings"]) == {"default", "plugin"}
+    # the plugin setting's engines run its scheduler with --plugin-params
+    assert res["plugin_params"] == {"late_slack": False}
+    assert res["settings"]["plugin"]["engine_scheduler"] == 'slo_triage {"late_slack": false}'
+    logs = [p.read_text() for p in (out / "logs").glob("engine*-slo_triage.log")]
+    assert logs and all('"late_slack": 0.0' in x for x in logs)  # the scheduler's own params()
+    assert not any("late_slack" in p.read_text() for p in (out / "logs").glob("engine*-default.log"))
     assert not set(res["settings"]["default"]["engines"]) & set(res["settings"]["plugin"]["engines"])
     runs = [
         (r["started"], s, r["stack"], r["rep"])
@@ -445,3 +451,12 @@ def test_bad_numbers_stop_the_command_before_it_starts_anything(flag, value, cap
     with pytest.raises(SystemExit) as e:
         cli.main(["bench", "live", "--engines", "emulated", flag, value])
     assert e.value.code == 2 and flag in capsys.readouterr().err
+
+
+def test_bad_plugin_params_stop_the_command_before_it_starts_any_engine(tmp_path, capsys):
+    from slocore import cli
+
+    argv = ["bench", "live", "--engines", "emulated", "--stacks", "round_robin", "-o", str(tmp_path / "out")]
+    assert cli.main(argv + ["--plugin-params", '{"no_such_param": 1}']) == 2
+    assert "no_such_param" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "logs").exists()  # no engine was started

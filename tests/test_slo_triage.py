@@ -78,10 +78,10 @@ def resumed_views(draw):
     return v, now
 
 
-def _check_against_reference(vn, budget, margin, guard, count_optimal, strict=False):
+def _check_against_reference(vn, budget, margin, guard, count_optimal, strict=False, late_slack=True):
     v, now = vn
     params = {"token_budget": budget, "margin": margin, "tpot_guard": guard, "count_optimal": count_optimal}
-    params["strict_tpot"] = strict
+    params["strict_tpot"], params["late_slack"] = strict, late_slack
     plan = _core.make_batch_scheduler("slo_triage", params).schedule(v, now)
     feasible(v, plan)
     items, preempted = ref.slo_triage(v, now, **params)
@@ -92,19 +92,19 @@ def _check_against_reference(vn, budget, margin, guard, count_optimal, strict=Fa
 BUDGETS, MARGINS = st.sampled_from([0, 1, 64, 512, 4096]), st.sampled_from([0.0, 0.2, 1.0])
 
 
-@given(timed_views(), BUDGETS, MARGINS, st.booleans(), st.booleans(), st.booleans())
-def test_slo_triage_matches_reference(vn, budget, margin, guard, count_optimal, strict):
-    _check_against_reference(vn, budget, margin, guard, count_optimal, strict)
+@given(timed_views(), BUDGETS, MARGINS, st.booleans(), st.booleans(), st.booleans(), st.booleans())
+def test_slo_triage_matches_reference(vn, budget, margin, guard, count_optimal, strict, late_slack):
+    _check_against_reference(vn, budget, margin, guard, count_optimal, strict, late_slack)
 
 
-@given(crowded_views(), BUDGETS, MARGINS, st.booleans(), st.booleans(), st.booleans())
-def test_slo_triage_matches_reference_when_crowded(vn, budget, margin, guard, count_optimal, strict):
-    _check_against_reference(vn, budget, margin, guard, count_optimal, strict)
+@given(crowded_views(), BUDGETS, MARGINS, st.booleans(), st.booleans(), st.booleans(), st.booleans())
+def test_slo_triage_matches_reference_when_crowded(vn, budget, margin, guard, count_optimal, strict, late_slack):
+    _check_against_reference(vn, budget, margin, guard, count_optimal, strict, late_slack)
 
 
-@given(resumed_views(), BUDGETS, MARGINS, st.booleans(), st.booleans(), st.booleans())
-def test_slo_triage_matches_reference_on_a_decode_queue(vn, budget, margin, guard, count_optimal, strict):
-    _check_against_reference(vn, budget, margin, guard, count_optimal, strict)
+@given(resumed_views(), BUDGETS, MARGINS, st.booleans(), st.booleans(), st.booleans(), st.booleans())
+def test_slo_triage_matches_reference_on_a_decode_queue(vn, budget, margin, guard, count_optimal, strict, late_slack):
+    _check_against_reference(vn, budget, margin, guard, count_optimal, strict, late_slack)
 
 
 @st.composite
@@ -121,9 +121,10 @@ def event_sequences(draw):
     return steps
 
 
-@given(event_sequences(), BUDGETS, MARGINS, st.booleans(), st.booleans())
-def test_slo_triage_matches_reference_over_a_sequence(steps, budget, margin, kv_wait, priority_wait):
+@given(event_sequences(), BUDGETS, MARGINS, st.booleans(), st.booleans(), st.booleans())
+def test_slo_triage_matches_reference_over_a_sequence(steps, budget, margin, kv_wait, priority_wait, late_slack):
     params = {"token_budget": budget, "margin": margin, "kv_wait": kv_wait, "priority_wait": priority_wait}
+    params["late_slack"] = late_slack
     params["rate_window_s"] = 2.0
     cpp, py = _core.make_batch_scheduler("slo_triage", params), ref.SloTriage(**params)
     for v, now, finished in steps:
@@ -316,6 +317,54 @@ def test_late_waiting_request_goes_after_feasible_ones():
         (1, 100),
         (0, 50),
     ]
+
+
+def _interactive_late_batch_waiting(batch_ttft: float, batch_arrival: float = 2.0, late_slack: bool = True):
+    """Budget 300 tokens (one chunk: 0.01 s per iteration + 1e-4 s per token). At t=2.5 wait:
+    a late interactive request (priority 0, arrived 1.0, TTFT 1 s, 100 tokens), an on-time
+    interactive one (priority 0, arrived 2.4) and a batch one (priority 1, 100 tokens)."""
+    late, fresh = _state(0, 1.0, 100), _state(1, 2.4, 100)
+    batch = s.RequestState(
+        s.Request(2, batch_arrival, 100, output_len=100, ttft=batch_ttft, tpot=0.2, priority=1), 0, 0
+    )
+    v = _view(waiting=[late, fresh, batch], budget=300)
+    params = {"late_slack": late_slack}
+    plan = _core.make_batch_scheduler("slo_triage", params).schedule(v, 2.5)
+    items = [(i.request, i.tokens) for i in plan.items]
+    assert items == ref.slo_triage(v, 2.5, **params)[0]
+    return [rid for rid, _ in items]
+
+
+def test_late_request_takes_the_slack_of_a_looser_class():
+    """Slack stealing across classes. Without it the late interactive request goes after the
+    batch one. With it, it goes after the on-time interactive one (its own level: no slack
+    taken there) and ahead of a batch one with a looser TTFT SLO that can wait: the late one
+    adds (ceil(100 / 300) + 1) x 0.04 s = 0.08 s (a full iteration: 0.01 s + 300 tokens), and
+    the batch one (0.03 s predicted, behind the on-time interactive one) may wait
+    (7.0 - 2.5) / 0.8 - 0.03 = 5.6 s more with a 5-s TTFT, (3.2 - 2.5) / 0.8 - 0.03 = 0.845 s
+    with 1.2 s, but only (2.55 - 2.5) / 0.8 - 0.03 = 0.0325 s when it arrived at 1.45 with
+    1.1 s. A batch request whose TTFT SLO is as tight as the late one's (1 s) is never passed."""
+    assert _interactive_late_batch_waiting(5.0, late_slack=False) == [1, 2, 0]
+    assert _interactive_late_batch_waiting(5.0) == [1, 0, 2]
+    assert _interactive_late_batch_waiting(1.2) == [1, 0, 2]
+    assert _interactive_late_batch_waiting(1.1, batch_arrival=1.45) == [1, 2, 0]
+    assert _interactive_late_batch_waiting(1.0) == [1, 2, 0]
+
+
+def _steals(vn) -> bool:
+    """late_slack changes the reference's handout order on this view."""
+    v, now = vn
+    on, off = ref.SloTriage(late_slack=True).split(v, now, 0.0), ref.SloTriage(late_slack=False).split(v, now, 0.0)
+    return any(on[2]) and [x.request.id for x in on[0]] != [x.request.id for x in off[0]]
+
+
+def test_crowded_views_reach_the_late_slack():
+    """The differential test's views do reach slack stealing (find raises if none does)."""
+    v, now = find(crowded_views(), _steals, settings=settings(max_examples=4000, deadline=None))
+    feasible, late, stolen, *_ = ref.SloTriage().split(v, now, 0.0)
+    _, late_without, *_ = ref.SloTriage(late_slack=False).split(v, now, 0.0)
+    taken = {x.request.id for x, st in zip(feasible, stolen) if st}
+    assert taken and taken <= {x.request.id for x in late_without}  # only late requests are taken ahead
 
 
 def test_predicted_late_uses_the_model_and_the_queue_ahead():

@@ -94,7 +94,9 @@ std::pair<int, Time> key(const RequestState& s) { return {s.request.priority, s.
 }  // namespace
 
 void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const QueueAhead& q,
-                                       PriorityArrivalOrder& feasible, PriorityArrivalOrder& late) {
+                                       PriorityArrivalOrder& feasible, PriorityArrivalOrder& late,
+                                       std::vector<char>& stolen) {
+  stolen.clear();
   // No waiting request has a first token to predict (all resumed, or late already; a decode
   // instance's queue in P/D): each one's split is its own, and ordering the queue, which
   // fills in the order prefills end, is left to admission, which takes a few from its head.
@@ -136,6 +138,9 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
     bool operator<(const Feasible& o) const { return std::tie(cost, i) < std::tie(o.cost, o.i); }
   };
   std::vector<char> waiting_late(waiting.size());
+  // Late slack: per feasible request, the prefill and KV wait it may still add and stay in
+  // time (the late test's allowance less its predicted waits).
+  std::vector<double> slack_p(waiting.size(), kNever), slack_kv(waiting.size(), kNever);
   std::priority_queue<Feasible> level;
   double stretch = 1.0;  // this level's priority stretch
   for (size_t i = 0; i < waiting.size(); ++i) {
@@ -171,7 +176,14 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
           is_late = false;
         }
       }
+      if (!is_late) {  // now + (1 - margin) x stretch x wait < deadline: the wait it allows
+        const double scale = (1.0 - p_.margin) * stretch;
+        const double allowed = scale > 0 ? (ttft_deadline(s.request) - now) / scale : kNever;
+        slack_p[i] = allowed - predicted_prefill_s(v, ahead + s.to_compute(), q.chunk, q.decode_s);
+        slack_kv[i] = allowed - (kv_wait_s(ahead_blocks + need) + own_s);
+      }
     }
+    if (resumed && !is_late) slack_p[i] = slack_kv[i] = -kNever;  // a pace to keep: nothing goes ahead
     waiting_late[i] = is_late;
     if (!is_late) {
       ahead += s.to_compute();
@@ -179,7 +191,45 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
       if (!resumed) level.push({cost, s.to_compute(), need, i});
     }
   }
-  for (size_t i = 0; i < waiting.size(); ++i) (waiting_late[i] ? late : feasible).push(*waiting[i]);
+  // Late slack: a late request goes behind its own level's feasible requests but ahead of the
+  // lower levels' when every one of those has a looser TTFT SLO than its own and the work it
+  // adds, with the late requests taken ahead before it, fits their least slack: e tokens add
+  // at most ceil(e / chunk) + 1 full iterations of prefill wait; their blocks, their time at
+  // the release rate. below_*[i]: over the feasible requests from index i on (none: nothing to pass).
+  const size_t n = waiting.size();
+  std::vector<double> below_p(n + 1, kNever), below_kv(n + 1, kNever), below_ttft(n + 1, kNever);
+  std::vector<char> below_any(n + 1);
+  for (size_t i = n; i-- > 0;) {
+    below_p[i] = below_p[i + 1], below_kv[i] = below_kv[i + 1], below_ttft[i] = below_ttft[i + 1];
+    below_any[i] = below_any[i + 1];
+    if (waiting_late[i]) continue;
+    below_any[i] = 1;
+    below_p[i] = std::min(below_p[i], slack_p[i]), below_kv[i] = std::min(below_kv[i], slack_kv[i]);
+    below_ttft[i] = std::min(below_ttft[i], waiting[i]->request.slo.ttft);
+  }
+  const double iteration = v.model.overhead() + q.decode_s + v.model.prefill_cost(q.chunk, 0);
+  Tokens extra = 0;
+  int64_t extra_blocks = 0;
+  for (size_t first = 0, end = 0; first < n; first = end) {  // level by level: [first, end)
+    for (end = first + 1; end < n && waiting[end]->request.priority == waiting[first]->request.priority;) ++end;
+    for (size_t i = first; i < end; ++i)
+      if (!waiting_late[i]) feasible.push(*waiting[i]), stolen.push_back(0);
+    for (size_t i = first; i < end; ++i) {
+      if (!waiting_late[i]) continue;
+      const RequestState& s = *waiting[i];
+      const Tokens e = extra + s.to_compute();
+      const int64_t eb = extra_blocks + v.blocks_needed(s, s.to_compute(), false);
+      const bool fits = p_.late_slack && below_any[end] && s.request.slo.ttft < below_ttft[end] &&
+                        double((e + q.chunk - 1) / q.chunk + 1) * iteration < below_p[end] &&
+                        (q.kv_rate > 0 ? double(eb) / q.kv_rate : 0.0) < below_kv[end];
+      if (!fits) continue;
+      waiting_late[i] = 0;  // handed out with the feasible ones
+      extra = e, extra_blocks = eb;
+      feasible.push(s), stolen.push_back(1);
+    }
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (waiting_late[i]) late.push(*waiting[i]);
 }
 
 BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
@@ -292,10 +342,13 @@ std::optional<BatchPlan> SloTriageScheduler::plan(const InstanceView& v, Time no
       }
     } else {
       PriorityArrivalOrder feasible, late;
-      split_waiting(v, now, q, feasible, late);
-      while ((!feasible.empty() || !late.empty()) && room()) {
+      std::vector<char> stolen;  // per feasible request handed out, in order: a late one with slack
+      split_waiting(v, now, q, feasible, late, stolen);
+      for (size_t k = 0; (!feasible.empty() || !late.empty()) && room(); ++k) {
         const bool is_late = feasible.empty();
-        if (!admit(*(is_late ? late.next() : feasible.next()), is_late)) break;
+        const bool with_slack = !is_late && k < stolen.size() && stolen[k];
+        // a late request with slack that does not fit the KV room is passed over
+        if (!admit(*(is_late ? late.next() : feasible.next()), is_late || with_slack) && !with_slack) break;
       }
     }
   }

@@ -54,6 +54,15 @@
 // on-time decode's next token is due on its pace, never less than the per-step cap; running
 // decodes are planned before running prefills. It keeps short, tight-TPOT outputs on time at
 // the cost of prefill speed (docs/benchmark.md, "Decode pacing on SLICE's mix").
+// Late slack (`late_slack`; slack stealing, Lehoczky & Ramos-Thuel 1992, across classes): a
+// late waiting request goes behind its own level's feasible requests but ahead of the lower
+// levels' when every one of those has a looser TTFT SLO than its own and keeps its predicted
+// first token in time with the late work ahead of it (e tokens counted as at most
+// ceil(e / chunk) + 1 full iterations, their blocks at the release rate). A late interactive
+// request then waits for the on-time interactive ones, not for batch requests seconds from
+// their deadline too. Within one SLO it changes nothing: past capacity, stealing a level's own
+// slack cost attainment (docs/benchmark.md, "Where `slocore` loses"). A stolen request still
+// leaves `late_kv_room` of the KV free, and is passed over when it does not.
 // The predicted prefill runs in chunks of what the TPOT guard lets an iteration take. A
 // preempted request whose first token came in time waits for its recompute only: it is not
 // predicted, nor demoted. A waiting request is admitted only when its whole remaining prompt
@@ -90,6 +99,7 @@ struct SloTriageParams {
   double late_kv_room = 0.3;    // a late request is admitted only when it leaves this share of the KV free
   bool decode_pacing = true;    // SLICE's decode rates: looser-TPOT decodes ahead of pace skip a too-long step
   bool strict_tpot = false;     // the TPOT guard caps running prefills too, to the on-time decodes' pace
+  bool late_slack = true;       // a late request goes ahead of lower levels with looser SLOs and slack to spare
   template <class V>
   void visit(V& v) {
     v.field("token_budget", token_budget, "tokens per iteration; 0 = the engine's max_batch_tokens",
@@ -122,6 +132,9 @@ struct SloTriageParams {
             "the TPOT guard caps running prefills' chunks too (by default a running prefill takes all the budget it "
             "fits), and lets an iteration run until the first on-time decode's next token is due on its pace, never "
             "less than the per-step cap: for TPOT-critical classes with short outputs, at some TTFT");
+    v.field("late_slack", late_slack,
+            "a late waiting request goes ahead of the lower priority levels' feasible ones when they all have a "
+            "looser TTFT SLO and keep their predicted first tokens in time (slack stealing across classes)");
   }
 };
 
@@ -148,8 +161,10 @@ class SloTriageScheduler : public BatchScheduler {
   };
   // The triage of the waiting queue into feasible and late requests, each handed out by
   // (priority, arrival).
+  // `stolen`: per request `feasible` hands out, in order, whether it is a late one with the
+  // lower levels' slack (late_slack).
   void split_waiting(const InstanceView& v, Time now, const QueueAhead& q, PriorityArrivalOrder& feasible,
-                     PriorityArrivalOrder& late);
+                     PriorityArrivalOrder& late, std::vector<char>& stolen);
   // The plan, with the waiting requests taken from the kept queue when `kept`; nullopt when
   // the kept queue disagrees with v.
   std::optional<BatchPlan> plan(const InstanceView& v, Time now, bool kept);

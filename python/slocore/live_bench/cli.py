@@ -84,6 +84,12 @@ def add_arguments(p) -> None:
         help="batch scheduler of the plugin setting (default: the slocore preset's, else the plugin's default)",
     )
     p.add_argument(
+        "--plugin-params",
+        dest="plugin_params",
+        type=cli_args.json_object,
+        help="its parameters as a JSON object, e.g. '{\"late_slack\": false}' (default: its defaults)",
+    )
+    p.add_argument(
         "--repetitions", "-r", type=cli_args.positive_int, default=5, help="paired repetitions per stack (default 5)"
     )
     p.add_argument(
@@ -164,6 +170,7 @@ def config_of(a):
         profile=a.profile,
         profile_repeats=a.profile_repeats,
         plugin_scheduler=a.plugin_scheduler,
+        plugin_params=a.plugin_params,
         interleave=not a.blocks,
         seed=a.seed,
         timeout_s=a.timeout,

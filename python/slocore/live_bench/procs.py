@@ -136,9 +136,15 @@ def tiny_model(vllm_python: str, out_dir: Path) -> str:
 
 
 def start_engines(
-    spec: EngineSpec, scheduler: str | None, out_dir: Path, profiles: list[str] | None = None, timeout: float = 600.0
+    spec: EngineSpec,
+    scheduler: str | None,
+    out_dir: Path,
+    profiles: list[str] | None = None,
+    timeout: float = 600.0,
+    scheduler_params: dict | None = None,
 ) -> list[Child]:
-    """`profiles`: each engine's measured profile, the plugin's latency model (default: its own)."""
+    """`profiles`: each engine's measured profile, the plugin's latency model (default: its own).
+    `scheduler_params`: the scheduler's parameters (None: its defaults)."""
     if spec.kind == "urls":
         return [Child(f"e{i}", u.rstrip("/"), None) for i, u in enumerate(spec.urls)]
     kids = []
@@ -163,6 +169,8 @@ def start_engines(
                     cmd += ["--enable-prefix-caching", "--kv-events-config", json.dumps(ev)]
                 if scheduler:
                     cfg = {"slocore": {"batch_scheduler": scheduler}}
+                    if scheduler_params:
+                        cfg["slocore"]["params"] = dict(scheduler_params)
                     if profiles:
                         pr = profiles[i % len(profiles)]
                         cfg["slocore"]["profile"] = str(Path(pr).resolve()) if pr.endswith(".json") else pr
@@ -180,6 +188,8 @@ def start_engines(
                 cmd += ["--max-num-seqs", str(spec.max_num_seqs)]
                 if scheduler:
                     cmd += ["--scheduler", scheduler]
+                    if scheduler_params:
+                        cmd += ["--scheduler-params", json.dumps(scheduler_params)]
                 env = child_env()
             kids.append(spawn(f"engine{i}", cmd, env, log, url))
             kids[-1].kv_events = kv

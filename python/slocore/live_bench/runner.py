@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from slocore import _core
 from slocore.live_bench import procs, stats
 from slocore.live_bench import stacks as _stacks
 from slocore.live_bench import traces as _traces
@@ -50,6 +51,7 @@ class LiveConfig:
     profile: str | None = None  # a profile (path or bundled name) instead of measuring
     profile_repeats: int = 1
     plugin_scheduler: str | None = None  # None: stacks.plugin_scheduler()
+    plugin_params: dict | None = None  # the plugin scheduler's parameters (None: its defaults)
     interleave: bool = True  # both settings' engines at once, their runs interleaved (else blocks)
     seed: int = 0
     timeout_s: float = 300.0
@@ -318,10 +320,12 @@ def engines_capacity(engines, profiles, trace, base, start, bs, cfg, out, client
     return measure_capacity(probe, start, cfg.capacity_steps, log)
 
 
-def _start_setting(spec, setting: str, plugin: str, out: Path, profiles, log):
+def _start_setting(spec, setting: str, plugin: str, out: Path, profiles, log, plugin_params=None):
     sched = plugin if setting == "plugin" else None
     log(f"bench live: starting {spec.kind} engines ({'slocore ' + plugin if sched else 'default scheduler'})")
-    return procs.start_engines(spec, sched, out, profiles if sched else None)
+    return procs.start_engines(
+        spec, sched, out, profiles if sched else None, scheduler_params=plugin_params if sched else None
+    )
 
 
 def across_settings(runs_by_setting: dict, live: list, classes: list[str]) -> dict:
@@ -361,6 +365,9 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
     if not live:
         raise ValueError("stacks: none of them can run here: " + "; ".join(notes))
     plugin = cfg.plugin_scheduler or _stacks.plugin_scheduler()
+    if "plugin" in cfg.settings:  # a bad name or parameter fails here, not in the engines' start
+        _core.make_batch_scheduler(plugin, dict(cfg.plugin_params or {}))
+    label = plugin + (" " + json.dumps(cfg.plugin_params, sort_keys=True) if cfg.plugin_params else "")
     spec = cfg.engines
     if spec.kind == "vllm" and not spec.model_dir:
         spec.model_dir = procs.tiny_model(spec.vllm_python, out)
@@ -375,6 +382,7 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
         "settings": {},
         "notes": notes,
         "plugin_scheduler": plugin,
+        "plugin_params": dict(cfg.plugin_params or {}),
         "stacks": [s.__dict__ for s in live],
         "interleaved": interleave,
     }
@@ -391,14 +399,14 @@ def run(cfg: LiveConfig, progress: bool = True, log=print) -> dict:
         engines: dict[str, list] = {}
         try:
             for setting in group:
-                engines[setting] = _start_setting(spec, setting, plugin, out, profiles, log)
+                engines[setting] = _start_setting(spec, setting, plugin, out, profiles, log, cfg.plugin_params)
                 # measured once, on the first engines: the same hardware in every setting
                 profiles = profiles or profile_engines(engines[setting], cfg, out, progress)
             bs = block_size(profiles)
             client = {setting: client_settings(spec, engines[setting]) for setting in group}
             for setting in group:
                 results["settings"][setting] = {
-                    "engine_scheduler": plugin if setting == "plugin" else "engine default",
+                    "engine_scheduler": label if setting == "plugin" else "engine default",
                     "engines": [e.url for e in engines[setting]],
                     "profiles": profiles,
                     "traces": {},

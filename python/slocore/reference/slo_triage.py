@@ -8,7 +8,10 @@ waiting request also waits for the KV blocks ahead of it at the measured release
 and, with `priority_wait`, stretches by 1 / (1 - the higher levels' share of the time)
 (`InstanceRates`, csrc/slocore/stack/instance_rates.h); a preempted request with an on-time first
 token is neither predicted nor demoted; a waiting request is admitted only when its whole
-prompt fits the free KV, a late one only when it leaves `late_kv_room` of it free."""
+prompt fits the free KV, a late one only when it leaves `late_kv_room` of it free; with
+`late_slack` a late request goes after its own level's feasible requests and ahead of the lower
+levels' when all of those have a looser TTFT SLO and slack for its work (passed over, not
+stopping admission, when it does not fit the KV room)."""
 
 from __future__ import annotations
 
@@ -173,15 +176,21 @@ def paced_out(v, now: float, run_late, tpot_min: float, margin: float, decode_s:
     return out, decode_s
 
 
-def split_waiting(v, now, chunk, decode_s, ahead, ahead_blocks, kv_rate, stretch_of, margin, count_optimal):
-    """The waiting requests in (priority, arrival) order split into (feasible, late), with
-    Moore-Hodgson's demotion within a priority level when `count_optimal`."""
+def split_waiting(
+    v, now, chunk, decode_s, ahead, ahead_blocks, kv_rate, stretch_of, margin, count_optimal, late_slack=True
+):
+    """The waiting requests split into (feasible, late, stolen): feasible and late each in
+    (priority, arrival) order, with Moore-Hodgson's demotion within a priority level when
+    `count_optimal`; with `late_slack`, a late request whose work fits the lower levels'
+    slack (all of them with a looser TTFT SLO) is handed out after its level's feasible ones
+    (`stolen`: per feasible request, whether it is one of those)."""
 
     def kv_wait_s(blocks):
         return max(0, blocks - v.kv_blocks_free) / kv_rate if kv_rate > 0 else 0.0
 
     waiting = sorted(v.waiting, key=_key)
     waiting_late = [False] * len(waiting)
+    slack_p, slack_kv = [math.inf] * len(waiting), [math.inf] * len(waiting)
     level = []  # this level's feasible waiting requests: (-cost, -index, tokens, blocks), costliest then newest first
     stretch = 1.0  # this level's priority stretch
     for i, s in enumerate(waiting):
@@ -210,14 +219,57 @@ def split_waiting(v, now, chunk, decode_s, ahead, ahead_blocks, kv_rate, stretch
                     heapq.heappop(level)
                     waiting_late[j] = True
                     ahead, ahead_blocks, late = ahead - tokens, ahead_blocks - blocks, False
+            if not late:  # the wait it allows, less its predicted waits
+                scale = (1.0 - margin) * stretch
+                allowed = (_deadline(s.request) - now) / scale if scale > 0 else math.inf
+                slack_p[i] = allowed - predicted_prefill_s(v, ahead + s.to_compute, chunk, decode_s)
+                slack_kv[i] = allowed - (kv_wait_s(ahead_blocks + need) + own_s)
+        if resumed and not late:  # a pace to keep: nothing goes ahead of it
+            slack_p[i] = slack_kv[i] = -math.inf
         waiting_late[i] = late
         if not late:
             ahead, ahead_blocks = ahead + s.to_compute, ahead_blocks + need
             if not resumed:
                 heapq.heappush(level, (-cost, -i, s.to_compute, need))
-    return [s for s, late in zip(waiting, waiting_late) if not late], [
-        s for s, late in zip(waiting, waiting_late) if late
-    ]
+    n = len(waiting)
+    below_p, below_kv, below_ttft = [math.inf] * (n + 1), [math.inf] * (n + 1), [math.inf] * (n + 1)
+    below_any = [False] * (n + 1)
+    for i in range(n - 1, -1, -1):  # over the feasible requests from index i on (none: nothing to pass)
+        below_p[i], below_kv[i], below_ttft[i] = below_p[i + 1], below_kv[i + 1], below_ttft[i + 1]
+        below_any[i] = below_any[i + 1] or not waiting_late[i]
+        if not waiting_late[i]:
+            below_p[i], below_kv[i] = min(below_p[i], slack_p[i]), min(below_kv[i], slack_kv[i])
+            below_ttft[i] = min(below_ttft[i], waiting[i].request.slo.ttft)
+    iteration = v.model.overhead() + decode_s + v.model.prefill_cost(chunk, 0)
+    extra, extra_blocks = 0, 0
+    feasible, stolen = [], []
+    first = 0
+    while first < n:  # level by level: [first, end)
+        end = first + 1
+        while end < n and waiting[end].request.priority == waiting[first].request.priority:
+            end += 1
+        level_states = range(first, end)
+        feasible += [waiting[i] for i in level_states if not waiting_late[i]]
+        stolen += [False] * sum(1 for i in level_states if not waiting_late[i])
+        for i in level_states:
+            if not waiting_late[i]:
+                continue
+            s = waiting[i]
+            e = extra + s.to_compute
+            eb = extra_blocks + blocks_needed(v, s, s.to_compute, False)
+            if (
+                late_slack
+                and below_any[end]
+                and s.request.slo.ttft < below_ttft[end]
+                and ((e + chunk - 1) // chunk + 1) * iteration < below_p[end]
+                and (eb / kv_rate if kv_rate > 0 else 0.0) < below_kv[end]
+            ):
+                waiting_late[i] = False
+                extra, extra_blocks = e, eb
+                feasible.append(s)
+                stolen.append(True)
+        first = end
+    return feasible, [s for s, late in zip(waiting, waiting_late) if late], stolen
 
 
 class SloTriage:
@@ -235,11 +287,12 @@ class SloTriage:
         late_kv_room: float = 0.3,
         decode_pacing: bool = True,
         strict_tpot: bool = False,
+        late_slack: bool = True,
     ):
         self.token_budget, self.margin, self.tpot_guard = token_budget, margin, tpot_guard
         self.count_optimal = count_optimal
         self.kv_wait, self.priority_wait, self.late_kv_room = kv_wait, priority_wait, late_kv_room
-        self.decode_pacing, self.strict_tpot = decode_pacing, strict_tpot
+        self.decode_pacing, self.strict_tpot, self.late_slack = decode_pacing, strict_tpot, late_slack
         self.rates = InstanceRates(rate_window_s)
 
     def on_finished(self, rid: int, now: float) -> None:
@@ -251,8 +304,8 @@ class SloTriage:
         return 1.0 / max(MIN_SHARE_LEFT, 1.0 - self.rates.busy_above(priority, now))
 
     def split(self, v, now: float, kv_rate: float):
-        """(feasible waiting, late waiting, per running request late, per running request
-        paced out, prefill cap)."""
+        """(feasible waiting, late waiting, per feasible one whether it is a late one with slack,
+        per running request late, per running request paced out, prefill cap)."""
         budget = min(self.token_budget if self.token_budget > 0 else v.max_batch_tokens, v.max_batch_tokens)
         run_late, decode_s, ahead, ahead_blocks, tpot_min = running_load(v, now)
         skip = [False] * len(v.running)
@@ -269,7 +322,7 @@ class SloTriage:
                 ]
                 limit = max(limit, min(ahead_s, default=math.inf))
             cap = max_prefill_tokens(v, limit - v.model.overhead() - decode_s, budget)
-        feasible, late = split_waiting(
+        feasible, late, stolen = split_waiting(
             v,
             now,
             max(1, cap),
@@ -280,15 +333,16 @@ class SloTriage:
             lambda priority: self._stretch(priority, now),
             self.margin,
             self.count_optimal,
+            self.late_slack,
         )
-        return feasible, late, run_late, skip, cap
+        return feasible, late, stolen, run_late, skip, cap
 
     def schedule(self, v, now: float):
         b = PlanBuilder(v, self.token_budget if self.token_budget > 0 else v.max_batch_tokens)
         run = v.running
         self.rates.observe(v, now)
         kv_rate = self.rates.kv_release_rate(now) if self.kv_wait else 0.0
-        feasible_waiting, late_waiting, run_late, skip, cap = self.split(v, now, kv_rate)
+        feasible_waiting, late_waiting, stolen, run_late, skip, cap = self.split(v, now, kv_rate)
         # vLLM priority keyed (late, priority, arrival): running pass, then waiting if nothing was preempted.
         run_order = [i for late in (False, True) for i in range(len(run)) if run_late[i] == late and not skip[i]]
         if self.strict_tpot:  # within each, decodes before prefills
@@ -312,11 +366,16 @@ class SloTriage:
             for k, s in enumerate(feasible_waiting + late_waiting):
                 if b.budget <= 0 or b.seq_full() or prefill >= cap:
                     break
+                with_slack = k < len(stolen) and stolen[k]  # a late one with slack: passed over when it misfits
                 left = b.blocks - blocks_needed(v, s, s.to_compute, False)
-                if run and left < (0 if k < len(feasible_waiting) else late_room):
+                if run and left < (0 if k < len(feasible_waiting) and not with_slack else late_room):
+                    if with_slack:
+                        continue
                     break
                 took = b.add(s, False, min(s.to_compute, cap - prefill), True)
                 if took == 0:
+                    if with_slack:
+                        continue
                     break
                 prefill += took
         ensure_progress(b)

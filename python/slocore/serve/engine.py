@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
+import json
 import logging
 import numbers
 import time
@@ -513,7 +514,8 @@ def main(args) -> int:
     async def run():
         engine = EmulatedEngine(**eng_kw)
         runner, url = await start(engine, args.host, args.port)
-        print(f"slocore engine: profile {args.profile}, scheduler {args.scheduler}, serving {url}", flush=True)
+        params = json.dumps(dict(engine.scheduler.params()), sort_keys=True)
+        print(f"slocore engine: profile {args.profile}, scheduler {args.scheduler} {params}, serving {url}", flush=True)
         try:
             await asyncio.Event().wait()
         finally:
