@@ -160,9 +160,11 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
     const double cost = std::max(own_s, q.kv_rate > 0 ? double(need) / q.kv_rate : 0.0);
     bool is_late = false;
     if (!resumed && std::isfinite(s.request.slo.ttft)) {
+      double wait_p = 0.0, wait_kv = 0.0;  // the last test's prefill and KV waits
       auto late_behind = [&](Tokens work, int64_t blocks) {
-        const double wait = stretch * std::max(predicted_prefill_s(v, work + s.to_compute(), q.chunk, q.decode_s),
-                                               kv_wait_s(blocks + need) + own_s);
+        wait_p = predicted_prefill_s(v, work + s.to_compute(), q.chunk, q.decode_s);
+        wait_kv = kv_wait_s(blocks + need) + own_s;
+        const double wait = stretch * std::max(wait_p, wait_kv);
         return now + (1.0 - p_.margin) * wait >= ttft_deadline(s.request);
       };
       is_late = late_behind(ahead, ahead_blocks);
@@ -179,8 +181,7 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
       if (!is_late) {  // now + (1 - margin) x stretch x wait < deadline: the wait it allows
         const double scale = (1.0 - p_.margin) * stretch;
         const double allowed = scale > 0 ? (ttft_deadline(s.request) - now) / scale : kNever;
-        slack_p[i] = allowed - predicted_prefill_s(v, ahead + s.to_compute(), q.chunk, q.decode_s);
-        slack_kv[i] = allowed - (kv_wait_s(ahead_blocks + need) + own_s);
+        slack_p[i] = allowed - wait_p, slack_kv[i] = allowed - wait_kv;
       }
     }
     if (resumed && !is_late) slack_p[i] = slack_kv[i] = -kNever;  // a pace to keep: nothing goes ahead
@@ -197,9 +198,10 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
   // at most ceil(e / chunk) + 1 full iterations of prefill wait; their blocks, their time at
   // the release rate. below_*[i]: over the feasible requests from index i on (none: nothing to pass).
   const size_t n = waiting.size();
-  std::vector<double> below_p(n + 1, kNever), below_kv(n + 1, kNever), below_ttft(n + 1, kNever);
-  std::vector<char> below_any(n + 1);
-  for (size_t i = n; i-- > 0;) {
+  std::vector<double> below_p, below_kv, below_ttft;
+  std::vector<char> below_any;
+  if (p_.late_slack) below_p.assign(n + 1, kNever), below_kv = below_ttft = below_p, below_any.assign(n + 1, 0);
+  for (size_t i = p_.late_slack ? n : 0; i-- > 0;) {
     below_p[i] = below_p[i + 1], below_kv[i] = below_kv[i + 1], below_ttft[i] = below_ttft[i + 1];
     below_any[i] = below_any[i + 1];
     if (waiting_late[i]) continue;

@@ -249,8 +249,10 @@ def split_waiting(
         while end < n and waiting[end].request.priority == waiting[first].request.priority:
             end += 1
         level_states = range(first, end)
-        feasible += [waiting[i] for i in level_states if not waiting_late[i]]
-        stolen += [False] * sum(1 for i in level_states if not waiting_late[i])
+        for i in level_states:
+            if not waiting_late[i]:
+                feasible.append(waiting[i])
+                stolen.append(False)
         for i in level_states:
             if not waiting_late[i]:
                 continue
