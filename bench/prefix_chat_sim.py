@@ -1,6 +1,7 @@
 """The live `prefix_chat` trace in the simulator: prefix-cache hit rate (engine-side hit tokens
 / prompt tokens looked up), SLO attainment and TTFT p99 per preset, seeds 0-2, 2 colocated
-h100-llama2-7b instances, 1,200 requests; `--by-class` adds the TTFT p99 of each SLO class
+h100-llama2-7b instances (`--profile`: another profile, by name or a JSON file such as
+`slocore profile` writes for a live engine), 1,200 requests; `--by-class` adds the TTFT p99 of each SLO class
 (interactive: TTFT 0.3 s, batch: 5 s), summarised by core/metrics.h over that class's records.
 
     PYTHONPATH=python python bench/prefix_chat_sim.py --rates 60,90,110 --presets slocore,llmd_scorer+sarathi_fcfs
@@ -31,11 +32,19 @@ def ttft_p99_by_class(recorder) -> dict:
     return {ttft: _core.summarize(sub, _core.MetricsOptions())["ttft"]["p99"] for ttft, sub in sorted(by.items())}
 
 
-def run(name: str, rate: float, seed: int, n: int, override: dict | None = None) -> dict:
+def run(
+    name: str,
+    rate: float,
+    seed: int,
+    n: int,
+    override: dict | None = None,
+    profile: str | dict = "h100-llama2-7b",
+    engine: dict | None = None,
+) -> dict:
     w = traces.at_rate(traces.make("prefix_chat", n, seed), rate)
     kw = dict(preset(name, "colocated"))
     kw.update(override or {})
-    res = simulate(w, **kw, profile="h100-llama2-7b", instances=2, seed=seed)
+    res = simulate(w, **kw, **(engine or {}), profile=profile, instances=2, seed=seed)
     st = res.stats
     return dict(
         hit=st["prefix_hit_tokens"] / max(1, st["prefix_query_tokens"]),
@@ -58,7 +67,14 @@ def main(argv=None) -> int:
         help="JSON merged into every preset's simulate() arguments (an ablation), e.g. "
         '\'{"batch_scheduler": ["slo_triage", {"tpot_guard": false}]}\'',
     )
+    ap.add_argument("--profile", default="h100-llama2-7b", help="hardware profile: a name or a profile JSON file")
+    ap.add_argument("--max-num-seqs", type=int, help="the engines' max_num_seqs (default: the simulator's)")
     a = ap.parse_args(argv)
+    profile = a.profile
+    if profile.endswith(".json"):
+        with open(profile) as f:
+            profile = json.load(f)
+    engine = {"max_num_seqs": a.max_num_seqs} if a.max_num_seqs else {}
     override = {k: tuple(v) if isinstance(v, list) else v for k, v in json.loads(a.override or "{}").items()}
     rows = []
     extra = " TTFT p99 s by TTFT SLO class (seeds) |" if a.by_class else ""
@@ -66,7 +82,7 @@ def main(argv=None) -> int:
     print("|---|---:|---|---|---|" + ("---|" if a.by_class else ""))
     for rate in (float(x) for x in a.rates.split(",")):
         for name in a.presets.split(","):
-            runs = [run(name, rate, int(s), a.n, override) for s in a.seeds.split(",")]
+            runs = [run(name, rate, int(s), a.n, override, profile, engine) for s in a.seeds.split(",")]
             rows.append(dict(preset=name, rate=rate, runs=runs))
             hit = " / ".join(f"{100 * r['hit']:.1f}" for r in runs)
             att = " / ".join(f"{100 * r['attainment']:.1f}" for r in runs)
