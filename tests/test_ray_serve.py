@@ -268,15 +268,26 @@ def test_hfx_autoscaling_ramp_adds_then_removes_replicas(local_serve):
         return got
 
     async def go():
-        tasks = []
-        t0 = time.monotonic()
+        # ~40 requests/s for 6 s, ~10 s of one replica's prefill work; the replica count is
+        # polled beside the sender until every request is done (a `serve.status()` awaited
+        # between sends took seconds on a busy machine and thinned the load below a replica).
+        tasks, done = [], asyncio.Event()
         body = {"prompt_len": 1500, "max_tokens": 100, "slo": {"ttft_ms": 1000, "tpot_ms": 100}}
-        while time.monotonic() - t0 < 6.0:  # ~40 requests/s for 6 s: more than one replica serves
+
+        async def poll():
+            while not done.is_set():
+                seen.append(await asyncio.to_thread(running))
+                await asyncio.sleep(0.2)
+
+        poller = asyncio.ensure_future(poll())
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 6.0:
             tasks.append(asyncio.ensure_future(one(body)))
             await asyncio.sleep(0.025)
-            if len(tasks) % 20 == 0:
-                seen.append(await asyncio.to_thread(running))
-        return await asyncio.gather(*tasks, return_exceptions=True)
+        out = await asyncio.gather(*tasks, return_exceptions=True)
+        done.set()
+        await poller
+        return out
 
     out = asyncio.run(go())
     lost = [x for x in out if x != 100]
