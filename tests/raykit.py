@@ -1,8 +1,9 @@
-"""A local Ray for the Ray tests. Ray waits a fixed 30 s for its raylet to register; on a
-loaded 2-core machine that can run out. The first try's processes are then killed (Ray's
-shutdown does not know them: the node failed in its constructor), their handles collected
-with the ResourceWarning they give (never waited on; pytest reports it in whichever test
-runs then), and Ray starts once more; a second failure is the test's."""
+"""A local Ray for the Ray tests. Ray waits a fixed time for its GCS server to write its port
+and for its raylet to register; on a loaded 2-core machine either can run out (both seen in
+CI). The first try's processes are then killed (Ray's shutdown does not know them: the node
+failed in its constructor), their handles collected with the ResourceWarning they give
+(never waited on; pytest reports it in whichever test runs then), and Ray starts once more;
+a second failure is the test's."""
 
 import gc
 import os
@@ -12,8 +13,11 @@ import warnings
 
 import ray
 
+STARTUP_TIMEOUTS = ("timed out during startup", "Timed out waiting for file")
+
 
 def init_local_ray(**kwargs) -> None:
+    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "90")  # Ray's default, 30 s, ran out in CI
     opts = dict(include_dashboard=False, log_to_driver=False, configure_logging=False, **kwargs)
     before = _descendants()
     with warnings.catch_warnings():
@@ -21,8 +25,8 @@ def init_local_ray(**kwargs) -> None:
         try:
             ray.init(**opts)
             return
-        except Exception as e:  # Ray raises a bare Exception on the startup timeout
-            if "timed out during startup" not in str(e):
+        except Exception as e:  # a bare Exception (raylet) or a RuntimeError (GCS port file)
+            if not any(m in str(e) for m in STARTUP_TIMEOUTS):
                 raise
             _kill(_descendants() - before)
         gc.collect()
