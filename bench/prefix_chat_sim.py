@@ -38,7 +38,7 @@ def run(
     seed: int,
     n: int,
     override: dict | None = None,
-    profile: str | dict = "h100-llama2-7b",
+    profile: str = "h100-llama2-7b",
     engine: dict | None = None,
 ) -> dict:
     w = traces.at_rate(traces.make("prefix_chat", n, seed), rate)
@@ -67,13 +67,11 @@ def main(argv=None) -> int:
         help="JSON merged into every preset's simulate() arguments (an ablation), e.g. "
         '\'{"batch_scheduler": ["slo_triage", {"tpot_guard": false}]}\'',
     )
-    ap.add_argument("--profile", default="h100-llama2-7b", help="hardware profile: a name or a profile JSON file")
+    ap.add_argument(
+        "--profile", default="h100-llama2-7b", help="hardware profile: a bundled name or a profile .json file"
+    )
     ap.add_argument("--max-num-seqs", type=int, help="the engines' max_num_seqs (default: the simulator's)")
     a = ap.parse_args(argv)
-    profile = a.profile
-    if profile.endswith(".json"):
-        with open(profile) as f:
-            profile = json.load(f)
     engine = {"max_num_seqs": a.max_num_seqs} if a.max_num_seqs else {}
     override = {k: tuple(v) if isinstance(v, list) else v for k, v in json.loads(a.override or "{}").items()}
     rows = []
@@ -82,7 +80,7 @@ def main(argv=None) -> int:
     print("|---|---:|---|---|---|" + ("---|" if a.by_class else ""))
     for rate in (float(x) for x in a.rates.split(",")):
         for name in a.presets.split(","):
-            runs = [run(name, rate, int(s), a.n, override, profile, engine) for s in a.seeds.split(",")]
+            runs = [run(name, rate, int(s), a.n, override, a.profile, engine) for s in a.seeds.split(",")]
             rows.append(dict(preset=name, rate=rate, runs=runs))
             hit = " / ".join(f"{100 * r['hit']:.1f}" for r in runs)
             att = " / ".join(f"{100 * r['attainment']:.1f}" for r in runs)
