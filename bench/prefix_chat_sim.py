@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 
+import numpy as np
+
 from slocore import _core
 from slocore.live_bench import traces
 from slocore.sim import preset, simulate
@@ -40,8 +42,15 @@ def run(
     override: dict | None = None,
     profile: str = "h100-llama2-7b",
     engine: dict | None = None,
+    one_class: bool = False,
 ) -> dict:
     w = traces.at_rate(traces.make("prefix_chat", n, seed), rate)
+    if one_class:  # every request the interactive class's SLOs and priority
+        ttft, tpot = traces.CLASSES["interactive"][4:]
+        m = len(w)
+        w = w._with(
+            ttft=np.full(m, ttft), tpot=np.full(m, tpot), priority=np.zeros(m), task=np.zeros(m, dtype=np.int64)
+        )
     kw = dict(preset(name, "colocated"))
     kw.update(override or {})
     res = simulate(w, **kw, **(engine or {}), profile=profile, instances=2, seed=seed)
@@ -52,6 +61,10 @@ def run(
         ttft_p99=res.summary["ttft"]["p99"],
         ttft_p99_by_class=ttft_p99_by_class(res.recorder),
     )
+
+
+def _mean_and_seeds(xs: list[float], fmt: str) -> str:
+    return f"**{fmt.format(float(np.mean(xs)))}** ({' / '.join(fmt.format(x) for x in xs)})"
 
 
 def main(argv=None) -> int:
@@ -71,20 +84,23 @@ def main(argv=None) -> int:
         "--profile", default="h100-llama2-7b", help="hardware profile: a bundled name or a profile .json file"
     )
     ap.add_argument("--max-num-seqs", type=int, help="the engines' max_num_seqs (default: the simulator's)")
+    ap.add_argument(
+        "--one-class", action="store_true", help="every request the interactive class's SLOs (TTFT 0.3 s, TPOT 30 ms)"
+    )
     a = ap.parse_args(argv)
     engine = {"max_num_seqs": a.max_num_seqs} if a.max_num_seqs else {}
     override = {k: tuple(v) if isinstance(v, list) else v for k, v in json.loads(a.override or "{}").items()}
     rows = []
     extra = " TTFT p99 s by TTFT SLO class (seeds) |" if a.by_class else ""
-    print("| preset | req/s | hit rate % (seeds) | attainment % (seeds) | TTFT p99 s (seeds) |" + extra)
+    print("| preset | req/s | hit rate %: mean (seeds) | attainment % | TTFT p99 s |" + extra)
     print("|---|---:|---|---|---|" + ("---|" if a.by_class else ""))
     for rate in (float(x) for x in a.rates.split(",")):
         for name in a.presets.split(","):
-            runs = [run(name, rate, int(s), a.n, override, a.profile, engine) for s in a.seeds.split(",")]
+            runs = [run(name, rate, int(s), a.n, override, a.profile, engine, a.one_class) for s in a.seeds.split(",")]
             rows.append(dict(preset=name, rate=rate, runs=runs))
-            hit = " / ".join(f"{100 * r['hit']:.1f}" for r in runs)
-            att = " / ".join(f"{100 * r['attainment']:.1f}" for r in runs)
-            p99 = " / ".join(f"{r['ttft_p99']:.3f}" for r in runs)
+            hit = _mean_and_seeds([100 * r["hit"] for r in runs], "{:.1f}")
+            att = _mean_and_seeds([100 * r["attainment"] for r in runs], "{:.1f}")
+            p99 = _mean_and_seeds([r["ttft_p99"] for r in runs], "{:.3f}")
             cls = ""
             if a.by_class:
                 slos = sorted({k for r in runs for k in r["ttft_p99_by_class"]})
