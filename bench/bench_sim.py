@@ -64,7 +64,7 @@ SCHEDULERS = [
     "slice",
     "slo_triage",
 ]
-# The default matrix's capacities (req/s; docs/benchmark.md, "Capacity") and a few of its
+# The default matrix's capacities (req/s; docs/benchmark-tables.md, "Capacity") and a few of its
 # stacks: the strongest baselines, EDF, HFX (prefix lookups per poll) and slocore.
 PREFIX_CAPACITY = {"chat": 247.44, "agentic": 31.11}
 PREFIX_STACKS = ["rr+edf", "least_outstanding+vllm_priority", "llmd_scorer+sarathi_fcfs", "hfx", "slocore"]
