@@ -13,7 +13,7 @@ and knew the blocks they name (precise mode live, not the approximate fallback);
 approximate cache-aware router's hit rate beats round robin's (checked over repeated runs on
 this machine before it became an assertion: 72.1 % vs 54.9 % in each of three runs, the routing
 being nearly deterministic on a fixed trace). No assertion on TTFT or attainment: one
-repetition on a shared 2-core machine decides nothing (docs/serving.md has the longer run).
+repetition on a shared 2-core machine decides nothing (docs/live-runs.md has the longer run).
     SLOCORE_VLLM_PYTHON=/tmp/slocore-vllm-venv/bin/python python -m pytest -m vllm tests/test_prefix_vllm.py
 """
 
