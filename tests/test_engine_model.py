@@ -111,6 +111,23 @@ def test_engine_model_steps_and_cancels():
     assert finished == [0] and m.view.kv_blocks_free == 50 and m.iterations == 3
 
 
+def test_engine_model_cancel_in_flight_keeps_the_others_tokens():
+    # The engine finds a plan's running requests by position; cancelling the first one while
+    # an iteration is in flight moves the others down, and they still get their tokens.
+    hw = hardware_profile(PROFILE)[0]
+    m = slocore.EngineModel(hw, slocore.make_batch_scheduler("sarathi_fcfs"), kv_blocks=100)
+    for i in range(3):
+        m.add(slocore.RequestState(slocore.Request(i, 0.0, 16, output_len=3)))
+    dt = m.start(0.0)
+    tokens, _, _ = m.finish(dt)
+    assert tokens == [(0, 1), (1, 1), (2, 1)]
+    t = m.start(dt)
+    assert m.cancel(0, dt)
+    tokens, finished, _ = m.finish(dt + t)
+    assert tokens == [(1, 2), (2, 2)] and finished == []
+    assert [(s.request.id, s.generated) for s in m.view.running] == [(1, 2), (2, 2)]
+
+
 def test_emulated_engine_refuses_a_request_that_can_never_fit():
     import aiohttp
 

@@ -20,6 +20,7 @@ Engine::Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr
   require(sched_ != nullptr, "batch_scheduler", "must not be None");
   v_->epoch = next_view_epoch();
   waiting_at_.rebuild(v_->waiting);
+  running_at_.rebuild(v_->running);
   if (processor_sharing_) {
     require(truth.tps.has_value(), "profile.tps", "processor_sharing needs a TPS(N) curve in the profile");
     tps_ = std::make_unique<ThroughputCurve>(truth.tps->a, truth.tps->b, truth.tps->c);
@@ -229,6 +230,24 @@ double Engine::truth_time(const std::vector<BatchItem>& items, size_t decodes) c
   return std::max(t, 1e-6);
 }
 
+template <class F>
+void Engine::remove_running(const std::vector<size_t>& gone, F&& take) {
+  if (gone.empty()) return;
+  auto& running = v_->running;
+  size_t kept = gone.front(), g = 0;
+  for (size_t i = gone.front(); i < running.size(); ++i) {
+    if (g < gone.size() && gone[g] == i) {
+      running_at_.removed(running[i].request.id);
+      take(running[i]);
+      ++g;
+    } else {
+      if (kept != i) running[kept] = std::move(running[i]);
+      ++kept;
+    }
+  }
+  running.erase(running.begin() + std::ptrdiff_t(kept), running.end());
+}
+
 bool Engine::planned(Id id) const { return planned_.contains(id); }
 
 Tokens Engine::planned_tokens(Id id) const {
@@ -236,10 +255,12 @@ Tokens Engine::planned_tokens(Id id) const {
   return k ? Tokens(*k) : 0;
 }
 
-// Per iteration the work is O(plan x log(queue) + running), plus the moves of the queue
-// between the first and the last waiting request admitted; never a pass over the waiting
-// queue: a burst leaves thousands waiting on each engine, and EDF's plans take fresh
-// requests from behind the preempted ones at the front.
+// Per iteration the work is O(plan x log(queue)), plus the moves of the queue between the
+// first and the last waiting request admitted and of the batch after the first request that
+// leaves it; never a pass over the waiting queue (a burst leaves thousands waiting on each
+// engine, and EDF's plans take fresh requests from behind the preempted ones at the front),
+// and a pass over the batch only when the plan names a quarter of it or more (decode-first
+// schedulers name all of it; EDF in a burst ~10 of ~300).
 void Engine::sanitize(BatchPlan& plan) {
   // Every distinct planned id -> its slot in where_ (where it is: running, or waiting).
   planned_.clear(plan.items.size());
@@ -248,31 +269,19 @@ void Engine::sanitize(BatchPlan& plan) {
     if (planned_.insert(it.request, int64_t(where_.size()))) where_.push_back({});
   // Preemptions: only running requests not scheduled in the same plan (each once).
   std::vector<Id> preempt;
+  gone_.clear();
   for (Id id : plan.preempt) {
-    const bool ok = !planned(id) && std::any_of(v_->running.begin(), v_->running.end(),
-                                                [&](const RequestState& s) { return s.request.id == id; });
-    if (!ok)
+    const size_t at = planned(id) ? npos : running_pos(id);
+    if (at == npos)
       ++violations_;
     else if (std::find(preempt.begin(), preempt.end(), id) == preempt.end())
-      preempt.push_back(id);
+      preempt.push_back(id), gone_.push_back(at);
   }
   if (!preempt.empty()) {
-    auto evict = [&](const RequestState& s) {
-      return std::find(preempt.begin(), preempt.end(), s.request.id) != preempt.end();
-    };
-    // The evicted ones leave `running` (the rest keep their order, compacted in place).
-    auto& running = v_->running;
+    // The evicted ones leave `running` in running order (the rest keep their order).
+    std::sort(gone_.begin(), gone_.end());
     evicted_.clear();
-    size_t kept = 0;
-    for (size_t i = 0; i < running.size(); ++i) {
-      if (evict(running[i])) {
-        evicted_.push_back(std::move(running[i]));
-      } else {
-        if (kept != i) running[kept] = std::move(running[i]);
-        ++kept;
-      }
-    }
-    running.erase(running.begin() + std::ptrdiff_t(kept), running.end());
+    remove_running(gone_, [&](RequestState& s) { evicted_.push_back(std::move(s)); });
     for (RequestState& s : evicted_) {
       release_kv(s);
       s.computed = s.cached = s.shared = 0;  // recompute later (vLLM's recompute preemption)
@@ -291,15 +300,24 @@ void Engine::sanitize(BatchPlan& plan) {
     const int64_t* k = planned_.find(id);
     return k ? &where_[size_t(*k)] : nullptr;
   };
-  for (RequestState& s : v_->running)
-    if (Where* w = find(s.request.id)) w->s = &s, w->running = true;
+  // A plan that names much of the batch (decode-first schedulers name all of it) is cheaper
+  // to place by one pass over the batch than by an index lookup per item.
+  auto& running = v_->running;
+  const bool by_pass = by_pass_ = 4 * where_.size() >= running.size();
+  if (by_pass)
+    for (size_t i = 0; i < running.size(); ++i)
+      if (Where* w = find(running[i].request.id)) w->s = &running[i], w->at = i, w->running = true;
   for (const ScheduledItem& it : plan.items)
-    if (Where* w = find(it.request); w && !w->s)
-      if (const size_t i = waiting_at_.find(v_->waiting, it.request); i != WaitingPositions::npos)
+    if (Where* w = find(it.request); w && !w->s) {
+      if (const size_t at = by_pass ? npos : running_pos(it.request); at != npos)
+        w->s = &running[at], w->at = at, w->running = true;
+      else if (const size_t i = waiting_at_.find(v_->waiting, it.request); i != WaitingPositions::npos)
         w->s = &v_->waiting[i];
+    }
 
   // Items: known, unique, tokens in [1, to_compute], within budget, seqs and KV.
   ok_.clear();
+  plan_at_.clear();
   Tokens budget = v_->max_batch_tokens;
   int64_t blocks = v_->kv_blocks_free;
   for (const ScheduledItem& it : plan.items) {
@@ -324,6 +342,7 @@ void Engine::sanitize(BatchPlan& plan) {
     w->seen = true;
     budget -= it.tokens;
     ok_.push_back(it);
+    if (w->running && !by_pass) plan_at_.push_back({w->at, it.tokens});
   }
   plan.items.swap(ok_);  // ok_ keeps the raw plan's storage for the next iteration
   planned_.clear(plan.items.size());
@@ -398,14 +417,24 @@ double Engine::start(Time now) {
     s.shared = 0;
     waiting_at_.removed(s.request.id);
     v_->running.push_back(std::move(s));
+    running_at_.appended(v_->running);
   });
+  // The plan's running requests in running order: those that ran before, then the admitted
+  // (when the plan names much of the batch, every running request is checked instead).
+  if (by_pass_) {
+    plan_at_.clear();
+    for (size_t j = 0; j < old_running; ++j)
+      if (const Tokens k = planned_tokens(v_->running[j].request.id)) plan_at_.push_back({j, k});
+  } else {
+    std::sort(plan_at_.begin(), plan_at_.end());
+  }
+  for (size_t j = old_running; j < v_->running.size(); ++j)
+    plan_at_.push_back({j, planned_tokens(v_->running[j].request.id)});
   std::vector<BatchItem>& items = items_;
   items.clear();
   size_t decodes = 0;
-  for (size_t j = 0; j < v_->running.size(); ++j) {
+  for (const auto& [j, k] : plan_at_) {
     RequestState& s = v_->running[j];
-    const Tokens k = planned_tokens(s.request.id);
-    if (k == 0) continue;
     if (j < old_running) take_blocks(v_->blocks_needed(s, k, true));
     const bool prefill = s.in_prefill();
     decodes += !prefill;
@@ -431,37 +460,31 @@ IterationOutcome Engine::finish(Time now) {
   queued_valid_ = false;  // the model may be corrected
   v_->epoch = next_view_epoch();
   auto& running = v_->running;
-  size_t keep = 0;
-  for (size_t j = 0; j < running.size(); ++j) {
+  // Only the plan's requests change (plan_at_: their running positions, in running order);
+  // those that finish or hand off leave running, the others keep their order.
+  gone_.clear();
+  std::vector<bool>& handoff = handoff_;
+  handoff.clear();
+  for (const auto& [j, k] : plan_at_) {
     RequestState& s = running[j];
-    const Tokens k = planned_tokens(s.request.id);
-    if (k > 0) {
-      s.computed += k;
-      if (prefixed_) promote(s);
-      if (s.computed == s.num_tokens()) {  // all known tokens computed: sample one
-        s.generated += 1;
-        if (s.generated == 1) s.first_token = now;
-        s.last_token = now;
-        out.tokens.push_back({s.request.id, s.generated});
-        if (s.generated >= s.request.output_len.value_or(1)) {
-          release_kv(s);
-          drop_hold(s.request.id);
-          out.finished.push_back(std::move(s));
-          continue;
-        }
-        if (v_->role == Role::Prefill) {
-          release_kv(s);
-          drop_hold(s.request.id);
-          s.cached = 0;  // the decode instance receives its KV by transfer
-          out.handed_off.push_back(std::move(s));
-          continue;
-        }
-      }
-    }
-    if (keep != j) running[keep] = std::move(s);
-    ++keep;
+    s.computed += k;
+    if (prefixed_) promote(s);
+    if (s.computed != s.num_tokens()) continue;
+    s.generated += 1;  // all known tokens computed: sample one
+    if (s.generated == 1) s.first_token = now;
+    s.last_token = now;
+    out.tokens.push_back({s.request.id, s.generated});
+    const bool done = s.generated >= s.request.output_len.value_or(1);
+    if (!done && v_->role != Role::Prefill) continue;
+    release_kv(s);
+    drop_hold(s.request.id);
+    if (!done) s.cached = 0;  // prefill instance: the decode instance receives its KV by transfer
+    gone_.push_back(j);
+    handoff.push_back(!done);
   }
-  running.erase(running.begin() + std::ptrdiff_t(keep), running.end());
+  size_t g = 0;
+  remove_running(gone_,
+                 [&](RequestState& s) { (handoff[g++] ? out.handed_off : out.finished).push_back(std::move(s)); });
   busy_ = false;
   v_->busy_until = now;
   if (fit_ && correction_window_ > 0 && actual_ > 0) {  // online refit of the coefficients
@@ -501,7 +524,14 @@ bool Engine::cancel(Id request, Time now) {
         if (it.request == request) in_flight = it.tokens;
     r->computed += in_flight;  // the iteration in flight allocated its blocks too
     release_kv(*r);
+    const size_t at = size_t(r - v_->running.begin());
+    running_at_.removed(request);
     v_->running.erase(r);
+    if (busy_) {  // the plan in flight's positions after `at` move down by one
+      plan_at_.erase(std::remove_if(plan_at_.begin(), plan_at_.end(), [&](const auto& x) { return x.first == at; }),
+                     plan_at_.end());
+      for (auto& x : plan_at_) x.first -= x.first > at;
+    }
   }
   drop_hold(request);
   queued_valid_ = false;

@@ -179,8 +179,23 @@ class Engine {
   IdIndex planned_;  // plan_'s items: id -> tokens (while sanitising: the raw plan's ids -> slot in where_)
   struct Where {     // sanitize(): where a planned id is
     RequestState* s = nullptr;
+    size_t at = 0;  // its running position, when running
     bool running = false, seen = false;
   };
+  // Where each running request is in view.running (sim/waiting_positions.h), so a plan
+  // reaches its ~10 running requests of several hundred without a pass over the batch.
+  static constexpr size_t npos = size_t(-1);
+  size_t running_pos(Id id) const { return running_at_.find(v_->running, id); }  // npos: not running
+  // Takes the requests at `gone` (ascending positions) out of running, keeping the others'
+  // order; `take(s)` receives each leaving request first.
+  template <class F>
+  void remove_running(const std::vector<size_t>& gone, F&& take);
+  RunningPositions running_at_;
+  // The plan's running requests: (position, tokens), in running order after start().
+  std::vector<std::pair<size_t, Tokens>> plan_at_;
+  std::vector<size_t> gone_;           // sanitize() and finish() scratch: positions leaving running
+  std::vector<bool> handoff_;          // finish() scratch: gone_[i] hands off (else it finished)
+  bool by_pass_ = false;               // sanitize() found the plan's running requests by a pass
   std::vector<Where> where_;           // sanitize() scratch
   std::vector<ScheduledItem> ok_;      // sanitize() scratch
   std::vector<RequestState> evicted_;  // sanitize() scratch: the plan's preempted requests

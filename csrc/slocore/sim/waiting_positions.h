@@ -1,12 +1,15 @@
-// An engine's index of its own waiting queue. sim::Engine is the only writer of its view's
-// `waiting` (appends, preempted requests put back at the front, admitted or cancelled ones
-// taken out), so it can keep each request's position through every change: a seq per
-// request in queue order (batch/queue_positions.h: a Fenwick tree over the seqs present)
-// and a flat id -> seq map. The engine then finds the requests a plan admits, and those
-// whose cached prefix changed, in O(log n) each, where a scan from the queue's front read
-// every request before them: in a burst, thousands of preempted requests sit in front of
-// the fresh ones an EDF plan takes.
+// An engine's index of its own waiting queue, and of its running batch. sim::Engine is the
+// only writer of its view's `waiting` (appends, preempted requests put back at the front,
+// admitted or cancelled ones taken out) and `running` (appends, requests taken out from
+// anywhere), so it can keep each request's position through every change: a seq per request
+// in queue order (batch/queue_positions.h: a Fenwick tree over the seqs present) and a flat
+// id -> seq map. The engine then finds the requests a plan names, and those whose cached
+// prefix changed, in O(log n) each, where a scan from the front read every request before
+// them: in a burst, thousands of preempted requests sit in front of the fresh ones an EDF
+// plan takes, and the plan names ~10 of several hundred running requests.
 #pragma once
+#include <vector>
+
 #include "slocore/batch/queue_positions.h"
 #include "slocore/core/errors.h"
 #include "slocore/core/flat_index.h"
@@ -14,9 +17,9 @@
 
 namespace slocore::sim {
 
-class WaitingPositions {
+template <class Queue>
+class Positions {
  public:
-  using Queue = WaitingQueue;
   static constexpr size_t npos = size_t(-1);
 
   // After q.push_back.
@@ -26,7 +29,7 @@ class WaitingPositions {
     pos_.add(seq);
     slot_.insert(uint64_t(q.back().request.id), uint32_t(pos_.slot(seq)));
   }
-  // After k requests were inserted at q's front.
+  // After k requests were inserted at q's front (not for a std::vector).
   void prepended(const Queue& q, size_t k) {
     int64_t first = 0;
     if (!pos_.take_front(k, first)) return rebuild(q);
@@ -47,7 +50,7 @@ class WaitingPositions {
     const uint32_t k = slot_.find(uint64_t(id));
     if (k == Index::kNone) return npos;
     const size_t i = pos_.rank(seq_of(k));
-    require(i < q.size() && q[i].request.id == id, "engine", "its waiting queue and its index disagree");
+    require(i < q.size() && q[i].request.id == id, "engine", "its queue and its index disagree");
     return i;
   }
   // The queue read as it is (seqs 0..n-1 in queue order).
@@ -68,5 +71,8 @@ class WaitingPositions {
   QueuePositions pos_;
   Index slot_;  // id -> pos_.slot(its seq)
 };
+
+using WaitingPositions = Positions<WaitingQueue>;
+using RunningPositions = Positions<std::vector<RequestState>>;
 
 }  // namespace slocore::sim
