@@ -1,5 +1,5 @@
 // A named hardware profile: the simulator's truth for one (accelerator, model) pair
-// (docs/design.md "Simulator truth vs. policy belief"). The data lives in the Python package
+// (docs/design.md "Truth and belief in the simulator"). The data lives in the Python package
 // (python/slocore/profiles/data/*.json, derived by roofline with sources); C++ callers fill
 // this struct directly.
 #pragma once
