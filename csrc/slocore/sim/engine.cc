@@ -511,22 +511,17 @@ void Engine::enable_online_fit() {
 
 bool Engine::cancel(Id request, Time now) {
   v_->epoch = next_view_epoch();
-  auto same = [&](const RequestState& s) { return s.request.id == request; };
   if (const size_t w = waiting_at_.find(v_->waiting, request); w != WaitingPositions::npos) {
     v_->waiting.erase(v_->waiting.begin() + std::ptrdiff_t(w));
     waiting_at_.removed(request);
   } else {
-    auto r = std::find_if(v_->running.begin(), v_->running.end(), same);
-    if (r == v_->running.end()) return false;
-    Tokens in_flight = 0;
-    if (busy_)
-      for (const ScheduledItem& it : plan_.items)
-        if (it.request == request) in_flight = it.tokens;
-    r->computed += in_flight;  // the iteration in flight allocated its blocks too
-    release_kv(*r);
-    const size_t at = size_t(r - v_->running.begin());
+    const size_t at = running_pos(request);
+    if (at == npos) return false;
+    RequestState& r = v_->running[at];
+    r.computed += busy_ ? planned_tokens(request) : 0;  // the iteration in flight allocated its blocks too
+    release_kv(r);
     running_at_.removed(request);
-    v_->running.erase(r);
+    v_->running.erase(v_->running.begin() + std::ptrdiff_t(at));
     if (busy_) {  // the plan in flight's positions after `at` move down by one
       plan_at_.erase(std::remove_if(plan_at_.begin(), plan_at_.end(), [&](const auto& x) { return x.first == at; }),
                      plan_at_.end());
