@@ -17,9 +17,11 @@ ap.add_argument("--corrupt")
 ap.add_argument("--kill-after", type=int)
 ap.add_argument("--chunk-bytes", type=int, default=1 << 16)
 ap.add_argument("--streams", type=int, default=1)
+ap.add_argument("--backend", default="gloo")
+ap.add_argument("--device", default="cpu")
 a = ap.parse_args()
 
-wm = WeightManager.from_safetensors(a.checkpoint)
+wm = WeightManager.from_safetensors(a.checkpoint, device=a.device)
 wm.manifest()  # checksums of the good weights
 if a.corrupt:
     wm[a.corrupt].view(-1).view(__import__("torch").uint8)[0] ^= 0xFF
@@ -31,7 +33,7 @@ def hook(i, name):
 
 
 try:
-    TLManager("gloo", timeout_s=10, chunk_bytes=a.chunk_bytes, streams=a.streams).send(
+    TLManager(a.backend, device=a.device, timeout_s=10, chunk_bytes=a.chunk_bytes, streams=a.streams).send(
         wm, "127.0.0.1", a.port, on_tensor_sent=hook
     )
 except Exception as e:  # the target aborted or died: report, exit non-zero

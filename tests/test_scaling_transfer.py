@@ -175,3 +175,67 @@ def test_bad_arguments():
         TLManager("gloo", timeout_s=0)
     with pytest.raises(ValueError):
         WeightManager(algo="md5")
+
+
+# -- on a GPU (skipped without one; run on the device machine as docs/scaling.md says) --------
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@needs_cuda
+def test_device_checksums_equal_the_host_ones(ckpt):
+    """sum64 runs on the device for device tensors: it must give the host's figure, or a
+    source on a GPU and a target on the CPU (or the reverse) would refuse every transfer."""
+    g = torch.Generator().manual_seed(1)
+    tensors = dict(disk.load_checkpoint(ckpt), wide=torch.randint(-(2**62), 2**62, (1001,), generator=g))
+    for name, t in tensors.items():
+        for algo in ("sum64", "crc32"):
+            assert checksum(t.cuda(), algo) == checksum(t, algo), (name, algo)
+
+
+@needs_cuda
+def test_gloo_transfer_between_device_tensors(ckpt):
+    """Source and target hold their weights on the GPU; gloo moves them through pinned host
+    chunks, straight into the target's own device tensors, every checksum verified."""
+    dummy = {k: torch.zeros_like(v, device="cuda") for k, v in disk.load_checkpoint(ckpt).items()}
+    ptrs = {k: v.data_ptr() for k, v in dummy.items()}
+    port = free_port()
+    src = start_source(ckpt, port, "--device", "cuda", "--chunk-bytes", str(1 << 10))
+    r = TLManager("gloo", device="cuda", timeout_s=30, chunk_bytes=1 << 10).receive(
+        "127.0.0.1", port, fallback=ckpt, into=dummy
+    )
+    assert src.wait(30) == 0, src.stderr.read().decode()
+    assert r.source == "peer", r.reason
+    assert all(r.tensors[k].data_ptr() == ptrs[k] and r.tensors[k].is_cuda for k in dummy)
+    assert WeightManager(dummy).equals(WeightManager.from_safetensors(ckpt))
+
+
+@needs_cuda
+def test_corrupted_device_tensor_falls_back_to_disk_on_the_device(ckpt):
+    port = free_port()
+    src = start_source(ckpt, port, "--device", "cuda", "--corrupt", "model.layers.0.mlp.up.weight")
+    r = TLManager("gloo", device="cuda", timeout_s=30, chunk_bytes=1 << 12).receive("127.0.0.1", port, fallback=ckpt)
+    src.wait(30)
+    assert r.source == "disk" and "model.layers.0.mlp.up.weight" in r.reason
+    assert all(t.is_cuda for t in r.tensors.values())
+    assert WeightManager(r.tensors).equals(WeightManager.from_safetensors(ckpt))
+
+
+@needs_cuda
+def test_nccl_transfer(ckpt):
+    """Device to device over NCCL. With two GPUs the source sits on the second and the
+    transfer must be a peer one. NCCL runs one rank per GPU, so on a single GPU it refuses
+    the pair: then the target must fall back to disk within its timeout, with the reason."""
+    two = torch.cuda.device_count() >= 2
+    port = free_port()
+    src = start_source(ckpt, port, "--device", "cuda:1" if two else "cuda", "--backend", "nccl")
+    t0 = time.monotonic()
+    r = TLManager("nccl", device="cuda", timeout_s=20, chunk_bytes=1 << 12).receive("127.0.0.1", port, fallback=ckpt)
+    src.wait(60)
+    assert WeightManager(r.tensors).equals(WeightManager.from_safetensors(ckpt))
+    assert all(t.is_cuda for t in r.tensors.values())
+    if two:
+        assert r.source == "peer", r.reason
+    else:
+        print(f"NCCL on one GPU: source={r.source} reason={r.reason}")
+        assert r.source == "peer" or r.reason
+        assert time.monotonic() - t0 < 60

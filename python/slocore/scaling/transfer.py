@@ -15,7 +15,9 @@ checkpoint from disk instead (``disk.load_checkpoint``), so the instance always 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import socket
 import sys
 import time
@@ -47,6 +49,26 @@ def default_backend(device: str | torch.device = "cpu") -> str:
     return {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}.get(kind, "gloo")
 
 
+def _host_copy(b: torch.Tensor) -> torch.Tensor:
+    """A host buffer for one chunk of a device tensor (pinned on CUDA: the copy runs at the
+    link's speed and the caching host allocator reuses the buffer)."""
+    return torch.empty(b.numel(), dtype=torch.uint8, pin_memory=b.device.type == "cuda")
+
+
+@contextlib.contextmanager
+def _env(**values: str):
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _make_group(backend: str, store, rank: int, host: str, timeout: timedelta, streams: int = 1):
     """A two-rank process group on `store`, independent of torch.distributed's default group.
     gloo: ``streams`` connections (one context each; chunk k goes over connection k % streams)."""
@@ -56,10 +78,14 @@ def _make_group(backend: str, store, rank: int, host: str, timeout: timedelta, s
         opts._devices = [dist.ProcessGroupGloo.create_device(hostname=host)] * max(1, streams)
         opts._threads = max(2, streams)
         return dist.ProcessGroupGloo(store, rank, 2, opts)
-    if backend == "nccl":  # not exercised here: no GPU on the development machine
+    if backend == "nccl":
         opts = dist.ProcessGroupNCCL.Options()
         opts._timeout = timeout
-        return dist.ProcessGroupNCCL(store, rank, 2, opts)
+        # A failed or stuck transfer must fall back to disk, not end the engine: by default
+        # NCCL's watchdog tears the whole process down on an error. The group reads this at
+        # construction, so the engine's own groups keep their setting.
+        with _env(TORCH_NCCL_ASYNC_ERROR_HANDLING="0"):
+            return dist.ProcessGroupNCCL(store, rank, 2, opts)
     if backend == "hccl":  # not exercised here: needs torch_npu on Ascend
         import torch_npu  # noqa: F401
         from torch_npu._C._distributed_c10d import ProcessGroupHCCL
@@ -139,21 +165,24 @@ class TLManager:
             raise TransferError(f"target refused the transfer: {verdict}")
         pg = _make_group(self.backend, dist.PrefixStore("tl", store), 0, host, self.timeout, self.streams)
         try:
-            pending: list = []
+            pending: list = []  # (work, the buffer it reads, kept alive until it is done)
             tag = 0
             for i, (name, t) in enumerate(weights.items()):
-                if torch.device(self.device).type != "cpu" and t.device.type == "cpu":
+                if self.backend != "gloo" and torch.device(self.device).type != "cpu" and t.device.type == "cpu":
                     t = t.to(self.device)
                 b = t.detach().contiguous().reshape(-1).view(torch.uint8)
                 for lo, hi in _chunks(b.numel(), self.chunk_bytes):
                     if hi > lo:
-                        pending.append(pg.send([b[lo:hi]], 1, tag))
+                        buf = b[lo:hi]
+                        if self.backend == "gloo" and buf.device.type != "cpu":  # gloo moves host memory only
+                            buf = _host_copy(buf).copy_(buf)
+                        pending.append((pg.send([buf], 1, tag), buf))
                         tag += 1
                     while len(pending) >= self.window:
-                        pending.pop(0).wait(self.timeout)
+                        pending.pop(0)[0].wait(self.timeout)
                 if on_tensor_sent is not None:
                     on_tensor_sent(i, name)
-            for w in pending:
+            for w, _ in pending:
                 w.wait(self.timeout)
             store.get("done")  # the target has verified what it received
             store.set("ack", "1")
@@ -238,7 +267,7 @@ class TLManager:
     def _recv_all(self, pg, metas: list[TensorMeta], chunk: int, into):
         deadline = None if self.deadline_s is None else time.perf_counter() + self.deadline_s
         out: dict[str, torch.Tensor] = {}
-        pending: list = []  # (work, tensor index or -1)
+        pending: list = []  # (work, tensor index or -1, (host buffer, device span) when staged)
         checked = 0
 
         def verify(i: int):
@@ -249,10 +278,12 @@ class TLManager:
 
         def drain_one():
             nonlocal checked
-            w, last_of = pending.pop(0)
+            w, last_of, staged = pending.pop(0)
             if deadline is not None and time.perf_counter() > deadline:
                 raise TransferError("transfer deadline exceeded")
             w.wait(self.timeout)
+            if staged is not None:  # gloo received into host memory: on to the device
+                staged[1].copy_(staged[0])
             if last_of >= 0:  # tensor last_of is complete: verify it while later chunks fly
                 verify(last_of)
                 checked += 1
@@ -276,10 +307,13 @@ class TLManager:
             for k, (lo, hi) in enumerate(spans):
                 last = i if k == len(spans) - 1 else -1
                 if hi > lo:
-                    pending.append((pg.recv([b[lo:hi]], 0, tag), last))
+                    span, staged = b[lo:hi], None
+                    if self.backend == "gloo" and span.device.type != "cpu":  # gloo moves host memory only
+                        staged = (_host_copy(span), span)
+                    pending.append((pg.recv([span if staged is None else staged[0]], 0, tag), last, staged))
                     tag += 1
                 elif last >= 0:  # empty tensor: nothing to receive
-                    pending.append((_Done(), last))
+                    pending.append((_Done(), last, None))
                 while len(pending) > self.window:
                     drain_one()
         while pending:
@@ -323,12 +357,18 @@ def _main(argv=None) -> int:
     ap.add_argument("--streams", type=int, default=1, help="send: parallel gloo connections")
     ap.add_argument("--chunk-mb", type=int, default=64)
     ap.add_argument("--ready-file", help="send: touch this file once the weights are in memory")
+    ap.add_argument("--device", default="cpu", help="where the weights live (cpu, cuda, cuda:1, npu)")
     a = ap.parse_args(argv)
     tl = TLManager(
-        a.backend, timeout_s=a.timeout, streams=a.streams, chunk_bytes=a.chunk_mb << 20, window=max(4, 2 * a.streams)
+        a.backend,
+        device=a.device,
+        timeout_s=a.timeout,
+        streams=a.streams,
+        chunk_bytes=a.chunk_mb << 20,
+        window=max(4, 2 * a.streams),
     )
     if a.mode == "send":
-        wm = WeightManager.from_safetensors(a.checkpoint)
+        wm = WeightManager.from_safetensors(a.checkpoint, device=a.device)
         wm.manifest()  # checksums once, before any target waits
         if a.ready_file:
             open(a.ready_file, "w").close()
