@@ -19,7 +19,7 @@ export PYTHONPATH="$SHIM" PYTHONUNBUFFERED=1
 } 2>&1 | tee "$OUT/env.txt"
 
 echo "== GPU tests"
-[ -n "${SKIP_TESTS:-}" ] || timeout 180 python3 -m pytest -s -p no:cacheprovider -W default tests/test_scaling_transfer.py 2>&1 | tee "$OUT/tests.txt"
+[ -n "${SKIP_TESTS:-}" ] || timeout 180 python3 -m pytest -s -p no:cacheprovider -W default ${PYTEST_K:+-k "$PYTEST_K"} tests/test_scaling_transfer.py 2>&1 | tee "$OUT/tests.txt"
 
 echo "== scale-out by method, weights on the GPU"
 for spec in ${SCALEOUT_RUNS:-1:2 15:1}; do  # size_gb:repeats

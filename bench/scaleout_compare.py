@@ -6,6 +6,9 @@ then a fresh *target* process (torch already imported: a warm instance) gets the
   disk-cold   safetensors read after evicting the file from the page cache (fadvise)
   disk-warm   safetensors read with the file in the page cache
   host        safetensors read from a copy in shared memory (/dev/shm; disk.HostCache)
+  host-pinned (--device cuda) the /dev/shm copy's own pages, locked for the GPU
+              (scaling.pinned.PinnedCheckpoint) before the clock starts, as a warm instance
+              does when it starts; the locking time is reported as pin_s
   pinned      (--device cuda) from a pinned host copy held by the target itself: the bound
               on any host-memory cache on this machine
   peer        TLManager over gloo from a running source process that holds the weights,
@@ -37,7 +40,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY_ROOT = os.path.join(ROOT, "python")  # where the child processes import slocore from
 sys.path.insert(0, PY_ROOT)
-METHODS = ("disk-cold", "disk-warm", "host", "pinned", "peer", "peer-nccl")
+METHODS = ("disk-cold", "disk-warm", "host", "host-pinned", "pinned", "peer", "peer-nccl")
 
 TARGET = r"""
 import json, sys, time
@@ -54,6 +57,10 @@ into = {{m.name: torch.zeros(m.shape, dtype=dtype_from_name(m.dtype), device=dev
 extra = {{}}
 if method == "pinned":  # the host copy is there before the clock starts, as a cache would be
     held = {{n: t.pin_memory() for n, t in disk.load_checkpoint(path, expected=expected).items()}}
+if method == "host-pinned":  # a warm instance locks the node's host copy when it starts
+    from slocore.scaling.pinned import PinnedCheckpoint
+    locked = PinnedCheckpoint(path, device)
+    extra["pin_s"] = locked.pin_seconds
 if method == "disk-cold":
     disk.drop_page_cache(path)
 sync()
@@ -63,6 +70,8 @@ if method in ("disk-cold", "disk-warm", "host"):
     src = "host" if method == "host" else "disk"
 elif method == "pinned":
     tensors, src = disk.copy_into(held, into), "host"
+elif method == "host-pinned":
+    tensors, src = locked.load(expected=expected, into=into), "host"
 else:
     backend = "nccl" if method == "peer-nccl" else "gloo"
     mgr = TLManager(backend, device=device, timeout_s=60, chunk_bytes={chunk})
@@ -139,8 +148,8 @@ def main(argv=None) -> int:
     bad = [m for m in methods if m not in METHODS]
     if bad:
         ap.error(f"unknown method(s) {bad}; known: {', '.join(METHODS)}")
-    if a.device == "cpu" and any(m in ("pinned", "peer-nccl") for m in methods):
-        ap.error("pinned and peer-nccl need --device cuda")
+    if a.device == "cpu" and any(m in ("host-pinned", "pinned", "peer-nccl") for m in methods):
+        ap.error("host-pinned, pinned and peer-nccl need --device cuda")
     rows = []
     for gb in sizes:
         nbytes = int(gb * (1 << 30))
@@ -174,11 +183,11 @@ def main(argv=None) -> int:
 
 def run_method(m: str, path: str, d: str, a) -> dict:
     chunk = a.chunk_mb << 20
-    if m == "host":
+    if m in ("host", "host-pinned"):
         from slocore.scaling.disk import HostCache
 
         with HostCache(path) as hc:
-            return target_result(run_target("host", hc.dir, chunk, a.device), m)
+            return target_result(run_target(m, hc.dir, chunk, a.device), m)
     if m in ("peer", "peer-nccl"):
         return _peer(m, path, chunk, os.path.join(d, "ready"), a.streams, a.device)
     return target_result(run_target(m, path, chunk, a.device), m)

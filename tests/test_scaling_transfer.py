@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,8 +16,15 @@ if not torch.distributed.is_available():
 
 from slocore.childenv import child_env  # noqa: E402
 from slocore.scaling import disk  # noqa: E402
+from slocore.scaling.pinned import PinnedCheckpoint  # noqa: E402
 from slocore.scaling.transfer import TLManager, TransferError, free_port  # noqa: E402
-from slocore.scaling.weights import WeightManager, checksum, manifest_mismatch, safetensors_manifest  # noqa: E402
+from slocore.scaling.weights import (  # noqa: E402
+    WeightManager,
+    checksum,
+    manifest_mismatch,
+    safetensors_layout,
+    safetensors_manifest,
+)
 
 HERE = os.path.dirname(__file__)
 
@@ -168,6 +176,19 @@ def test_host_cache_roundtrip(ckpt):
     assert WeightManager(got).equals(WeightManager.from_safetensors(ckpt))
 
 
+def test_safetensors_layout_points_at_each_tensors_bytes(ckpt):
+    data = Path(ckpt).read_bytes()
+    tensors = disk.load_checkpoint(ckpt)
+    for m, off in safetensors_layout(ckpt):
+        want = tensors[m.name].contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        assert data[off : off + m.nbytes] == want, m.name
+
+
+def test_pinned_checkpoint_needs_a_cuda_device(ckpt):
+    with pytest.raises(RuntimeError, match="needs a CUDA device"):
+        PinnedCheckpoint(ckpt, device="cpu")
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError):
         TLManager("mpi")
@@ -239,3 +260,21 @@ def test_nccl_transfer(ckpt):
         print(f"NCCL on one GPU: source={r.source} reason={r.reason}")
         assert r.source == "peer" or r.reason
         assert time.monotonic() - t0 < 60
+
+
+@needs_cuda
+def test_pinned_host_cache_loads_into_the_instances_device_tensors(ckpt):
+    """A warm instance locks the host copy's pages first; the load then copies each tensor
+    into the tensors it already holds, and refuses a checkpoint of another model."""
+    into = {k: torch.zeros_like(v, device="cuda") for k, v in disk.load_checkpoint(ckpt).items()}
+    ptrs = {k: v.data_ptr() for k, v in into.items()}
+    with disk.HostCache(ckpt) as hc, PinnedCheckpoint(hc.dir) as pinned:
+        assert pinned.pin_seconds >= 0
+        got = pinned.load(expected=safetensors_manifest(ckpt), into=into)
+        wrong = safetensors_manifest(ckpt)[1:]
+        with pytest.raises(ValueError, match="not the expected weights"):
+            pinned.load(expected=wrong)
+    assert all(got[k].data_ptr() == ptrs[k] for k in into)
+    assert WeightManager(got).equals(WeightManager.from_safetensors(ckpt))
+    with pytest.raises(RuntimeError, match="closed"):
+        pinned.load()

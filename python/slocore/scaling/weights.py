@@ -209,31 +209,40 @@ def load_safetensors(path: str, device: str = "cpu") -> dict[str, torch.Tensor]:
     return out
 
 
+_ST_DTYPES = {
+    "F64": "float64",
+    "F32": "float32",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "I64": "int64",
+    "I32": "int32",
+    "I16": "int16",
+    "I8": "int8",
+    "U8": "uint8",
+    "BOOL": "bool",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+}
+
+
+def safetensors_layout(file: str) -> list[tuple[TensorMeta, int]]:
+    """One safetensors file's tensors, each with the file offset of its first byte, from the
+    header alone (no tensor read)."""
+    with open(file, "rb") as fh:
+        (n,) = struct.unpack("<Q", fh.read(8))
+        header = json.loads(fh.read(n))
+    out = []
+    for name, d in header.items():
+        if name == "__metadata__":
+            continue
+        b0, b1 = d["data_offsets"]
+        meta = TensorMeta(name, tuple(d["shape"]), _ST_DTYPES.get(d["dtype"], d["dtype"].lower()), b1 - b0)
+        out.append((meta, 8 + n + b0))
+    return out
+
+
 def safetensors_manifest(path: str) -> list[TensorMeta]:
     """Names, shapes, dtypes and sizes from the checkpoint headers alone (no tensor read):
     what a warm target expects before any weights arrive."""
-    st_dtypes = {
-        "F64": "float64",
-        "F32": "float32",
-        "F16": "float16",
-        "BF16": "bfloat16",
-        "I64": "int64",
-        "I32": "int32",
-        "I16": "int16",
-        "I8": "int8",
-        "U8": "uint8",
-        "BOOL": "bool",
-        "F8_E4M3": "float8_e4m3fn",
-        "F8_E5M2": "float8_e5m2",
-    }
-    metas = []
-    for f in checkpoint_files(path):
-        with open(f, "rb") as fh:
-            (n,) = struct.unpack("<Q", fh.read(8))
-            header = json.loads(fh.read(n))
-        for name, d in header.items():
-            if name == "__metadata__":
-                continue
-            b0, b1 = d["data_offsets"]
-            metas.append(TensorMeta(name, tuple(d["shape"]), st_dtypes.get(d["dtype"], d["dtype"].lower()), b1 - b0))
+    metas = [m for f in checkpoint_files(path) for m, _ in safetensors_layout(f)]
     return sorted(metas, key=lambda m: m.name)
