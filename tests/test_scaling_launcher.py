@@ -157,6 +157,31 @@ def test_warm_pool_loads_weights_before_linking_and_refills():
         assert w2 is not w and w2.state == InstanceState.WARM
 
 
+def test_warm_instances_are_prepared_once_before_a_scale_out_takes_them(caplog):
+    """prepare_warm (e.g. locking a host copy of the weights) runs when a warm instance is
+    healthy, not on the scale-out path; a pool filled without waiting is prepared at start;
+    a failing preparation is logged and the instance still scales out."""
+    calls = []
+
+    def prepare(inst):
+        calls.append((inst.id, inst.weights_source))
+        if len(calls) == 2:
+            raise RuntimeError("the driver refused to lock the pages")
+
+    reg = FakeRegistry()
+    with LocalLauncher(spec(prepare_warm=prepare), reg, warm_pool_size=1) as L:
+        (w,) = L.fill_warm_pool()
+        assert calls == [(w.id, None)] and w.prepared  # before any weights or scale-out
+        L.warm_pool_size = 0  # no refill
+        assert L.start() is w and calls == [(w.id, None)]  # not again on the scale-out path
+        L.warm_pool_size = 1
+        (w2,) = L.fill_warm_pool(wait=False)
+        assert calls == [(w.id, None)] and not w2.prepared
+        with caplog.at_level("WARNING", logger="slocore.scaling"):
+            assert L.start() is w2 and w2.weights_source == "peer"
+        assert calls[1][0] == w2.id and "refused to lock" in caplog.text
+
+
 def test_switch_role_in_place_and_by_restart():
     reg = FakeRegistry()
     with LocalLauncher(spec(), reg) as L:

@@ -16,7 +16,7 @@ if not torch.distributed.is_available():
 
 from slocore.childenv import child_env  # noqa: E402
 from slocore.scaling import disk  # noqa: E402
-from slocore.scaling.pinned import PinnedCheckpoint  # noqa: E402
+from slocore.scaling.pinned import PinnedCheckpoint, layout_views, map_file  # noqa: E402
 from slocore.scaling.transfer import TLManager, TransferError, free_port  # noqa: E402
 from slocore.scaling.weights import (  # noqa: E402
     WeightManager,
@@ -182,6 +182,12 @@ def test_safetensors_layout_points_at_each_tensors_bytes(ckpt):
     for m, off in safetensors_layout(ckpt):
         want = tensors[m.name].contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
         assert data[off : off + m.nbytes] == want, m.name
+
+
+def test_mapped_views_are_the_checkpoints_tensors(ckpt):
+    """What an instance keeps as a transfer source after a load from a locked host copy."""
+    views = layout_views(map_file(ckpt), safetensors_layout(ckpt))
+    assert WeightManager(views).equals(WeightManager.from_safetensors(ckpt))
 
 
 def test_pinned_checkpoint_needs_a_cuda_device(ckpt):

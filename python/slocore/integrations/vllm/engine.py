@@ -7,6 +7,7 @@ from a running instance (peer transfer via ``collective_rpc``) or from disk.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import threading
 import urllib.request
@@ -17,6 +18,7 @@ from typing import Callable, Optional
 from slocore.childenv import child_env
 from slocore.scaling.launcher import EngineSpec, Instance, InstanceState, _free_port
 
+log = logging.getLogger(__name__)
 EXTENSION = "slocore.integrations.vllm.weight_sync.SlocoreWeightSync"
 
 
@@ -43,6 +45,9 @@ class VllmEngine:
     transfer_timeout_s: float = 60.0
     peers: Optional[Callable[[], list[Instance]]] = None  # running instances that can be sources
     log_dir: Optional[str] = None
+    # A host copy of the checkpoint (`scaling.disk.HostCache(checkpoint).dir`): warm instances
+    # lock its pages for their GPU when they start, and scale-outs load from it first.
+    host_cache: Optional[str] = None
 
     def command(self, port: int, role: str, warm: bool) -> list[str]:
         argv = [
@@ -63,8 +68,23 @@ class VllmEngine:
         # load_weights, so every instance holds a WeightManager that can act as a source
         return argv + ["--load-format", "dummy"]
 
+    def prepare_warm(self, inst: Instance) -> None:
+        """At warm start, off the scale-out path: lock the host copy's pages (a no-op on CPU)."""
+        if self.host_cache is not None:
+            (r,) = collective_rpc(inst.url, "slocore_pin_host_cache", [self.host_cache])
+            inst.host_pin = r  # type: ignore[attr-defined]
+            if "error" in r:
+                raise RuntimeError(f"instance {inst.id}: locking the host copy failed: {r['error']}")
+
     def load_weights(self, inst: Instance) -> str:
-        """Peer transfer from a running instance when there is one, else disk."""
+        """The host copy when there is one, else peer transfer from a running instance when
+        there is one, else disk."""
+        if self.host_cache is not None:
+            (r,) = collective_rpc(inst.url, "slocore_load_from_host_cache", [self.host_cache])
+            inst.host_load = r  # type: ignore[attr-defined]
+            if "error" not in r:
+                return "host"
+            log.warning("instance %s: the host copy failed (%s); trying a peer, then disk", inst.id, r["error"])
         sources = [
             p for p in (self.peers() if self.peers else []) if p.state == InstanceState.READY and p.id != inst.id
         ]
@@ -105,6 +125,7 @@ class VllmEngine:
             command=self.command,
             env=env,
             load_weights=self.load_weights,
+            prepare_warm=self.prepare_warm if self.host_cache is not None else None,
             cold_loads_weights=False,
             switch_role=lambda inst, role: True,  # colocated vLLM: the router's role only
             log_dir=self.log_dir,

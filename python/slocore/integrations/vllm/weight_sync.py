@@ -10,6 +10,8 @@ Start the engine with
     {"method": "slocore_load_from_disk", "args": [path]}
     {"method": "slocore_send",    "args": [target_host, port, timeout_s]}     # source
     {"method": "slocore_receive", "args": [host, port, fallback_path, timeout_s]}  # target
+    {"method": "slocore_pin_host_cache", "args": [path]}   # at warm start: lock a host copy
+    {"method": "slocore_load_from_host_cache", "args": [path]}
     {"method": "slocore_manifest"} / {"method": "slocore_param_checksums"}
 Arguments arrive as strings over HTTP; results are JSON-able dicts, and a failure comes
 back as {"error": ...} (an exception in a worker RPC would stop the engine). With tensor
@@ -52,12 +54,14 @@ class SlocoreWeightSync:
     def _slocore_rank(self) -> int:
         return int(getattr(self, "rank", 0) or 0)
 
-    def _slocore_push(self, tensors) -> float:
+    def _slocore_push(self, tensors, keep=None) -> float:
+        """Push `tensors` into the engine; keep them (or `keep`, the same weights elsewhere,
+        e.g. host views of device tensors) to act as a source later."""
         t0 = time.perf_counter()
         self.model_runner.reload_weights(weights_iterator=iter(sorted(tensors.items())))
         wm = self._slocore_wm()
         wm.clear()
-        wm.register_many(tensors)
+        wm.register_many(tensors if keep is None else keep)
         return time.perf_counter() - t0
 
     @_never_raise
@@ -70,6 +74,49 @@ class SlocoreWeightSync:
         push = self._slocore_push(tensors)
         self._slocore_wm().manifest()  # checksums now, so a later send starts at once
         return {"source": "disk", "seconds": time.perf_counter() - t0, "push_seconds": push, "tensors": len(tensors)}
+
+    @_never_raise
+    def slocore_pin_host_cache(self, path: str) -> dict:
+        """Lock the pages of a host copy of the checkpoint (`scaling.disk.HostCache`) for this
+        worker's GPU, so that `slocore_load_from_host_cache` is one copy per tensor at the
+        link's speed (docs/scaling.md, "On a GPU"). On a worker without CUDA there is nothing
+        to lock: {"pinned": false, "reason": ...}, and the load reads the copy."""
+        import torch
+
+        from slocore.scaling.pinned import PinnedCheckpoint
+
+        if not torch.cuda.is_available():
+            return {"pinned": False, "reason": "this worker has no CUDA device"}
+        old = getattr(self, "_slocore_pinned", None)
+        if old is not None:
+            old.close()
+        self._slocore_pinned = PinnedCheckpoint(path, device=f"cuda:{torch.cuda.current_device()}")
+        self._slocore_pinned_path = path
+        return {"pinned": True, "pin_seconds": self._slocore_pinned.pin_seconds}
+
+    @_never_raise
+    def slocore_load_from_host_cache(self, path: str) -> dict:
+        """The weights from a host copy: through the locked pages when
+        `slocore_pin_host_cache(path)` ran on this worker, else by reading the copy."""
+        from slocore.scaling import disk
+
+        t0 = time.perf_counter()
+        expected = disk.checkpoint_manifest(path)
+        pinned = getattr(self, "_slocore_pinned", None)
+        if pinned is not None and getattr(self, "_slocore_pinned_path", None) == path:
+            push = self._slocore_push(pinned.load(expected=expected), keep=pinned.host_views())
+        else:
+            pinned = None
+            tensors = {k: v.clone() for k, v in disk.load_checkpoint(path, expected=expected).items()}
+            push = self._slocore_push(tensors)
+        self._slocore_wm().manifest()
+        return {
+            "source": "host",
+            "pinned": pinned is not None,
+            "seconds": time.perf_counter() - t0,
+            "push_seconds": push,
+            "tensors": len(expected),
+        }
 
     @_never_raise
     def slocore_manifest(self) -> dict:
