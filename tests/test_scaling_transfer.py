@@ -284,3 +284,55 @@ def test_pinned_host_cache_loads_into_the_instances_device_tensors(ckpt):
     assert WeightManager(got).equals(WeightManager.from_safetensors(ckpt))
     with pytest.raises(RuntimeError, match="closed"):
         pinned.load()
+
+
+def test_vllm_worker_loads_a_locked_host_copy_without_work_on_the_scale_out_path(ckpt, monkeypatch):
+    """The worker extension's control flow around a locked host copy, with the GPU parts
+    stood in for (the locked path itself is tested on a GPU above): the pin checksums the
+    copy at warm start; the load pushes the copied tensors into the engine and keeps the
+    copy's views as the source weights; a load of another path reads it."""
+    from slocore.integrations.vllm import weight_sync
+    from slocore.scaling import pinned
+
+    class FakeLocked:  # PinnedCheckpoint without a GPU: views of the file, copies as "device" tensors
+        def __init__(self, path, device):
+            self.path, self.pin_seconds, self.closed = path, 0.0, False
+            self.views = layout_views(map_file(path), safetensors_layout(path))
+
+        def host_views(self):
+            return self.views
+
+        def load(self, expected=None):
+            assert manifest_mismatch(expected, safetensors_manifest(self.path)) is None
+            return {k: v.clone() for k, v in self.views.items()}
+
+        def close(self):
+            self.closed = True
+
+    class Runner:
+        pushed = []
+
+        def reload_weights(self, weights_iterator):
+            self.pushed.append(dict(weights_iterator))
+
+    class Worker(weight_sync.SlocoreWeightSync):
+        model_runner = Runner()
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(pinned, "PinnedCheckpoint", FakeLocked)
+    w = Worker()
+    r = w.slocore_pin_host_cache(ckpt)
+    assert r["pinned"] is True, r
+    source = w._slocore_pinned_source
+    assert len(source._checksums) == len(source)  # checksummed at warm start
+    r = w.slocore_load_from_host_cache(ckpt)
+    assert r["source"] == "host" and r["pinned"] is True, r
+    assert w._slocore_wm() is source  # no second copy kept, no checksums on the way
+    assert WeightManager(Runner.pushed[-1]).equals(WeightManager.from_safetensors(ckpt))
+    other = ckpt + ".other.safetensors"
+    os.link(ckpt, other)
+    r = w.slocore_load_from_host_cache(other)
+    assert r["pinned"] is False and w._slocore_wm() is not source
+    assert w._slocore_wm().equals(WeightManager.from_safetensors(ckpt))
+    assert w.slocore_pin_host_cache(ckpt)["pinned"] and source is not w._slocore_pinned_source

@@ -55,13 +55,14 @@ class SlocoreWeightSync:
         return int(getattr(self, "rank", 0) or 0)
 
     def _slocore_push(self, tensors, keep=None) -> float:
-        """Push `tensors` into the engine; keep them (or `keep`, the same weights elsewhere,
-        e.g. host views of device tensors) to act as a source later."""
+        """Push `tensors` into the engine and keep them to act as a source later, or keep
+        `keep` instead (a WeightManager of the same weights held elsewhere)."""
+        from slocore.scaling.weights import WeightManager
+
         t0 = time.perf_counter()
         self.model_runner.reload_weights(weights_iterator=iter(sorted(tensors.items())))
-        wm = self._slocore_wm()
-        wm.clear()
-        wm.register_many(tensors if keep is None else keep)
+        # a new manager, never the old one cleared: that may be the locked copy's, kept for later
+        self._slocore_weights = keep if keep is not None else WeightManager(tensors)
         return time.perf_counter() - t0
 
     @_never_raise
@@ -84,15 +85,21 @@ class SlocoreWeightSync:
         import torch
 
         from slocore.scaling.pinned import PinnedCheckpoint
+        from slocore.scaling.weights import WeightManager
 
         if not torch.cuda.is_available():
             return {"pinned": False, "reason": "this worker has no CUDA device"}
         old = getattr(self, "_slocore_pinned", None)
         if old is not None:
             old.close()
-        self._slocore_pinned = PinnedCheckpoint(path, device=f"cuda:{torch.cuda.current_device()}")
-        self._slocore_pinned_path = path
-        return {"pinned": True, "pin_seconds": self._slocore_pinned.pin_seconds}
+            self._slocore_pinned = None
+        pinned = PinnedCheckpoint(path, device=f"cuda:{torch.cuda.current_device()}")
+        t0 = time.perf_counter()
+        # the copy's own pages as the source weights, checksummed now: not on the scale-out path
+        source = WeightManager(pinned.host_views())
+        source.manifest()
+        self._slocore_pinned, self._slocore_pinned_path, self._slocore_pinned_source = pinned, path, source
+        return {"pinned": True, "pin_seconds": pinned.pin_seconds, "checksum_seconds": time.perf_counter() - t0}
 
     @_never_raise
     def slocore_load_from_host_cache(self, path: str) -> dict:
@@ -104,12 +111,12 @@ class SlocoreWeightSync:
         expected = disk.checkpoint_manifest(path)
         pinned = getattr(self, "_slocore_pinned", None)
         if pinned is not None and getattr(self, "_slocore_pinned_path", None) == path:
-            push = self._slocore_push(pinned.load(expected=expected), keep=pinned.host_views())
+            push = self._slocore_push(pinned.load(expected=expected), keep=self._slocore_pinned_source)
         else:
             pinned = None
             tensors = {k: v.clone() for k, v in disk.load_checkpoint(path, expected=expected).items()}
             push = self._slocore_push(tensors)
-        self._slocore_wm().manifest()
+            self._slocore_wm().manifest()  # checksums now, so a later send starts at once
         return {
             "source": "host",
             "pinned": pinned is not None,
