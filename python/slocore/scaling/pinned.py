@@ -20,6 +20,7 @@ from slocore.scaling.weights import (
     TensorMeta,
     checkpoint_files,
     dtype_from_name,
+    holds,
     manifest_mismatch,
     safetensors_layout,
 )
@@ -72,7 +73,7 @@ class PinnedCheckpoint:
         for host, layout in self._files:
             for m, off in layout:
                 d = None if into is None else into.get(m.name)
-                if not _fits(d, m):
+                if d is None or not d.is_cuda or not holds(d, m):  # else the bytes go in place
                     d = torch.empty(m.shape, dtype=dtype_from_name(m.dtype), device=self.device)
                 if m.nbytes:
                     d.reshape(-1).view(torch.uint8).copy_(host[off : off + m.nbytes], non_blocking=True)
@@ -109,14 +110,3 @@ def layout_views(host: torch.Tensor, layout: list[tuple[TensorMeta, int]]) -> di
         except RuntimeError:  # misaligned for the dtype
             out[m.name] = raw.clone().view(dtype_from_name(m.dtype)).view(m.shape)
     return out
-
-
-def _fits(d: torch.Tensor | None, m: TensorMeta) -> bool:
-    """Whether the instance's tensor `d` can take `m`'s bytes in place on the device."""
-    return (
-        d is not None
-        and d.is_cuda
-        and d.is_contiguous()
-        and tuple(d.shape) == m.shape
-        and d.dtype == dtype_from_name(m.dtype)
-    )

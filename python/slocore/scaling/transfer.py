@@ -29,7 +29,7 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 
-from slocore.scaling.weights import TensorMeta, WeightManager, checksum, dtype_from_name, manifest_mismatch
+from slocore.scaling.weights import TensorMeta, WeightManager, checksum, dtype_from_name, holds, manifest_mismatch
 
 BACKENDS = ("gloo", "nccl", "hccl")
 
@@ -290,16 +290,8 @@ class TLManager:
 
         tag = 0
         for i, m in enumerate(metas):
-            dst = None
-            if into is not None and m.name in into:
-                cand = into[m.name]
-                if (
-                    tuple(cand.shape) == m.shape
-                    and str(cand.dtype).removeprefix("torch.") == m.dtype
-                    and cand.is_contiguous()
-                ):
-                    dst = cand
-            if dst is None:
+            dst = None if into is None else into.get(m.name)
+            if dst is None or not holds(dst, m):
                 dst = torch.empty(m.shape, dtype=dtype_from_name(m.dtype), device=self.device)
             out[m.name] = dst
             b = dst.reshape(-1).view(torch.uint8)

@@ -51,6 +51,11 @@ def dtype_name(dt: torch.dtype) -> str:
     return str(dt).removeprefix("torch.")
 
 
+def holds(t: torch.Tensor, m: TensorMeta) -> bool:
+    """Whether `t` can take `m`'s bytes in place: same shape and dtype, contiguous."""
+    return tuple(t.shape) == m.shape and dtype_name(t.dtype) == m.dtype and t.is_contiguous()
+
+
 def dtype_from_name(name: str) -> torch.dtype:
     dt = getattr(torch, name, None)
     if not isinstance(dt, torch.dtype):
