@@ -1,8 +1,9 @@
-// Waiting requests handed out by (priority, arrival), ties in the order they were pushed (queue
-// order): vLLM's priority order. A list pushed in that order already is read as it is; one that
-// is not is ordered lazily (order_lazily): a heap of the keys hands out the next request in
-// O(log n), so an admission pass that stops at the first request that does not fit orders only
-// the few it takes, not the whole queue.
+// Waiting requests handed out by (priority, arrival), or by (priority, a time the caller
+// gives), ties in the order they were pushed (queue order): vLLM's priority order. A list
+// pushed in that order already is read as it is; one that is not is ordered lazily
+// (order_lazily): a heap of the keys hands out the next request in O(log n), so an admission
+// pass that stops at the first request that does not fit orders only the few it takes, not
+// the whole queue.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -16,7 +17,9 @@ namespace slocore {
 
 class PriorityArrivalOrder {
  public:
-  void push(const RequestState& s) { items_.push_back({{s.request.priority, s.request.arrival}, items_.size(), &s}); }
+  void push(const RequestState& s) { push(s, s.request.arrival); }
+  // By (priority, t) instead: a scheduler's own time within a level (slo_triage's handoffs).
+  void push(const RequestState& s, Time t) { items_.push_back({{s.request.priority, t}, items_.size(), &s}); }
   void clear() { items_.clear(); }
   void order_lazily() {
     lazy_ = true;

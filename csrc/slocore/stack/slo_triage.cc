@@ -89,9 +89,20 @@ bool already_late(const RequestState& s, Time now) {
   return now >= d;
 }
 
-std::pair<int, Time> key(const RequestState& s) { return {s.request.priority, s.request.arrival}; }
-
 }  // namespace
+
+// (generated - 1) x TPOT SLO - (now - first token), or -inf without a first token or a TPOT SLO.
+double banked_tpot_s(const RequestState& s, Time now) {
+  if (s.generated <= 0 || !std::isfinite(s.first_token) || !std::isfinite(s.request.slo.tpot)) return -kNever;
+  return double(s.generated - 1) * s.request.slo.tpot - (now - s.first_token);
+}
+
+// Freshest handoff first (see slo_triage.h): on a decode instance a request past its first
+// token goes by that token's time, newest first; everywhere else by arrival.
+Time queue_time(const InstanceView& v, const RequestState& s, bool fresh) {
+  const bool handed = fresh && v.role == Role::Decode && s.generated > 0 && std::isfinite(s.first_token);
+  return handed ? -s.first_token : s.request.arrival;
+}
 
 void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const QueueAhead& q,
                                        PriorityArrivalOrder& feasible, PriorityArrivalOrder& late,
@@ -107,7 +118,7 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
       predicts = true;
       break;
     }
-    (is_late ? late : feasible).push(s);
+    (is_late ? late : feasible).push(s, queue_time(v, s, p_.fresh_handoffs));
   }
   if (!predicts) {
     feasible.order_lazily();
@@ -119,7 +130,10 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
   std::vector<const RequestState*> waiting;
   for (const RequestState& s : v.waiting) waiting.push_back(&s);
   // An engine's queue is mostly in arrival order already (appended): check before sorting.
-  auto before = [&](const RequestState* a, const RequestState* c) { return key(*a) < key(*c); };
+  auto wait_key = [&](const RequestState& x) {
+    return std::make_pair(x.request.priority, queue_time(v, x, p_.fresh_handoffs));
+  };
+  auto before = [&](const RequestState* a, const RequestState* c) { return wait_key(*a) < wait_key(*c); };
   if (!std::is_sorted(waiting.begin(), waiting.end(), before)) std::stable_sort(waiting.begin(), waiting.end(), before);
   auto kv_wait_s = [&](int64_t blocks) {
     return q.kv_rate > 0 ? double(std::max<int64_t>(0, blocks - v.kv_blocks_free)) / q.kv_rate : 0.0;
@@ -215,7 +229,8 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
   for (size_t first = 0, end = 0; first < n; first = end) {  // level by level: [first, end)
     for (end = first + 1; end < n && waiting[end]->request.priority == waiting[first]->request.priority;) ++end;
     for (size_t i = first; i < end; ++i)
-      if (!waiting_late[i]) feasible.push(*waiting[i]), stolen.push_back(0);
+      if (!waiting_late[i])
+        feasible.push(*waiting[i], queue_time(v, *waiting[i], p_.fresh_handoffs)), stolen.push_back(0);
     for (size_t i = first; i < end; ++i) {
       if (!waiting_late[i]) continue;
       const RequestState& s = *waiting[i];
@@ -227,11 +242,11 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
       if (!fits) continue;
       waiting_late[i] = 0;  // handed out with the feasible ones
       extra = e, extra_blocks = eb;
-      feasible.push(s), stolen.push_back(1);
+      feasible.push(s, queue_time(v, s, p_.fresh_handoffs)), stolen.push_back(1);
     }
   }
   for (size_t i = 0; i < n; ++i)
-    if (waiting_late[i]) late.push(*waiting[i]);
+    if (waiting_late[i]) late.push(*waiting[i], queue_time(v, *waiting[i], p_.fresh_handoffs));
 }
 
 BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
@@ -241,7 +256,7 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   auto settled = [&](const RequestState& s, KeptKey& k) {
     k.late = already_late(s, now);
     k.priority = s.request.priority;
-    k.arrival = s.request.arrival;
+    k.arrival = queue_time(v, s, p_.fresh_handoffs);
     return s.generated > 0 || k.late;
   };
   if (v.role != Role::Decode) kept_.forget();
@@ -308,10 +323,16 @@ std::optional<BatchPlan> SloTriageScheduler::plan(const InstanceView& v, Time no
     std::stable_sort(run_order.begin(), run_order.end(), [&](size_t x, size_t y) {
       return std::make_pair(run_late[x], run[x].in_prefill()) < std::make_pair(run_late[y], run[y].in_prefill());
     });
+  // Victims, taken from the back: late first, then the lowest priority, then the newest
+  // arrival, or on a decode instance the most banked TPOT (slack_victims, slo_triage.h).
+  const bool by_slack = p_.slack_victims && v.role == Role::Decode;
+  auto victim_key = [&](size_t i) {
+    return std::make_pair(run[i].request.priority, by_slack ? banked_tpot_s(run[i], now) : run[i].request.arrival);
+  };
   std::vector<size_t> victims(run.size());
   std::iota(victims.begin(), victims.end(), 0);
   std::stable_sort(victims.begin(), victims.end(), [&](size_t x, size_t y) {
-    return std::make_pair(run_late[x], key(run[x])) < std::make_pair(run_late[y], key(run[y]));
+    return std::make_pair(run_late[x], victim_key(x)) < std::make_pair(run_late[y], victim_key(y));
   });
   Tokens prefill = 0;
   const bool preempted = vllm_running_pass(

@@ -20,9 +20,10 @@
 // levels are never demoted; below capacity nothing is predicted late and the split is the
 // greedy one. The plan is vLLM's priority scheduler keyed (late, priority,
 // arrival): the running pass (feasible, then late, each in running order) with preemption of
-// late requests first, then the lowest (priority, arrival), newest; then, only when nothing
-// was preempted, waiting requests (feasible, then late, each by (priority, arrival)) until the
-// first that does not fit. Late requests are never dropped: they run from the budget left
+// late requests first, then the lowest (priority, arrival), newest (on a decode instance the
+// most banked TPOT, below); then, only when nothing was preempted, waiting requests
+// (feasible, then late, each by (priority, arrival); by first token on a decode instance,
+// below) until the first that does not fit. Late requests are never dropped: they run from the budget left
 // and count as misses. TPOT guard (`tpot_guard`): the prefill tokens of an
 // iteration are capped so that its predicted time (fixed cost, one step of the running
 // decodes, the prefill tokens as one chunk; ProServe Eq. 5-7) stays within (1 - margin) of
@@ -63,6 +64,25 @@
 // their deadline too. Within one SLO it changes nothing: past capacity, stealing a level's own
 // slack cost attainment (docs/benchmark.md, "Where `slocore` loses"). A stolen request still
 // leaves `late_kv_room` of the KV free, and is passed over when it does not.
+// Freshest handoff first: on a decode instance (P/D) every waiting request is past its first
+// token, and TPOT is the mean gap from that token, so its wait for a decode slot is charged to
+// its TPOT over an output length nobody knows yet: a request that has waited w since its first
+// token meets a TPOT SLO s at a decode step t only if its output is longer than about
+// w / (s - t). Most outputs are short, so the fresher the handoff the likelier it still is to
+// make it: within a priority level (and feasible before late, as everywhere) the decode queue
+// goes by first-token time, newest first, where vLLM's order is arrival (`fresh_handoffs`).
+// An overloaded queue then loses the requests that waited longest, which make it only when
+// their outputs are long, not every short one behind it.
+// Banked TPOT first out (`slack_victims`): for the same reason a decode that has run ahead of
+// its TPOT SLO has banked the difference, (tokens - 1) x SLO - time since its first token,
+// and can stall that long and still be on pace. When a decode instance's KV runs out it
+// preempts (after late requests and lower priority levels, as vLLM's order does) the decode
+// with the most banked, which can best afford the recompute and the wait, where vLLM
+// preempts the newest arrival: often a fresh handoff with nothing banked. Colocated
+// instances keep vLLM's victims (there the choice moved attainment by -0.6 to +0.2 points).
+// Alone it gains nothing (by arrival the preempted request comes straight back); with the
+// fresh order the banked request waits at the back and spends what it banked
+// (docs/benchmark.md, "Freshest handoff first, banked TPOT first out").
 // The predicted prefill runs in chunks of what the TPOT guard lets an iteration take. A
 // preempted request whose first token came in time waits for its recompute only: it is not
 // predicted, nor demoted. A waiting request is admitted only when its whole remaining prompt
@@ -100,6 +120,8 @@ struct SloTriageParams {
   bool decode_pacing = true;    // SLICE's decode rates: looser-TPOT decodes ahead of pace skip a too-long step
   bool strict_tpot = false;     // the TPOT guard caps running prefills too, to the on-time decodes' pace
   bool late_slack = true;       // a late request goes ahead of lower levels with looser SLOs and slack to spare
+  bool fresh_handoffs = true;   // a decode instance's queue by first-token time, newest first (not arrival)
+  bool slack_victims = true;    // a decode instance preempts the decode with the most banked TPOT first
   template <class V>
   void visit(V& v) {
     v.field("token_budget", token_budget, "tokens per iteration; 0 = the engine's max_batch_tokens",
@@ -135,6 +157,12 @@ struct SloTriageParams {
     v.field("late_slack", late_slack,
             "a late waiting request goes ahead of the lower priority levels' feasible ones when they all have a "
             "looser TTFT SLO and keep their predicted first tokens in time (slack stealing across classes)");
+    v.field("fresh_handoffs", fresh_handoffs,
+            "a decode instance's waiting requests go by first-token time, newest first, instead of arrival: the wait "
+            "before a handoff's decode counts against its TPOT, which the freshest are likeliest still to meet");
+    v.field("slack_victims", slack_victims,
+            "a decode instance preempts, after late and lower-priority requests, the decode with the most banked "
+            "TPOT ((tokens - 1) x TPOT SLO - time since its first token) instead of the newest arrival");
   }
 };
 
@@ -160,7 +188,7 @@ class SloTriageScheduler : public BatchScheduler {
     double kv_rate = 0.0;   // blocks/s the instance frees (0: not measured or kv_wait off)
   };
   // The triage of the waiting queue into feasible and late requests, each handed out by
-  // (priority, arrival).
+  // (priority, queue_time).
   // `stolen`: per request `feasible` hands out, in order, whether it is a late one with the
   // lower levels' slack (late_slack).
   void split_waiting(const InstanceView& v, Time now, const QueueAhead& q, PriorityArrivalOrder& feasible,
@@ -168,11 +196,11 @@ class SloTriageScheduler : public BatchScheduler {
   // The plan, with the waiting requests taken from the kept queue when `kept`; nullopt when
   // the kept queue disagrees with v.
   std::optional<BatchPlan> plan(const InstanceView& v, Time now, bool kept);
-  // A kept waiting request's order: feasible before late, then (priority, arrival), then queue order.
+  // A kept waiting request's order: feasible before late, then (priority, queue_time), then queue order.
   struct KeptKey {
     bool late = false;
     int priority = 0;
-    Time arrival = 0.0;
+    Time arrival = 0.0;  // queue_time: arrival, or minus the first token's time of a handoff
     int64_t seq = 0;
     Id id = 0;
     bool operator<(const KeptKey& o) const {
@@ -184,6 +212,12 @@ class SloTriageScheduler : public BatchScheduler {
   KeptQueue<KeptKey> kept_;
 };
 
+// A running decode's banked TPOT: (generated - 1) x its TPOT SLO less the time since its first
+// token (how long it can stall and stay on pace); -inf without a first token or a TPOT SLO.
+double banked_tpot_s(const RequestState& s, Time now);
+// A waiting request's place within its priority level: its arrival, or with `fresh` on a
+// decode instance, minus its first token's time (freshest handoff first, above).
+Time queue_time(const InstanceView& v, const RequestState& s, bool fresh);
 // Predicted time of `tokens` prefill tokens on v in chunks of `budget`, each iteration also
 // carrying `decode_s` (one step of the running decodes) and the fixed cost.
 double predicted_prefill_s(const InstanceView& v, Tokens tokens, Tokens budget, double decode_s);

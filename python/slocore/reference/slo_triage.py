@@ -11,7 +11,9 @@ token is neither predicted nor demoted; a waiting request is admitted only when 
 prompt fits the free KV, a late one only when it leaves `late_kv_room` of it free; with
 `late_slack` a late request goes after its own level's feasible requests and ahead of the lower
 levels' when all of those have a looser TTFT SLO and slack for its work (passed over, not
-stopping admission, when it does not fit the KV room)."""
+stopping admission, when it does not fit the KV room). On a decode instance the queue goes by
+first-token time, newest first, instead of arrival (freshest handoff first), and preempts the
+decode with the most banked TPOT instead of the newest arrival (`slack_victims`)."""
 
 from __future__ import annotations
 
@@ -65,8 +67,19 @@ def already_late(s, now: float) -> bool:
     return now >= _deadline(s.request)
 
 
-def _key(s):
-    return (s.request.priority, s.request.arrival)
+def banked_tpot_s(s, now: float) -> float:
+    """A running decode's banked TPOT: (generated - 1) x its TPOT SLO less the time since its
+    first token; -inf without a first token or a TPOT SLO (`slack_victims`)."""
+    if s.generated <= 0 or not math.isfinite(s.first_token) or not math.isfinite(s.request.slo.tpot):
+        return -math.inf
+    return (s.generated - 1) * s.request.slo.tpot - (now - s.first_token)
+
+
+def queue_time(v, s, fresh: bool = True) -> float:
+    """Freshest handoff first (`fresh_handoffs`): on a decode instance a request past its first
+    token goes by minus that token's time (newest first); everywhere else by arrival."""
+    handed = fresh and v.role.name == "DECODE" and s.generated > 0 and math.isfinite(s.first_token)
+    return -s.first_token if handed else s.request.arrival
 
 
 class InstanceRates:
@@ -177,10 +190,21 @@ def paced_out(v, now: float, run_late, tpot_min: float, margin: float, decode_s:
 
 
 def split_waiting(
-    v, now, chunk, decode_s, ahead, ahead_blocks, kv_rate, stretch_of, margin, count_optimal, late_slack=True
+    v,
+    now,
+    chunk,
+    decode_s,
+    ahead,
+    ahead_blocks,
+    kv_rate,
+    stretch_of,
+    margin,
+    count_optimal,
+    late_slack=True,
+    fresh_handoffs=True,
 ):
     """The waiting requests split into (feasible, late, stolen): feasible and late each in
-    (priority, arrival) order, with Moore-Hodgson's demotion within a priority level when
+    (priority, queue_time) order, with Moore-Hodgson's demotion within a priority level when
     `count_optimal`; with `late_slack`, a late request whose work fits the lower levels'
     slack (all of them with a looser TTFT SLO) is handed out after its level's feasible ones
     (`stolen`: per feasible request, whether it is one of those)."""
@@ -188,7 +212,7 @@ def split_waiting(
     def kv_wait_s(blocks):
         return max(0, blocks - v.kv_blocks_free) / kv_rate if kv_rate > 0 else 0.0
 
-    waiting = sorted(v.waiting, key=_key)
+    waiting = sorted(v.waiting, key=lambda s: (s.request.priority, queue_time(v, s, fresh_handoffs)))
     waiting_late = [False] * len(waiting)
     slack_p, slack_kv = [math.inf] * len(waiting), [math.inf] * len(waiting)
     level = []  # this level's feasible waiting requests: (-cost, -index, tokens, blocks), costliest then newest first
@@ -290,11 +314,14 @@ class SloTriage:
         decode_pacing: bool = True,
         strict_tpot: bool = False,
         late_slack: bool = True,
+        fresh_handoffs: bool = True,
+        slack_victims: bool = True,
     ):
         self.token_budget, self.margin, self.tpot_guard = token_budget, margin, tpot_guard
         self.count_optimal = count_optimal
         self.kv_wait, self.priority_wait, self.late_kv_room = kv_wait, priority_wait, late_kv_room
         self.decode_pacing, self.strict_tpot, self.late_slack = decode_pacing, strict_tpot, late_slack
+        self.fresh_handoffs, self.slack_victims = fresh_handoffs, slack_victims
         self.rates = InstanceRates(rate_window_s)
 
     def on_finished(self, rid: int, now: float) -> None:
@@ -336,6 +363,7 @@ class SloTriage:
             self.margin,
             self.count_optimal,
             self.late_slack,
+            self.fresh_handoffs,
         )
         return feasible, late, stolen, run_late, skip, cap
 
@@ -349,7 +377,16 @@ class SloTriage:
         run_order = [i for late in (False, True) for i in range(len(run)) if run_late[i] == late and not skip[i]]
         if self.strict_tpot:  # within each, decodes before prefills
             run_order.sort(key=lambda i: (run_late[i], in_prefill(run[i])))
-        victims = sorted(range(len(run)), key=lambda i: (run_late[i], _key(run[i])))
+        by_slack = self.slack_victims and v.role.name == "DECODE"
+
+        def victim_key(i):  # taken from the back: late, lowest priority, newest (decode: most banked TPOT)
+            return (
+                run_late[i],
+                run[i].request.priority,
+                banked_tpot_s(run[i], now) if by_slack else run[i].request.arrival,
+            )
+
+        victims = sorted(range(len(run)), key=victim_key)
         prefill = 0
 
         def on_turn(i, took):
