@@ -197,15 +197,16 @@ def check_finished_requests_reach_on_finished(model):
 
 def check_every_view_matches_vllms_queues(model):
     """Each step's view holds vLLM's running and waiting requests as they are then (progress,
-    prompt, SLOs, one stable id each), through preemptions and finishes: the plugin builds a
-    request's slocore Request once and its progress every step."""
+    prompt, SLOs, one stable id each, the first token's time once there is one), through
+    preemptions and finishes: the plugin builds a request's slocore Request once and its
+    progress every step."""
     s = make_scheduler(
         model,
         SlocoreScheduler,
         num_blocks=24,  # 384 tokens of KV for 6 x 60-token prompts growing to 100: vLLM preempts
         additional_config={"slocore": {"batch_scheduler": "slo_triage"}},
     )
-    real, mismatches, steps = s.batch, [], [0]
+    real, mismatches, steps, firsts = s.batch, [], [0], {}
 
     def expect(r):
         ea = r.sampling_params.extra_args
@@ -229,6 +230,13 @@ def check_every_view_matches_vllms_queues(model):
                 want = [expect(r) for r in queue]
                 if [got(st) for st in seen] != want:
                     mismatches.append((steps[0], [got(st) for st in seen], want))
+                for st in seen:  # a first token is dated once, after arrival, and kept through preemption
+                    if st.generated:
+                        t = firsts.setdefault(st.request.id, st.first_token)
+                        if not (st.request.arrival <= st.first_token <= now and st.first_token == t):
+                            mismatches.append((steps[0], "first token", st.request.id, st.first_token, t, now))
+                    elif st.first_token == st.first_token:  # not NaN: dated without a token
+                        mismatches.append((steps[0], "first token without a token", st.request.id))
             return real.schedule(view, now)
 
         def on_finished(self, rid, now):
@@ -241,6 +249,7 @@ def check_every_view_matches_vllms_queues(model):
     run_to_end(s)
     assert not mismatches, mismatches[:2]
     assert sum(r.num_preemptions for r in reqs) > 0, "the check needs a preemption"
+    assert len(firsts) == len(reqs), "every request's first token was dated"
     assert {r.num_output_tokens for r in reqs} == {40}
 
 

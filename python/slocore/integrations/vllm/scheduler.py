@@ -92,6 +92,7 @@ class SlocoreScheduler(Scheduler):
         self.step_fit = StepFit(self.latency_model) if st["online_fit"] else None
         self._ids: dict[str, int] = {}
         self._reqs: dict[str, _s.Request] = {}  # by vLLM request id, while vLLM holds it
+        self._first: dict[str, float] = {}  # first-token time, by vLLM request id, while vLLM holds it
         self._warned: set[str] = set()  # client fields already logged as unusable
         self._next_id = itertools.count()
         self.slocore_stats = dict.fromkeys(
@@ -131,17 +132,23 @@ class SlocoreScheduler(Scheduler):
         self._reqs[req.request_id] = r
         return r
 
-    def _states(self, reqs) -> list:
+    def _states(self, reqs, now: float) -> list:
         """One RequestState per request, in order: the view's per-step cost, so written
-        as one loop with its lookups bound once."""
-        known, state, out = self._reqs, _s.RequestState, []
+        as one loop with its lookups bound once. A request's first-token time is the first
+        step's `now` that sees an output token of it (the step that made it ended just
+        before), kept through preemptions: the simulator's engine sets it at that step's
+        end, and slo_triage reads it (a first token it cannot date counts as late)."""
+        known, firsts, state, out = self._reqs, self._first, _s.RequestState, []
         for r in reqs:
             # vLLM's num_tokens = prompt + output, as slocore's; computed is capped at it.
             q = known.get(r.request_id) or self._request(r)
-            out.append(state(q, min(r.num_computed_tokens, r.num_tokens), r.num_output_tokens))
+            st = state(q, min(r.num_computed_tokens, r.num_tokens), r.num_output_tokens)
+            if r.num_output_tokens:
+                st.first_token = firsts.setdefault(r.request_id, now)
+            out.append(st)
         return out
 
-    def _view(self, running, waiting):
+    def _view(self, running, waiting, now: float):
         v = _s.InstanceView(0)
         v.model = self.latency_model
         v.block_size = int(self.block_size)
@@ -150,8 +157,8 @@ class SlocoreScheduler(Scheduler):
         v.kv_blocks_free = int(pool.get_num_free_blocks())
         v.max_num_seqs = int(self.max_num_running_reqs)
         v.max_batch_tokens = int(self.max_num_scheduled_tokens)
-        v.running = self._states(running)
-        v.waiting = self._states(waiting)
+        v.running = self._states(running, now)
+        v.waiting = self._states(waiting, now)
         return v
 
     def _free_request(self, request, *args, **kwargs):
@@ -160,6 +167,7 @@ class SlocoreScheduler(Scheduler):
         finished requests free from it)."""
         out = super()._free_request(request, *args, **kwargs)
         self._reqs.pop(request.request_id, None)
+        self._first.pop(request.request_id, None)
         rid, hook = self._ids.get(request.request_id), getattr(self.batch, "on_finished", None)
         if rid is not None and hook is not None:
             hook(rid, time.time())
@@ -214,7 +222,8 @@ class SlocoreScheduler(Scheduler):
             return super().schedule(*args, **kwargs)
         st, t = self.slocore_stats, time.perf_counter()
         try:
-            plan = self.batch.schedule(self._view(running, waiting), time.time())
+            now = time.time()
+            plan = self.batch.schedule(self._view(running, waiting, now), now)
         except Exception:  # never take the engine down: vLLM's own scheduler decides this step
             st["fallback_steps"] += 1
             if st["fallback_steps"] == 1:
@@ -279,3 +288,4 @@ class SlocoreScheduler(Scheduler):
             if len(self._ids) > 4 * (len(self.requests) + 16):  # forget finished requests
                 self._ids = {k: v for k, v in self._ids.items() if k in self.requests}
                 self._reqs = {k: v for k, v in self._reqs.items() if k in self.requests}
+                self._first = {k: v for k, v in self._first.items() if k in self.requests}
