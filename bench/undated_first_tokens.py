@@ -49,14 +49,25 @@ def main(argv=None) -> int:
     ap.add_argument("--loads", default="1,1.2")
     ap.add_argument("--seeds", default="0,1,2")
     a = ap.parse_args(argv)
-    for name in a.workloads.split(","):
+    names = a.workloads.split(",")
+    for name in names:
+        if name not in matrix.WORKLOADS:
+            ap.error(f"--workloads: unknown {name!r} (known: {', '.join(matrix.WORKLOADS)})")
+        if matrix.WORKLOADS[name].cluster.get("mode") == "pd":
+            ap.error(f"--workloads: {name} is a P/D workload (the plugin's views are colocated)")
+    try:
+        loads = [float(x) for x in a.loads.split(",")]
+        seeds = [int(x) for x in a.seeds.split(",")]
+    except ValueError as e:
+        ap.error(f"--loads / --seeds: comma-separated numbers ({e})")
+    if not all(x > 0 for x in loads):
+        ap.error(f"--loads: must be > 0, got {a.loads}")
+    for name in names:
         wl = matrix.WORKLOADS[name]
-        if wl.cluster.get("mode") == "pd":
-            ap.error(f"{name}: a P/D workload (the plugin's views are colocated)")
         cap = matrix.capacity(name)
-        for load in (float(x) for x in a.loads.split(",")):
+        for load in loads:
             rate, n = matrix.run_size(cap, load, 30.0)
-            for seed in (int(x) for x in a.seeds.split(",")):
+            for seed in seeds:
                 kw = {**wl.cluster, **matrix.stack_kwargs("slocore", wl)}
                 row = []
                 for undated in (False, True):

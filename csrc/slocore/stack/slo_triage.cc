@@ -91,10 +91,10 @@ bool already_late(const RequestState& s, Time now) {
 
 }  // namespace
 
-// (generated - 1) x TPOT SLO - (now - first token), or -inf without a first token or a TPOT SLO.
+// The pace slack to its next token (no margin) less one SLO gap: how long it can stall now.
 double banked_tpot_s(const RequestState& s, Time now) {
   if (s.generated <= 0 || !std::isfinite(s.first_token) || !std::isfinite(s.request.slo.tpot)) return -kNever;
-  return double(s.generated - 1) * s.request.slo.tpot - (now - s.first_token);
+  return paced_slack(s, 0.0, now) - s.request.slo.tpot;
 }
 
 // Freshest handoff first (see slo_triage.h): on a decode instance a request past its first
@@ -107,6 +107,7 @@ Time queue_time(const InstanceView& v, const RequestState& s, bool fresh) {
 void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const QueueAhead& q,
                                        PriorityArrivalOrder& feasible, PriorityArrivalOrder& late,
                                        std::vector<char>& stolen) {
+  auto at = [&](const RequestState& x) { return queue_time(v, x, p_.fresh_handoffs); };
   stolen.clear();
   // No waiting request has a first token to predict (all resumed, or late already; a decode
   // instance's queue in P/D): each one's split is its own, and ordering the queue, which
@@ -118,7 +119,7 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
       predicts = true;
       break;
     }
-    (is_late ? late : feasible).push(s, queue_time(v, s, p_.fresh_handoffs));
+    (is_late ? late : feasible).push(s, at(s));
   }
   if (!predicts) {
     feasible.order_lazily();
@@ -130,10 +131,9 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
   std::vector<const RequestState*> waiting;
   for (const RequestState& s : v.waiting) waiting.push_back(&s);
   // An engine's queue is mostly in arrival order already (appended): check before sorting.
-  auto wait_key = [&](const RequestState& x) {
-    return std::make_pair(x.request.priority, queue_time(v, x, p_.fresh_handoffs));
+  auto before = [&](const RequestState* a, const RequestState* c) {
+    return std::make_pair(a->request.priority, at(*a)) < std::make_pair(c->request.priority, at(*c));
   };
-  auto before = [&](const RequestState* a, const RequestState* c) { return wait_key(*a) < wait_key(*c); };
   if (!std::is_sorted(waiting.begin(), waiting.end(), before)) std::stable_sort(waiting.begin(), waiting.end(), before);
   auto kv_wait_s = [&](int64_t blocks) {
     return q.kv_rate > 0 ? double(std::max<int64_t>(0, blocks - v.kv_blocks_free)) / q.kv_rate : 0.0;
@@ -229,8 +229,7 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
   for (size_t first = 0, end = 0; first < n; first = end) {  // level by level: [first, end)
     for (end = first + 1; end < n && waiting[end]->request.priority == waiting[first]->request.priority;) ++end;
     for (size_t i = first; i < end; ++i)
-      if (!waiting_late[i])
-        feasible.push(*waiting[i], queue_time(v, *waiting[i], p_.fresh_handoffs)), stolen.push_back(0);
+      if (!waiting_late[i]) feasible.push(*waiting[i], at(*waiting[i])), stolen.push_back(0);
     for (size_t i = first; i < end; ++i) {
       if (!waiting_late[i]) continue;
       const RequestState& s = *waiting[i];
@@ -242,11 +241,11 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
       if (!fits) continue;
       waiting_late[i] = 0;  // handed out with the feasible ones
       extra = e, extra_blocks = eb;
-      feasible.push(s, queue_time(v, s, p_.fresh_handoffs)), stolen.push_back(1);
+      feasible.push(s, at(s)), stolen.push_back(1);
     }
   }
   for (size_t i = 0; i < n; ++i)
-    if (waiting_late[i]) late.push(*waiting[i], queue_time(v, *waiting[i], p_.fresh_handoffs));
+    if (waiting_late[i]) late.push(*waiting[i], at(*waiting[i]));
 }
 
 BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
@@ -256,7 +255,7 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   auto settled = [&](const RequestState& s, KeptKey& k) {
     k.late = already_late(s, now);
     k.priority = s.request.priority;
-    k.arrival = queue_time(v, s, p_.fresh_handoffs);
+    k.order_time = queue_time(v, s, p_.fresh_handoffs);
     return s.generated > 0 || k.late;
   };
   if (v.role != Role::Decode) kept_.forget();

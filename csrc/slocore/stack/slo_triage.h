@@ -23,8 +23,8 @@
 // late requests first, then the lowest (priority, arrival), newest (on a decode instance the
 // most banked TPOT, below); then, only when nothing was preempted, waiting requests
 // (feasible, then late, each by (priority, arrival); by first token on a decode instance,
-// below) until the first that does not fit. Late requests are never dropped: they run from the budget left
-// and count as misses. TPOT guard (`tpot_guard`): the prefill tokens of an
+// below) until the first that does not fit. Late requests are never dropped: they run from
+// the budget left and count as misses. TPOT guard (`tpot_guard`): the prefill tokens of an
 // iteration are capped so that its predicted time (fixed cost, one step of the running
 // decodes, the prefill tokens as one chunk; ProServe Eq. 5-7) stays within (1 - margin) of
 // the tightest TPOT SLO of the on-time running decodes (the same allowance for model error as
@@ -200,11 +200,11 @@ class SloTriageScheduler : public BatchScheduler {
   struct KeptKey {
     bool late = false;
     int priority = 0;
-    Time arrival = 0.0;  // queue_time: arrival, or minus the first token's time of a handoff
+    Time order_time = 0.0;  // queue_time: arrival, or minus the first token's time of a handoff
     int64_t seq = 0;
     Id id = 0;
     bool operator<(const KeptKey& o) const {
-      return std::tie(late, priority, arrival, seq) < std::tie(o.late, o.priority, o.arrival, o.seq);
+      return std::tie(late, priority, order_time, seq) < std::tie(o.late, o.priority, o.order_time, o.seq);
     }
   };
   SloTriageParams p_;

@@ -68,11 +68,12 @@ def already_late(s, now: float) -> bool:
 
 
 def banked_tpot_s(s, now: float) -> float:
-    """A running decode's banked TPOT: (generated - 1) x its TPOT SLO less the time since its
-    first token; -inf without a first token or a TPOT SLO (`slack_victims`)."""
+    """A running decode's banked TPOT, (generated - 1) x its TPOT SLO less the time since its
+    first token: the pace slack to its next token (no margin) less one SLO gap; -inf without a
+    first token or a TPOT SLO (`slack_victims`)."""
     if s.generated <= 0 or not math.isfinite(s.first_token) or not math.isfinite(s.request.slo.tpot):
         return -math.inf
-    return (s.generated - 1) * s.request.slo.tpot - (now - s.first_token)
+    return paced_slack(s, 0.0, now) - s.request.slo.tpot
 
 
 def queue_time(v, s, fresh: bool = True) -> float:
