@@ -316,7 +316,10 @@ def test_serving_with_scheduler_plugin(tiny_model, vllm_env, tmp_path):
 
 def test_pd_disaggregation_with_example_connector(tiny_model, vllm_env, tmp_path):
     """Prefill server (kv_producer) and decode server (kv_consumer) with vLLM's ExampleConnector
-    on a shared directory; the router sends the prompt to prefill, then to decode."""
+    on a shared directory, both running the slocore plugin; the router sends the prompt to
+    prefill, then to decode. The plugin takes each server's role from its kv_role, and the
+    decode server's view holds the handoff as the simulator's decode engine does (its first
+    token from the router's slo_handoff_ttft_ms), with the connector's KV hit."""
     store = tmp_path / "kv"
     store.mkdir()
 
@@ -330,6 +333,8 @@ def test_pd_disaggregation_with_example_connector(tiny_model, vllm_env, tmp_path
                     "kv_connector_extra_config": {"shared_storage_path": str(store)},
                 }
             ),
+            "--scheduler-cls",
+            "slocore.integrations.vllm.scheduler.SlocoreScheduler",
         ]
 
     p = VllmServer(tiny_model, vllm_env, tmp_path / "prefill.log", extra=kv("kv_producer"))
@@ -364,5 +369,9 @@ def test_pd_disaggregation_with_example_connector(tiny_model, vllm_env, tmp_path
         p.stop()
         d.stop()
     assert any(store.rglob("*")), "the prefill server stored no KV"
+    plog, dlog = (tmp_path / "prefill.log").read_text(), (tmp_path / "decode.log").read_text()
+    assert "(prefill instance, profile" in plog, plog[-3000:]
+    assert "(decode instance, profile" in dlog, dlog[-3000:]
+    assert "EngineDeadError" not in dlog and "batch scheduler failed" not in dlog, dlog[-3000:]
     dlog = (tmp_path / "decode.log").read_text()
     assert "External Cache Hit" in dlog and "Inject KV cache" in dlog, dlog[-2000:]

@@ -8,7 +8,7 @@ import sys
 import types
 
 import slocore
-from slocore.integrations.vllm.scheduler import SlocoreScheduler, default_scheduler_name
+from slocore.integrations.vllm.scheduler import SlocoreScheduler, default_scheduler_name, kv_role_of
 from slocore.integrations.vllm.testing import make_request, make_scheduler, step
 
 
@@ -253,6 +253,64 @@ def check_every_view_matches_vllms_queues(model):
     assert {r.num_output_tokens for r in reqs} == {40}
 
 
+def check_decode_instance_sees_handoffs_as_the_simulator_does(model):
+    """On a P/D decode instance the view has the decode role and a handoff (the router's
+    ``slo_handoff_ttft_ms``) is what the simulator's decode engine holds: prompt computed,
+    token 1 generated, first token dated at its arrival here, client arrival the handoff's
+    TTFT earlier; once vLLM samples here, vLLM's counts, same first token. The step's budget
+    still lets vLLM compute the prompt (no connector here: all of it), and the freshest
+    handoff goes first (slo_triage's decode queue). Without the role setting the view is
+    colocated: the same handoffs, in arrival order (vLLM's)."""
+    roles = {
+        None: "colocated",
+        ("ExampleConnector", "kv_consumer"): "decode",
+        ("ExampleConnector", "kv_producer"): "prefill",
+        ("NixlConnector", "kv_both"): "colocated",
+    }
+    for kv, want in roles.items():
+        cfg = types.SimpleNamespace(kv_transfer_config=kv and types.SimpleNamespace(kv_connector=kv[0], kv_role=kv[1]))
+        assert kv_role_of(cfg) == want, (kv, kv_role_of(cfg))
+    for role_set in (True, False):
+        cfg = {"slocore": {"batch_scheduler": "slo_triage", **({"role": "decode"} if role_set else {})}}
+        s = make_scheduler(model, SlocoreScheduler, additional_config=cfg)
+        seen = spy_views(s)
+        old = make_request(48, 4, extra_args={"slo_handoff_ttft_ms": 300, "slo_tpot_ms": 50}, arrival=1000.0)
+        new = make_request(48, 4, extra_args={"slo_handoff_ttft_ms": 300, "slo_tpot_ms": 50}, arrival=1000.5)
+        s.add_request(old)
+        s.add_request(new)
+        so, _ = step(s)
+        role, waiting, _ = seen[0]
+        io, inew = s._ids[old.request_id], s._ids[new.request_id]
+        assert role == ("DECODE" if role_set else "COLOCATED"), role
+        assert waiting == [(io, 48, 1, 1000.0, 999.7), (inew, 48, 1, 1000.5, 1000.2)], waiting
+        assert so.num_scheduled_tokens == {old.request_id: 48, new.request_id: 48}, so.num_scheduled_tokens
+        first = [new.request_id, old.request_id] if role_set else [old.request_id, new.request_id]
+        assert [r.req_id for r in so.scheduled_new_reqs] == first, (role, "decode: the freshest handoff first")
+        step(s)
+        _, _, running = seen[1]
+        assert sorted(running) == sorted([(io, 48, 1, 1000.0), (inew, 48, 1, 1000.5)]), running
+        run_to_end(s)
+        assert old.num_output_tokens == new.num_output_tokens == 4
+
+
+def spy_views(s) -> list:
+    """Wrap s's batch scheduler; returns the list each step's (role, waiting, running) goes to."""
+    real, seen = s.batch, []
+
+    class Spy:
+        def schedule(self, view, now):
+            waiting = [(q.request.id, q.computed, q.generated, q.first_token, q.request.arrival) for q in view.waiting]
+            running = [(q.request.id, q.computed, q.generated, q.first_token) for q in view.running]
+            seen.append((view.role.name, waiting, running))
+            return real.schedule(view, now)
+
+        def on_finished(self, rid, now):
+            real.on_finished(rid, now)
+
+    s.batch = Spy()
+    return seen
+
+
 def check_hostile_extra_args_never_stop_the_engine(model):
     """SLO fields come from clients (``vllm_xargs``): values that are not usable become the
     defaults (priority 0, the default TTFT), a negative priority (vLLM's own field allows it)
@@ -363,6 +421,7 @@ CHECKS = [
     check_online_fit_learns_the_steps,
     check_finished_requests_reach_on_finished,
     check_every_view_matches_vllms_queues,
+    check_decode_instance_sees_handoffs_as_the_simulator_does,
     check_plugin_logs_its_cost,
     check_hostile_extra_args_never_stop_the_engine,
     check_a_failing_batch_scheduler_leaves_the_step_to_vllm,

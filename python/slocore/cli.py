@@ -8,6 +8,7 @@ import json
 import sys
 
 from slocore import __version__, cli_args
+from slocore.roles import COLOCATED, ROLES
 
 
 def cmd_simulate(a) -> int:
@@ -166,6 +167,12 @@ def _add_serving(sub) -> None:
     en.add_argument("--max-num-seqs", dest="max_num_seqs", type=int, default=256)
     en.add_argument("--model", default="slocore-emulated")
     en.add_argument("--fault", help="fault injection for tests: die_after:N or hang_after:N (tokens)")
+    en.add_argument(
+        "--role",
+        choices=ROLES,
+        default=COLOCATED,
+        help="the instance's role as its scheduler sees it (decode: a P/D decode instance's rules)",
+    )
     en.add_argument("--host", default="127.0.0.1")
     en.add_argument("--port", type=cli_args.port, default=8100)
     en.set_defaults(func=cmd_engine)

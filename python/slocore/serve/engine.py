@@ -13,7 +13,11 @@ so the router polls it exactly like a real vLLM server.
 P/D: a request with ``kv_transfer_params.do_remote_decode`` stops after its prefill and
 answers with ``kv_transfer_params`` for the decode side; one with
 ``kv_transfer_params.do_remote_prefill`` skips its prefill after the profile's KV-transfer
-time (the fields vLLM's disaggregated proxies pass).
+time (the fields vLLM's disaggregated proxies pass). Such a handoff enters the engine as the
+simulator's decode engine receives one: prompt computed, token 1 generated (sent to the
+client at once, as vLLM's decode server sends its repeat of it), its first token dated now
+and its arrival the router's ``slo_handoff_ttft_ms`` earlier (``integrations/xargs.py``).
+``role="decode"`` gives the scheduler a decode instance's view (slo_triage's decode rules).
 
 Faults for tests: ``fault="die_after:N"`` drops every connection once N tokens have been
 produced in total; ``fault="hang_after:N"`` stops producing tokens (a stuck engine).
@@ -36,6 +40,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 import slocore as _s
 from slocore.integrations.xargs import log_refused, slo_fields
+from slocore.roles import COLOCATED, core_role, role_name
 from slocore.serve.openai import (
     BadRequest,
     chunk,
@@ -89,6 +94,7 @@ class EmulatedEngine:
         correction_window: int = 32,
         max_model_len: int | None = None,
         online_fit: bool = False,
+        role: str = COLOCATED,
     ):
         from slocore.profiles import hardware_profile
 
@@ -106,6 +112,7 @@ class EmulatedEngine:
         for name, v in counts.items():  # a config's "abc" or 1.5 is refused, not cast
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
                 raise ValueError(f"{name}: must be an integer >= 1, got {v!r}")
+        self.role = role_name(role)  # ValueError naming the known roles
         self.hw, self.profile_data = hardware_profile(profile)
         if isinstance(scheduler, _s.BatchScheduler):
             self.scheduler_name, self.scheduler = scheduler.name(), scheduler
@@ -131,6 +138,7 @@ class EmulatedEngine:
             kv_blocks=self.kv_total,
             correction_window=int(correction_window),
             online_fit=online_fit,
+            role=core_role(self.role),
         )
         self.model = self.core.view.model
         self.reqs: dict[int, _Req] = {}
@@ -221,7 +229,10 @@ class EmulatedEngine:
         priority: int = 0,
         ttft: float | None = None,
         tpot: float | None = None,
+        handoff_ttft: float = 0.0,
     ) -> tuple[int, asyncio.Queue]:
+        """Queue a request (times in the engine's clock); its token events go to the queue.
+        `prefilled`: a P/D handoff whose first token came `handoff_ttft` after its arrival."""
         rid = next(self.order)
         kw = {}
         if ttft:
@@ -229,9 +240,10 @@ class EmulatedEngine:
         if tpot:
             kw["tpot"] = tpot
         n_out = 1 if prefill_only else int(output_len)
+        now = self.now()
         req = _s.Request(
             rid,
-            self.now(),
+            now - handoff_ttft if prefilled else now,
             int(prompt_len),
             output_len=n_out,
             max_output_len=int(output_len),
@@ -239,12 +251,15 @@ class EmulatedEngine:
             **kw,
         )
         st = _s.RequestState(req)
-        if prefilled:  # P/D handoff: KV of prompt[:-1] arrived, the last prompt token is computed here
-            st.computed = int(prompt_len) - 1
         q: asyncio.Queue = asyncio.Queue()
-        self.reqs[rid] = _Req(q, prefill_only, t_arrival=self.now())
-        self.core.add(st)
+        r = self.reqs[rid] = _Req(q, prefill_only, t_arrival=now)
         self.stats.prompt_tokens += int(prompt_len)
+        if prefilled:  # P/D handoff, as the simulator's decode engine receives it
+            st.computed, st.generated, st.first_token = int(prompt_len), 1, now
+            self._emit(rid, r, 1, n_out <= 1)
+            if n_out <= 1:
+                return rid, q
+        self.core.add(st)
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._loop())
         self._wake.set()
@@ -333,6 +348,7 @@ class EmulatedEngine:
             priority=slo["priority"],
             ttft=ttft / self.time_scale if ttft else None,  # real s -> the engine's clock
             tpot=tpot / self.time_scale if tpot else None,
+            handoff_ttft=slo.get("handoff_ttft", 0.0) / self.time_scale,
         )
         oid = new_id(chat)
         kv_out = None
@@ -507,6 +523,7 @@ def main(args) -> int:
         max_num_seqs=args.max_num_seqs,
         model=args.model,
         fault=args.fault,
+        role=args.role,
     )
     if args.scheduler_params:
         eng_kw["scheduler_params"] = dict(args.scheduler_params)
@@ -515,7 +532,8 @@ def main(args) -> int:
         engine = EmulatedEngine(**eng_kw)
         runner, url = await start(engine, args.host, args.port)
         params = json.dumps(dict(engine.scheduler.params()), sort_keys=True)
-        print(f"slocore engine: profile {args.profile}, scheduler {args.scheduler} {params}, serving {url}", flush=True)
+        what = f"profile {args.profile}, {engine.role}, scheduler {args.scheduler} {params}"
+        print(f"slocore engine: {what}, serving {url}", flush=True)
         try:
             await asyncio.Event().wait()
         finally:

@@ -24,6 +24,7 @@ from aiohttp import web
 
 import slocore as _s
 from slocore import _core
+from slocore.integrations.xargs import HANDOFF_TTFT_FIELD
 from slocore.serve import limits as _lim
 from slocore.serve import tenants as _ten
 from slocore.serve.admission import Admission, Shed
@@ -130,6 +131,7 @@ class RequestHandler:
         # `priority` stays (vLLM's own priority scheduling) and also goes to the policy's xargs
         fwd = {k: v for k, v in _lim.strip_router_owned(body).items() if k == "priority" or k not in ROUTER_FIELDS}
         xargs = dict(fwd.get("vllm_xargs") or {})
+        xargs.pop(HANDOFF_TTFT_FIELD, None)  # the router's own (P/D, serve/pd.py), never a client's
         xargs.update(slo_ttft_ms=ttft * 1e3, slo_tpot_ms=tpot * 1e3, priority=prio)
         fwd["vllm_xargs"] = xargs
         want_usage = bool((body.get("stream_options") or {}).get("include_usage"))

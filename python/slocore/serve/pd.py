@@ -7,7 +7,9 @@ Events (``csrc/slocore/policy/global_policy.h``): the prefill policy sees submit
 on_token(1), on_prefill_done, on_finished; the decode policy submit at the handoff (or at
 prefill placement with ``expected_handoff`` when ``early_assignment()``), on_prefill_done
 with the prefill instance, then tokens 2..n (the decode engine's repeat of token 1 from the
-transferred KV is not reported). Both see the client request's one id."""
+transferred KV is not reported). Both see the client request's one id. The decode request
+carries ``slo_handoff_ttft_ms`` (client arrival to the prefill's answer) in its ``vllm_xargs``,
+so that a decode engine's scheduler dates the first token as the simulator does."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import json
 import math
 
 import slocore as _s
+from slocore.integrations.xargs import HANDOFF_TTFT_FIELD
 from slocore.roles import DECODE, PREFILL
 from slocore.serve.dispatch import Dispatcher, NoBackend
 from slocore.serve.upstream import BackendError, Upstream, check_status
@@ -107,6 +110,10 @@ class PDFlow:
             raise
         backend.served += 1
         dbody = dict(fwd)
+        # the decode engine dates token 1 at its arrival and the client's that much earlier
+        xargs = dict(dbody.get("vllm_xargs") or {})
+        xargs[HANDOFF_TTFT_FIELD] = max(0.0, t - ctx.template.arrival) * 1e3
+        dbody["vllm_xargs"] = xargs
         kvp = out.get("kv_transfer_params")
         if kvp:
             dbody["kv_transfer_params"] = kvp

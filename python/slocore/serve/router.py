@@ -127,6 +127,7 @@ class Router:
             if bc.emulated is not None:
                 kw = dict(bc.emulated)
                 kw.setdefault("profile", bc.profile)
+                kw.setdefault("role", bc.role)  # a decode backend's scheduler sees a decode instance
                 eng = _engine.EmulatedEngine(**kw)
                 runner, url = await _engine.start(eng)
                 self._engines.append((runner, eng))

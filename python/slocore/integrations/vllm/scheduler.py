@@ -24,6 +24,15 @@ priority from the request's ``vllm_xargs`` = ``sampling_params.extra_args``:
 * only the waiting requests the plan admits stay in the waiting queue, in the plan's order;
 * the step's token budget is the plan's token total (never above vLLM's own).
 
+P/D: on a decode instance (``"role": "decode"``, ``SLOCORE_ROLE=decode``, or by default
+vLLM's ``kv_role`` ``kv_consumer``; ``kv_producer`` is a prefill instance) the view has the
+decode role, so that ``slo_triage``'s decode rules run as in the simulator. A handed-off
+request (``kv_transfer_params.do_remote_prefill``, or the router's ``slo_handoff_ttft_ms``)
+is shown as the simulator's decode engine holds one until vLLM samples its first token here:
+prompt computed (the KV comes by the connector), token 1 generated, first token dated at its
+arrival here and client arrival ``slo_handoff_ttft_ms`` before. The step's budget then
+covers what vLLM still computes of its prompt (the part the connector does not bring).
+
 The plugin's latency model starts from the profile (``SLOCORE_PROFILE`` or ``"profile"``,
 default ``h100-llama2-7b``) and is refitted to the steps vLLM runs (each timed from the end
 of ``schedule()`` to ``update_from_output()``; ``slocore.integrations.step_fit``), as the
@@ -52,7 +61,8 @@ from vllm.v1.core.sched.scheduler import Scheduler
 
 import slocore as _s
 from slocore.integrations.step_fit import StepFit, online_fit_setting
-from slocore.integrations.xargs import log_refused, slo_fields
+from slocore.integrations.xargs import HANDOFF_TTFT_FIELD, log_refused, slo_fields
+from slocore.roles import COLOCATED, DECODE, PREFILL, core_role, role_name
 from slocore.sim.stacks import default_engine_scheduler
 
 logger = logging.getLogger("vllm.slocore")
@@ -75,7 +85,27 @@ def _settings(vllm_config) -> dict:
         params = json.loads(os.environ["SLOCORE_BATCH_PARAMS"])
     profile = os.environ.get("SLOCORE_PROFILE") or cfg.get("profile") or "h100-llama2-7b"
     online_fit = online_fit_setting(os.environ.get("SLOCORE_ONLINE_FIT", cfg.get("online_fit", True)))
-    return {"batch_scheduler": name, "params": params, "profile": profile, "online_fit": online_fit}
+    role = role_name(os.environ.get("SLOCORE_ROLE") or cfg.get("role") or kv_role_of(vllm_config))
+    return {"batch_scheduler": name, "params": params, "profile": profile, "online_fit": online_fit, "role": role}
+
+
+def kv_role_of(vllm_config) -> str:
+    """The instance's role from vLLM's KV-transfer config: kv_consumer decodes, kv_producer
+    prefills; kv_both or none is colocated (connectors such as NIXL run kv_both on both
+    sides: set ``"role"`` there)."""
+    kv = getattr(vllm_config, "kv_transfer_config", None)
+    if kv is None or getattr(kv, "kv_connector", None) is None:
+        return COLOCATED
+    return {"kv_consumer": DECODE, "kv_producer": PREFILL}.get(getattr(kv, "kv_role", None), COLOCATED)
+
+
+def is_handoff(req) -> bool:
+    """A P/D decode request: its prompt's KV comes from a prefill instance."""
+    kvp = getattr(req, "kv_transfer_params", None)
+    if isinstance(kvp, dict) and kvp.get("do_remote_prefill"):
+        return True
+    ea = getattr(req.sampling_params, "extra_args", None)
+    return isinstance(ea, dict) and HANDOFF_TTFT_FIELD in ea
 
 
 class SlocoreScheduler(Scheduler):
@@ -88,11 +118,13 @@ class SlocoreScheduler(Scheduler):
         self.batch = _s.make_batch_scheduler(st["batch_scheduler"], dict(st["params"]))
         hw, _ = hardware_profile(st["profile"])
         self.latency_model = _s.LatencyModel(hw.coeffs)
+        self.role = core_role(st["role"])
         # The profile is a guess at this hardware: refit it to the steps vLLM runs.
         self.step_fit = StepFit(self.latency_model) if st["online_fit"] else None
         self._ids: dict[str, int] = {}
         self._reqs: dict[str, _s.Request] = {}  # by vLLM request id, while vLLM holds it
         self._first: dict[str, float] = {}  # first-token time, by vLLM request id, while vLLM holds it
+        self._handoffs: set[str] = set()  # P/D handoffs held, by vLLM request id
         self._warned: set[str] = set()  # client fields already logged as unusable
         self._next_id = itertools.count()
         self.slocore_stats = dict.fromkeys(
@@ -100,9 +132,10 @@ class SlocoreScheduler(Scheduler):
         )
         self.slocore_stats["decision_s"] = 0.0
         logger.info(
-            "slocore batch scheduler %s %s (profile %s%s) in vLLM's scheduler loop",
+            "slocore batch scheduler %s %s (%s instance, profile %s%s) in vLLM's scheduler loop",
             self.batch.name(),
             dict(self.batch.params()),
+            st["role"],
             st["profile"],
             ", refitted online to vLLM's steps" if self.step_fit else "",
         )
@@ -125,10 +158,16 @@ class SlocoreScheduler(Scheduler):
         fields, refused = slo_fields(getattr(req.sampling_params, "extra_args", None), req.priority)
         for key, value in refused:
             log_refused(logger, self._warned, key, value)
+        taken = fields.pop("handoff_ttft", 0.0)
         kw = {"ttft": DEFAULT_TTFT_S, "tpot": DEFAULT_TPOT_S, **fields}
         if req.max_tokens:
             kw["max_output_len"] = int(req.max_tokens)
-        r = _s.Request(self._sid(req), float(req.arrival_time), max(1, int(req.num_prompt_tokens)), **kw)
+        arrival = float(req.arrival_time)
+        if is_handoff(req):  # its first token came at the prefill instance, `taken` after arrival
+            self._handoffs.add(req.request_id)
+            self._first[req.request_id] = arrival
+            arrival -= taken
+        r = _s.Request(self._sid(req), arrival, max(1, int(req.num_prompt_tokens)), **kw)
         self._reqs[req.request_id] = r
         return r
 
@@ -138,18 +177,21 @@ class SlocoreScheduler(Scheduler):
         step's `now` that sees an output token of it (the step that made it ended just
         before), kept through preemptions: the simulator's engine sets it at that step's
         end, and slo_triage reads it (a first token it cannot date counts as late)."""
-        known, firsts, state, out = self._reqs, self._first, _s.RequestState, []
+        known, firsts, handoffs, state, out = self._reqs, self._first, self._handoffs, _s.RequestState, []
         for r in reqs:
             # vLLM's num_tokens = prompt + output, as slocore's; computed is capped at it.
             q = known.get(r.request_id) or self._request(r)
-            st = state(q, min(r.num_computed_tokens, r.num_tokens), r.num_output_tokens)
-            if r.num_output_tokens:
+            if r.num_output_tokens or r.request_id not in handoffs:
+                st = state(q, min(r.num_computed_tokens, r.num_tokens), r.num_output_tokens)
+            else:  # a handoff before its first step here: the simulator's decode engine's view of it
+                st = state(q, q.prompt_len, 1)
+            if st.generated:
                 st.first_token = firsts.setdefault(r.request_id, now)
             out.append(st)
         return out
 
     def _view(self, running, waiting, now: float):
-        v = _s.InstanceView(0)
+        v = _s.InstanceView(0, self.role)
         v.model = self.latency_model
         v.block_size = int(self.block_size)
         pool = self.kv_cache_manager.block_pool
@@ -168,6 +210,7 @@ class SlocoreScheduler(Scheduler):
         out = super()._free_request(request, *args, **kwargs)
         self._reqs.pop(request.request_id, None)
         self._first.pop(request.request_id, None)
+        self._handoffs.discard(request.request_id)
         rid, hook = self._ids.get(request.request_id), getattr(self.batch, "on_finished", None)
         if rid is not None and hook is not None:
             hook(rid, time.time())
@@ -215,6 +258,19 @@ class SlocoreScheduler(Scheduler):
         planned.sort(key=lambda x: x[0])
         return [r for _, r in planned], left
 
+    def _handoff_tokens(self, planned, order: dict, items) -> int:
+        """What vLLM computes of planned handoffs' prompts beyond the one token the plan
+        gives each (the view shows their prompts computed): the connector's KV covers only
+        whole blocks of prompt[:-1], and without a hit vLLM computes the whole prompt."""
+        if not self._handoffs:
+            return 0
+        ids, extra = self._ids, 0
+        for r in planned:
+            if r.request_id in self._handoffs and not r.num_output_tokens:
+                planned_tokens = int(items[order[ids[r.request_id]]].tokens)
+                extra += max(0, int(r.num_tokens) - int(r.num_computed_tokens) - planned_tokens)
+        return extra
+
     def schedule(self, *args, **kwargs):
         running = list(self.running)
         waiting = list(self.waiting)
@@ -258,7 +314,7 @@ class SlocoreScheduler(Scheduler):
         st["held_waiting"] += len(held)
         has_active = hasattr(self, "max_num_active_reqs")  # admission limit (newer vLLM only)
         saved = (self.max_num_running_reqs, getattr(self, "max_num_active_reqs", 0), self.max_num_scheduled_tokens)
-        budget = sum(it.tokens for it in items)
+        budget = sum(it.tokens for it in items) + self._handoff_tokens(keep_run + admit, order, items)
         self.running = keep_run
         if held or admit != waiting:
             self.waiting.remove_requests(waiting)
@@ -289,3 +345,4 @@ class SlocoreScheduler(Scheduler):
                 self._ids = {k: v for k, v in self._ids.items() if k in self.requests}
                 self._reqs = {k: v for k, v in self._reqs.items() if k in self.requests}
                 self._first = {k: v for k, v in self._first.items() if k in self.requests}
+                self._handoffs &= set(self.requests)
