@@ -69,7 +69,7 @@ def test_simulated_decode_instance_sees_handoffs_with_their_first_tokens():
 def test_emulated_decode_engine_sees_handoffs_as_the_simulator_does():
     """Behind the router the decode engine (role decode) holds each handoff as the simulated
     one does, with the TTFT the router measured to the prefill's answer; the client still
-    gets every token (token 1 sent at the handoff, as vLLM's decode server repeats it)."""
+    gets every token (token 1 with the first decode step's, as vLLM's decode server repeats it)."""
 
     async def go():
         emu = dict(EMU, scheduler="slo_triage")

@@ -15,7 +15,7 @@ answers with ``kv_transfer_params`` for the decode side; one with
 ``kv_transfer_params.do_remote_prefill`` skips its prefill after the profile's KV-transfer
 time (the fields vLLM's disaggregated proxies pass). Such a handoff enters the engine as the
 simulator's decode engine receives one: prompt computed, token 1 generated (sent to the
-client at once, as vLLM's decode server sends its repeat of it), its first token dated now
+client with its first step's token, as vLLM's decode server repeats it), its first token dated now
 and its arrival the router's ``slo_handoff_ttft_ms`` earlier (``integrations/xargs.py``).
 ``role="decode"`` gives the scheduler a decode instance's view (slo_triage's decode rules).
 
@@ -63,6 +63,7 @@ class _Req:
     events: asyncio.Queue
     prefill_only: bool = False
     t_arrival: float = 0.0
+    repeat_first: bool = False  # a P/D handoff: token 1 goes out with its first step's token
 
 
 @dataclass
@@ -210,6 +211,9 @@ class EmulatedEngine:
                 self._hung = True
 
     def _emit(self, rid: int, r: _Req, generated: int, done: bool):
+        if r.repeat_first:  # vLLM's decode server sends token 1 again at its first step
+            r.repeat_first = False
+            self._emit(rid, r, 1, False)
         self.stats.tokens += 1
         r.events.put_nowait(("token", generated, done))
         if done:
@@ -256,9 +260,10 @@ class EmulatedEngine:
         self.stats.prompt_tokens += int(prompt_len)
         if prefilled:  # P/D handoff, as the simulator's decode engine receives it
             st.computed, st.generated, st.first_token = int(prompt_len), 1, now
-            self._emit(rid, r, 1, n_out <= 1)
-            if n_out <= 1:
+            if n_out <= 1:  # nothing left to decode
+                self._emit(rid, r, 1, True)
                 return rid, q
+            r.repeat_first = True
         self.core.add(st)
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._loop())
