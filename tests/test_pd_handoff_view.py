@@ -139,3 +139,16 @@ def test_emulated_engine_refuses_an_unknown_role():
     with pytest.raises(ValueError, match="unknown role"):
         EmulatedEngine(role="decoder")
     assert math.isnan(slocore.RequestState(slocore.Request(0, 0.0, 8)).first_token)
+
+
+def test_handoff_field_refuses_what_no_router_sends():
+    """slo_handoff_ttft_ms reaches engines from the router only, but an engine may be reached
+    directly: a value that is not a duration in [0, a day] is refused (logged), never used."""
+    from slocore.integrations.xargs import HANDOFF_TTFT_FIELD, slo_fields
+
+    for good, want in ((0, 0.0), ("250", 0.25), (1500.5, 1.5005)):
+        f, refused = slo_fields({HANDOFF_TTFT_FIELD: good})
+        assert f["handoff_ttft"] == pytest.approx(want) and not refused, (good, f, refused)
+    for bad in (-1, float("nan"), float("inf"), 1e12, True, "soon", None, [1]):
+        f, refused = slo_fields({HANDOFF_TTFT_FIELD: bad})
+        assert "handoff_ttft" not in f and refused == [(HANDOFF_TTFT_FIELD, bad)], (bad, f, refused)

@@ -24,24 +24,24 @@ HANDOFF_TTFT_FIELD = "slo_handoff_ttft_ms"  # P/D: the TTFT taken on the prefill
 MAX_HANDOFF_TTFT_MS = 86_400_000.0  # a day: anything longer is not a handoff
 
 
-def _positive_ms(v) -> float | None:
+def _number(v) -> float | None:
+    """A client's number (a numeric string too), never a bool; None when it is not one."""
     if isinstance(v, bool):
         return None
     try:
-        x = float(v)
+        return float(v)
     except (TypeError, ValueError, OverflowError):
         return None
-    return x if math.isfinite(x) and x > 0 else None
+
+
+def _positive_ms(v) -> float | None:
+    x = _number(v)
+    return x if x is not None and math.isfinite(x) and x > 0 else None
 
 
 def _handoff_ms(v) -> float | None:
-    if isinstance(v, bool):
-        return None
-    try:
-        x = float(v)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return x if 0 <= x <= MAX_HANDOFF_TTFT_MS else None
+    x = _number(v)
+    return x if x is not None and 0 <= x <= MAX_HANDOFF_TTFT_MS else None
 
 
 def _level(v) -> int | None:

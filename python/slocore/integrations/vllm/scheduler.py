@@ -27,7 +27,8 @@ priority from the request's ``vllm_xargs`` = ``sampling_params.extra_args``:
 P/D: on a decode instance (``"role": "decode"``, ``SLOCORE_ROLE=decode``, or by default
 vLLM's ``kv_role`` ``kv_consumer``; ``kv_producer`` is a prefill instance) the view has the
 decode role, so that ``slo_triage``'s decode rules run as in the simulator. A handed-off
-request (``kv_transfer_params.do_remote_prefill``, or the router's ``slo_handoff_ttft_ms``)
+request (``kv_transfer_params.do_remote_prefill``, or on a decode instance the router's
+``slo_handoff_ttft_ms``)
 is shown as the simulator's decode engine holds one until vLLM samples its first token here:
 prompt computed (the KV comes by the connector), token 1 generated, first token dated at its
 arrival here and client arrival ``slo_handoff_ttft_ms`` before. The step's budget then
@@ -99,13 +100,14 @@ def kv_role_of(vllm_config) -> str:
     return {"kv_consumer": DECODE, "kv_producer": PREFILL}.get(getattr(kv, "kv_role", None), COLOCATED)
 
 
-def is_handoff(req) -> bool:
-    """A P/D decode request: its prompt's KV comes from a prefill instance."""
+def is_handoff(req, decode_instance: bool) -> bool:
+    """A P/D decode request, its prompt's KV from a prefill instance: vLLM's own mark, or on a
+    decode instance the router's field (elsewhere a client's field marks nothing)."""
     kvp = getattr(req, "kv_transfer_params", None)
     if isinstance(kvp, dict) and kvp.get("do_remote_prefill"):
         return True
     ea = getattr(req.sampling_params, "extra_args", None)
-    return isinstance(ea, dict) and HANDOFF_TTFT_FIELD in ea
+    return decode_instance and isinstance(ea, dict) and HANDOFF_TTFT_FIELD in ea
 
 
 class SlocoreScheduler(Scheduler):
@@ -163,7 +165,7 @@ class SlocoreScheduler(Scheduler):
         if req.max_tokens:
             kw["max_output_len"] = int(req.max_tokens)
         arrival = float(req.arrival_time)
-        if is_handoff(req):  # its first token came at the prefill instance, `taken` after arrival
+        if is_handoff(req, self.role == _s.Role.DECODE):  # its first token came `taken` after arrival
             self._handoffs.add(req.request_id)
             self._first[req.request_id] = arrival
             arrival -= taken
