@@ -152,3 +152,18 @@ def test_handoff_field_refuses_what_no_router_sends():
     for bad in (-1, float("nan"), float("inf"), 1e12, True, "soon", None, [1]):
         f, refused = slo_fields({HANDOFF_TTFT_FIELD: bad})
         assert "handoff_ttft" not in f and refused == [(HANDOFF_TTFT_FIELD, bad)], (bad, f, refused)
+
+
+def test_emulated_prefill_engine_serves_a_whole_request():
+    """A prefill instance's engine cuts only P/D requests (max_tokens 1), as vLLM's
+    kv_producer: a request sent to it directly runs to its end."""
+    from slocore.serve.engine import EmulatedEngine
+
+    async def go():
+        eng = EmulatedEngine(role="prefill", time_scale=0.05)
+        rid, q = eng.submit(40, 4)
+        got = [await asyncio.wait_for(q.get(), 10) for _ in range(4)]
+        assert [g[1] for g in got] == [1, 2, 3, 4] and got[-1][2], got
+        assert eng.core.view.role == slocore.Role.COLOCATED
+
+    asyncio.run(go())

@@ -17,7 +17,9 @@ time (the fields vLLM's disaggregated proxies pass). Such a handoff enters the e
 simulator's decode engine receives one: prompt computed, token 1 generated (sent to the
 client with its first step's token, as vLLM's decode server repeats it), its first token dated now
 and its arrival the router's ``slo_handoff_ttft_ms`` earlier (``integrations/xargs.py``).
-``role="decode"`` gives the scheduler a decode instance's view (slo_triage's decode rules).
+``role="decode"`` gives the scheduler a decode instance's view (slo_triage's decode rules). A
+prefill instance's engine runs as a colocated one, as vLLM's kv_producer does: its P/D
+requests stop at token 1 by their own ``max_tokens``, any other request runs to its end.
 
 Faults for tests: ``fault="die_after:N"`` drops every connection once N tokens have been
 produced in total; ``fault="hang_after:N"`` stops producing tokens (a stuck engine).
@@ -40,7 +42,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 import slocore as _s
 from slocore.integrations.xargs import log_refused, slo_fields
-from slocore.roles import COLOCATED, core_role, role_name
+from slocore.roles import COLOCATED, DECODE, core_role, role_name
 from slocore.serve.openai import (
     BadRequest,
     chunk,
@@ -139,7 +141,7 @@ class EmulatedEngine:
             kv_blocks=self.kv_total,
             correction_window=int(correction_window),
             online_fit=online_fit,
-            role=core_role(self.role),
+            role=core_role(DECODE if self.role == DECODE else COLOCATED),
         )
         self.model = self.core.view.model
         self.reqs: dict[int, _Req] = {}
