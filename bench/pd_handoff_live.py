@@ -7,6 +7,7 @@ arrival rate / k and the SLOs x k) changes nothing they decide and keeps the rou
 inside real time on 2 cores.
 
     PYTHONPATH=python python bench/pd_handoff_live.py --variants on,off --seeds 0,1,2
+    PYTHONPATH=python python bench/pd_handoff_live.py --variants on,off --seeds 0,1,2 --simulate
 
 Variants: `on` (slo_triage's defaults: freshest handoff first, banked TPOT first out), `off`
 (both rules off). Run it with another build's `python/` on PYTHONPATH for a before/after.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import statistics
 
 from aiohttp import web
@@ -61,11 +63,34 @@ async def one_run(cfg: dict, wl) -> dict:
     s = out["summary"]
     return {
         "attainment": s["attainment"],
+        "ttft_attainment": s["ttft_attainment"],
+        "tpot_attainment": s["tpot_attainment"],
         "tpot_p99": s["tpot"]["p99"],
         "ttft_p99": s["ttft"]["p99"],
         "finished": s["finished"],
         "errors": len(out["errors"]),
     }
+
+
+def simulated(decode_params: dict, wl, seed: int, prefill: int, decode: int) -> dict:
+    """The same cluster, stack and requests in the simulator (engines' time, no scaling)."""
+    from slocore.sim.runner import simulate
+
+    res = simulate(
+        wl,
+        seed=seed,
+        profile="h100-llama2-7b",
+        mode="pd",
+        prefill_instances=prefill,
+        decode_instances=decode,
+        prefill_policy="round_robin",
+        decode_policy="least_outstanding",
+        batch_scheduler="slo_triage",
+        decode_batch_scheduler=("slo_triage", decode_params),
+    )
+    s = res.summary
+    keys = ("attainment", "ttft_attainment", "tpot_attainment", "finished")
+    return {**{k: s[k] for k in keys}, "tpot_p99": s["tpot"]["p99"], "ttft_p99": s["ttft"]["p99"], "errors": 0}
 
 
 def main() -> None:
@@ -78,6 +103,7 @@ def main() -> None:
     p.add_argument("--prefill", type=cli_args.positive_int, default=1)
     p.add_argument("--decode", type=cli_args.positive_int, default=2)
     p.add_argument("--out", help="write every run as JSON here")
+    p.add_argument("--simulate", action="store_true", help="run the same in the simulator instead (seconds)")
     a = p.parse_args()
     variants = [v.strip() for v in a.variants.split(",") if v.strip()]
     bad = [v for v in variants if v not in VARIANTS]
@@ -90,21 +116,31 @@ def main() -> None:
     k, runs = a.time_scale, []
     n = max(1, round(a.rate * a.duration))
     for seed in seeds:  # variants interleaved per seed: the machine's drift falls on both
+        if a.simulate:  # engines' time: no scaling
+            k = 1.0
         wl = workloads.sibyl_zeta(rate=a.rate / k, n=n, seed=seed, scale=8.0, ttft=10.0 * k, tpot=0.1 * k)
         for v in variants:
-            r = asyncio.run(one_run(config(VARIANTS[v], k, a.prefill, a.decode), wl))
+            if a.simulate:
+                r = simulated(VARIANTS[v], wl, seed, a.prefill, a.decode)
+            else:
+                r = asyncio.run(one_run(config(VARIANTS[v], k, a.prefill, a.decode), wl))
             r.update(variant=v, seed=seed)
             runs.append(r)
             print(json.dumps(r), flush=True)
-    print(f"\n{a.prefill}P{a.decode}D, {a.rate} req/s x {a.duration} s (engines' time), time scale {k}, seeds {seeds}")
-    print("| variant | attainment % (per seed) | mean | TPOT p99 s (engines') | TTFT p99 s (engines') |")
-    print("|---|---|---:|---:|---:|")
+    where = "simulated" if a.simulate else f"live, time scale {k}"
+    print(f"\n{a.prefill}P{a.decode}D, {a.rate} req/s x {a.duration} s (engines' time), {where}, seeds {seeds}")
+    print("| variant | attainment % (per seed) | mean | TTFT met % | TPOT met % | TPOT p99 s | TTFT p99 s |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for v in variants:
         rs = [r for r in runs if r["variant"] == v]
         att = [100 * r["attainment"] for r in rs]
         tp = statistics.fmean(r["tpot_p99"] for r in rs) / k
         tt = statistics.fmean(r["ttft_p99"] for r in rs) / k
-        print(f"| {v} | {' / '.join(f'{x:.1f}' for x in att)} | {statistics.fmean(att):.1f} | {tp:.3f} | {tt:.2f} |")
+        met = [statistics.fmean(100 * r.get(f"{m}_attainment", math.nan) for r in rs) for m in ("ttft", "tpot")]
+        row = (
+            f"| {v} | {' / '.join(f'{x:.1f}' for x in att)} | {statistics.fmean(att):.1f} | {met[0]:.1f} | {met[1]:.1f}"
+        )
+        print(f"{row} | {tp:.3f} | {tt:.2f} |")
     if a.out:
         with open(a.out, "w") as f:
             json.dump(runs, f, indent=1)
