@@ -28,11 +28,11 @@ P/D: on a decode instance (``"role": "decode"``, ``SLOCORE_ROLE=decode``, or by 
 vLLM's ``kv_role`` ``kv_consumer``; ``kv_producer`` is a prefill instance) the view has the
 decode role, so that ``slo_triage``'s decode rules run as in the simulator. A handed-off
 request (``kv_transfer_params.do_remote_prefill``, or on a decode instance the router's
-``slo_handoff_ttft_ms``)
-is shown as the simulator's decode engine holds one until vLLM samples its first token here:
-prompt computed (the KV comes by the connector), token 1 generated, first token dated at its
-arrival here and client arrival ``slo_handoff_ttft_ms`` before. The step's budget then
-covers what vLLM still computes of its prompt (the part the connector does not bring).
+``slo_handoff_ttft_ms``) is shown as the simulator's decode engine holds one until vLLM
+samples its first token here: prompt computed (the KV comes by the connector), token 1
+generated, first token dated at its arrival here and client arrival ``slo_handoff_ttft_ms``
+before. The step's budget then covers what vLLM still computes of its prompt (the part the
+connector does not bring).
 
 The plugin's latency model starts from the profile (``SLOCORE_PROFILE`` or ``"profile"``,
 default ``h100-llama2-7b``) and is refitted to the steps vLLM runs (each timed from the end
