@@ -21,11 +21,10 @@ import json
 import math
 import statistics
 
-from aiohttp import web
-
 from slocore import cli_args
 from slocore.serve import config as cfgmod
 from slocore.serve import loadgen
+from slocore.serve.eventloop import serve_app
 from slocore.serve.router import Router
 from slocore.sim import workloads
 
@@ -51,11 +50,7 @@ def config(decode_params: dict, time_scale: float, prefill: int, decode: int) ->
 
 async def one_run(cfg: dict, wl) -> dict:
     router = Router(cfgmod.from_dict(cfg))
-    runner = web.AppRunner(router.app(), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+    runner, url = await serve_app(router.app())
     try:
         out = await loadgen.run(url, wl, progress=False)
     finally:

@@ -11,9 +11,9 @@ pytest.importorskip("prometheus_client", reason="the serve extra (prometheus-cli
 from aiohttp import web  # noqa: E402
 
 from slocore.serve.config import BackendConfig  # noqa: E402
+from slocore.serve.eventloop import serve_app  # noqa: E402
 from slocore.serve.health import HealthChecker  # noqa: E402
 from slocore.serve.pool import BackendPool  # noqa: E402
-from test_serve_router import serve_app  # noqa: E402
 
 PAGE = "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n"
 

@@ -14,6 +14,7 @@ from aiohttp import web  # noqa: E402
 
 import slocore  # noqa: E402
 from slocore.serve import config as cfgmod  # noqa: E402
+from slocore.serve.eventloop import serve_app  # noqa: E402
 from slocore.serve.router import Router  # noqa: E402
 
 EMU = {"profile": "h100-llama2-7b", "time_scale": 0.2}
@@ -29,25 +30,12 @@ def free_port() -> int:
 async def serving(d: dict):
     cfg = cfgmod.from_dict(d)
     router = Router(cfg)
-    runner = web.AppRunner(router.app(), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
+    runner, url = await serve_app(router.app())
     async with aiohttp.ClientSession() as s:
         try:
-            yield router, f"http://127.0.0.1:{port}", s
+            yield router, url, s
         finally:
             await runner.cleanup()
-
-
-async def serve_app(app) -> tuple:
-    """Serve aiohttp `app` on an ephemeral local port: (runner to clean up, base URL)."""
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
 
 
 def run(coro):

@@ -136,18 +136,13 @@ def vllm_server(tiny_model, vllm_env, tmp_path_factory):
 
 def _route(cfg: dict, fn, timeout_s: float = 240):
     """A router on an ephemeral port, `fn(router, url, session)` run against it."""
-    from aiohttp import web
-
     from slocore.serve.config import from_dict
+    from slocore.serve.eventloop import serve_app
     from slocore.serve.router import Router
 
     async def go():
         router = Router(from_dict(cfg))
-        runner = web.AppRunner(router.app(), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        runner, url = await serve_app(router.app())
         try:
             async with aiohttp.ClientSession() as s:
                 return await fn(router, url, s)

@@ -43,6 +43,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 import slocore as _s
 from slocore.integrations.xargs import log_refused, slo_fields
 from slocore.roles import COLOCATED, DECODE, core_role, role_name
+from slocore.serve.eventloop import serve_app
 from slocore.serve.openai import (
     BadRequest,
     chunk,
@@ -514,12 +515,7 @@ async def start(engine: EmulatedEngine, host: str = "127.0.0.1", port: int = 0) 
     """Serve `engine` on host:port (0 = any free port) in the running loop; returns (runner, url)."""
     # handler_cancellation: a client that leaves cancels its handler, whose `finally` frees the
     # request in the engine (a request still waiting would otherwise hold its place forever)
-    runner = web.AppRunner(engine.app(), access_log=None, handler_cancellation=True)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    return runner, f"http://{host}:{port}"
+    return await serve_app(engine.app(), host, port, handler_cancellation=True)
 
 
 def main(args) -> int:
