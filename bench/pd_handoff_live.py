@@ -67,8 +67,9 @@ async def one_run(cfg: dict, wl) -> dict:
     }
 
 
-def simulated(decode_params: dict, wl, seed: int, prefill: int, decode: int) -> dict:
-    """The same cluster, stack and requests in the simulator (engines' time, no scaling)."""
+def simulated(decode_params: dict, wl, seed: int, prefill: int, decode: int, first_token: str) -> dict:
+    """The same cluster, stack and requests in the simulator (engines' time, no scaling);
+    `first_token`: simulate()'s pd_first_token ("decode" dates it as the live client sees it)."""
     from slocore.sim.runner import simulate
 
     res = simulate(
@@ -82,6 +83,7 @@ def simulated(decode_params: dict, wl, seed: int, prefill: int, decode: int) -> 
         decode_policy="least_outstanding",
         batch_scheduler="slo_triage",
         decode_batch_scheduler=("slo_triage", decode_params),
+        pd_first_token=first_token,
     )
     s = res.summary
     keys = ("attainment", "ttft_attainment", "tpot_attainment", "finished")
@@ -99,6 +101,13 @@ def main() -> None:
     p.add_argument("--decode", type=cli_args.positive_int, default=2)
     p.add_argument("--out", help="write every run as JSON here")
     p.add_argument("--simulate", action="store_true", help="run the same in the simulator instead (seconds)")
+    p.add_argument(
+        "--pd-first-token",
+        dest="first_token",
+        choices=("prefill", "decode"),
+        default="prefill",
+        help="--simulate: date the first token at the prefill's end or, as the live client sees it, at the decode",
+    )
     a = p.parse_args()
     variants = [v.strip() for v in a.variants.split(",") if v.strip()]
     bad = [v for v in variants if v not in VARIANTS]
@@ -116,13 +125,13 @@ def main() -> None:
         wl = workloads.sibyl_zeta(rate=a.rate / k, n=n, seed=seed, scale=8.0, ttft=10.0 * k, tpot=0.1 * k)
         for v in variants:
             if a.simulate:
-                r = simulated(VARIANTS[v], wl, seed, a.prefill, a.decode)
+                r = simulated(VARIANTS[v], wl, seed, a.prefill, a.decode, a.first_token)
             else:
                 r = asyncio.run(one_run(config(VARIANTS[v], k, a.prefill, a.decode), wl))
             r.update(variant=v, seed=seed)
             runs.append(r)
             print(json.dumps(r), flush=True)
-    where = "simulated" if a.simulate else f"live, time scale {k}"
+    where = f"simulated, first token at the {a.first_token}" if a.simulate else f"live, time scale {k}"
     print(f"\n{a.prefill}P{a.decode}D, {a.rate} req/s x {a.duration} s (engines' time), {where}, seeds {seeds}")
     print("| variant | attainment % (per seed) | mean | TTFT met % | TPOT met % | TPOT p99 s | TTFT p99 s |")
     print("|---|---|---:|---:|---:|---:|---:|")

@@ -141,7 +141,8 @@ def one_run(a, variant: str, seed: int, model: str, profile: str, out: Path) -> 
 
 def simulated(a, variant: str, seed: int, profile: str) -> dict:
     """The same requests on the same cluster in the simulator (the measured profile as truth and
-    belief; one max_num_seqs for both engines, the decode server's)."""
+    belief; one max_num_seqs for both engines, the decode server's), the first token dated as
+    the live client sees it (at the decode's first step)."""
     from slocore.sim.runner import simulate
 
     w = traces.at_rate(traces.make("two_class", a.requests, seed), a.rate)
@@ -157,6 +158,7 @@ def simulated(a, variant: str, seed: int, profile: str) -> dict:
         decode_policy="least_outstanding",
         batch_scheduler="slo_triage",
         decode_batch_scheduler=("slo_triage", VARIANTS[variant]),
+        pd_first_token="decode",
     )
     s = res.summary
     keys = ("attainment", "ttft_attainment", "tpot_attainment", "finished", "requests")

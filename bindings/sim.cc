@@ -184,6 +184,7 @@ void init_sim(py::module_& m) {
       .def_readwrite("cold_start_s", &SimConfig::cold_start_s)
       .def_readwrite("role_switch_s", &SimConfig::role_switch_s)
       .def_readwrite("processor_sharing", &SimConfig::processor_sharing)
+      .def_readwrite("pd_first_token_at_decode", &SimConfig::pd_first_token_at_decode)
       .def_readwrite("correction_window", &SimConfig::correction_window)
       .def_readwrite("online_fit", &SimConfig::online_fit)
       .def_readwrite("timeline_interval_s", &SimConfig::timeline_interval_s)

@@ -891,6 +891,7 @@ class SimConfig:
     disaggregated: bool
     global_policy: GlobalPolicy
     online_fit: bool
+    pd_first_token_at_decode: bool
     prefill_policy: GlobalPolicy
     prefix_caching: bool
     processor_sharing: bool

@@ -89,6 +89,7 @@ class Simulation {
   void place(const Assignment& a, Role role, Time now);
   void kick(Engine& e, Time now);
   void on_iteration_done(Engine& e, Time now);
+  bool record_pd_token(Id request, Tokens generated, Id instance, Role role, Time now);
   void handoff(RequestState s, Id from, Time now);
   void start_transfer(RequestState s, Id decode_instance, Time now);
   void apply(const ScaleDecision& d, Time now);
@@ -122,7 +123,9 @@ class Simulation {
   std::unordered_map<Id, Request> pending_;               // submitted to a policy, not yet placed
   std::unordered_map<Id, RequestState> awaiting_decode_;  // prefill done, no decode target yet
   std::unordered_map<Id, Id> early_target_;               // request -> decode instance (early assignment)
-  std::unordered_map<Id, Id> prefill_of_;                 // request -> prefill instance
+  // pd_first_token_at_decode: handed-off requests whose token 1 the recorder has not dated yet.
+  std::unordered_map<Id, Id> undated_first_;  // request -> the prefill instance that made it
+  std::unordered_map<Id, Id> prefill_of_;     // request -> prefill instance
   Time wakeup_at_[3] = {kNever, kNever, kNever};
   int max_instances_ = 0;
   Time last_work_ = 0.0;  // the last event that moved a request (cost stops there)
@@ -365,12 +368,30 @@ void Simulation::handoff(RequestState s, Id from, Time now) {
   poll(d, Role::Decode, now);
 }
 
+// pd_first_token_at_decode: a handed-off request's token 1 is dated with its token 2, at the
+// decode instance's first step; false when the recorder must not date this token now.
+bool Simulation::record_pd_token(Id request, Tokens generated, Id instance, Role role, Time now) {
+  if (generated == 1 && role == Role::Prefill) {
+    if (res_.recorder.get(request).request.output_len.value_or(1) == 1) return true;  // done at prefill
+    undated_first_.emplace(request, instance);
+    return false;
+  }
+  if (generated == 2)
+    if (auto u = undated_first_.find(request); u != undated_first_.end()) {
+      res_.recorder.token(request, now, u->second);
+      undated_first_.erase(u);
+    }
+  return true;
+}
+
 void Simulation::on_iteration_done(Engine& e, Time now) {
   IterationOutcome out = e.finish(now);
   const Role role = e.view().role;
   GlobalPolicy* p = policy_for(role);
+  const bool first_at_decode = cfg_.pd_first_token_at_decode && cfg_.disaggregated;
   for (const auto& tok : out.tokens) {
-    res_.recorder.token(tok.request, now, e.id());
+    if (!first_at_decode || record_pd_token(tok.request, tok.generated, e.id(), role, now))
+      res_.recorder.token(tok.request, now, e.id());
     if (tok.generated == 1 && cfg_.scaler) cfg_.scaler->on_first_token(tok.request, now);
     p->on_token(tok.request, e.id(), tok.generated, now);
   }

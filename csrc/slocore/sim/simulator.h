@@ -49,8 +49,14 @@ struct SimConfig {
   bool prefix_caching = true;                    // vLLM's automatic prefix caching (on by default there)
   double role_switch_s = 0.0;
   bool processor_sharing = false;  // SIBYL decode model on decode instances
-  int correction_window = 32;      // belief correction every N iterations (0: off)
-  bool online_fit = false;         // refit the belief's coefficients online (core/online_fit.h), not one factor
+  // P/D: when the recorder dates a handed-off request's first token (the metrics' TTFT):
+  // false, at the prefill's end, where the prefill instance samples it (DistServe, SIBYL);
+  // true, at the decode instance's first step, where a client behind vLLM's P/D proxy
+  // protocol (slocore serve's) first sees it, with token 2. The policies' events are the same
+  // either way: token 1 at the prefill's end.
+  bool pd_first_token_at_decode = false;
+  int correction_window = 32;  // belief correction every N iterations (0: off)
+  bool online_fit = false;     // refit the belief's coefficients online (core/online_fit.h), not one factor
   double timeline_interval_s = 1.0;
   double max_time = kNever;
   double stall_timeout_s = 600.0;  // no progress for this long (simulated) ends the run as stalled

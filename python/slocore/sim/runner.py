@@ -205,6 +205,7 @@ def simulate(
     max_batch_tokens: int = 2048,
     max_num_seqs: int = 256,
     decode_model: str = "iteration",
+    pd_first_token: str = "prefill",
     noise_sigma: float = 0.0,
     belief_scale: float = 1.0,
     belief_noise: float = 0.0,
@@ -227,7 +228,11 @@ def simulate(
     prefix identity. `warmup_s` leaves requests arriving before it out of the summary (None:
     the workload's params["warmup_s"], e.g. from `workloads.steady`, else 0). `online_fit`:
     every `correction_window` iterations each engine refits its belief's six coefficients to
-    the iterations it ran (core/online_fit.h) instead of ProServe's single correction factor."""
+    the iterations it ran (core/online_fit.h) instead of ProServe's single correction factor.
+    `pd_first_token` (P/D): where the metrics date a handed-off request's first token:
+    "prefill", when the prefill instance samples it (DistServe's and SIBYL's TTFT), or "decode",
+    at the decode instance's first step, where a client behind vLLM's P/D proxy protocol
+    (`slocore serve`'s) first sees it; the policies see it at the prefill's end either way."""
     if warmup_s is None:
         warmup_s = float(getattr(workload, "params", {}).get("warmup_s", 0.0))
     _check_ints(
@@ -247,6 +252,8 @@ def simulate(
         raise ValueError(f"mode: must be 'colocated' or 'pd', got {mode!r}")
     if decode_model not in ("iteration", "processor_sharing"):
         raise ValueError(f"decode_model: must be 'iteration' or 'processor_sharing', got {decode_model!r}")
+    if pd_first_token not in ("prefill", "decode"):
+        raise ValueError(f"pd_first_token: must be 'prefill' or 'decode', got {pd_first_token!r}")
 
     def count(given, spec, default):
         return given if given is not None else len(spec) if isinstance(spec, (list, tuple)) else default
@@ -297,6 +304,7 @@ def simulate(
     cfg.role_switch_s = role_switch_s
     cfg.max_batch_tokens, cfg.max_num_seqs = max_batch_tokens, max_num_seqs
     cfg.processor_sharing = decode_model == "processor_sharing"
+    cfg.pd_first_token_at_decode = pd_first_token == "decode"
     cfg.noise_sigma, cfg.belief_scale, cfg.correction_window = noise_sigma, belief_scale, correction_window
     if not isinstance(online_fit, bool):
         raise TypeError(f"online_fit: must be True or False, got {online_fit!r}")
@@ -328,6 +336,7 @@ def simulate(
         "max_instances": max_instances,
         "cold_start_s": cfg.cold_start_s,
         "decode_model": decode_model,
+        "pd_first_token": pd_first_token,
         "noise_sigma": noise_sigma,
         "belief_scale": belief_scale,
         "belief_noise": belief_noise,
