@@ -54,6 +54,19 @@ def test_scenarios_listing_and_overrides(capsys):
     assert scenarios.get("default").available_variants()
 
 
+def test_pd_first_token_override_dates_the_first_token_at_the_decode(capsys):
+    def ttft_p50(where):
+        args = ["--json", "--scenario", "hfx_fig4_pd", "--loads", "60", "--variants", "rr_pd"]
+        row = json.loads(run(capsys, *args, "--pd-first-token", where))["rows"][0]
+        assert row["config"]["pd_first_token"] == where
+        return row["summary"]["ttft"]["p50"]
+
+    assert ttft_p50("decode") > ttft_p50("prefill")  # the KV transfer and a decode step later
+    with pytest.raises(SystemExit) as e:
+        cli.main(["simulate", "--quiet", "--pd-first-token", "client"])
+    assert e.value.code == 2 and "invalid choice: 'client'" in capsys.readouterr().err
+
+
 def test_bad_arguments_exit_2(capsys):
     assert cli.main(["simulate", "--quiet", "--variants", "nope"]) == 2
     assert "variant 'nope'" in capsys.readouterr().err

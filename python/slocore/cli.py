@@ -16,7 +16,7 @@ def cmd_simulate(a) -> int:
 
     sc = scenarios.get(a.scenario)
     overrides = {}
-    for key in ("profile", "instances", "noise_sigma", "belief_scale", "max_instances"):
+    for key in ("profile", "instances", "noise_sigma", "belief_scale", "max_instances", "pd_first_token"):
         v = getattr(a, key)
         if v is not None:
             overrides[key] = v.split(",") if key == "profile" and "," in v else v  # a,b,...: one per instance
@@ -232,6 +232,13 @@ def main(argv=None) -> int:
         dest="belief_scale",
         type=float,
         help="policies' latency model = truth x this (mis-calibration, e.g. 1.2)",
+    )
+    s.add_argument(
+        "--pd-first-token",
+        dest="pd_first_token",
+        choices=("prefill", "decode"),
+        help="P/D scenarios: date the first token at the prefill's end (default) or at the decode's first "
+        "step, where a client behind vLLM's P/D proxy protocol sees it",
     )
     s.add_argument("--plot", help="write attainment/latency/cost vs load to this PNG")
     s.add_argument("--json", action="store_true", help="machine-readable output")

@@ -47,8 +47,17 @@ def table(sc: Scenario, rows: list[Row]) -> str:
         "cluster: "
         + ", ".join(
             f"{k}={cfg[k]}"
-            for k in ("profile", "mode", "instances", "max_instances", "decode_model", "noise_sigma", "belief_scale")
-            if k in cfg
+            for k in (
+                "profile",
+                "mode",
+                "instances",
+                "max_instances",
+                "decode_model",
+                "pd_first_token",
+                "noise_sigma",
+                "belief_scale",
+            )
+            if k in cfg and (k != "pd_first_token" or cfg.get("mode") == "pd")
         )
     )
     out.append("")
