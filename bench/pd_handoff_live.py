@@ -90,6 +90,25 @@ def simulated(decode_params: dict, wl, seed: int, prefill: int, decode: int, fir
     return {**{k: s[k] for k in keys}, "tpot_p99": s["tpot"]["p99"], "ttft_p99": s["ttft"]["p99"], "errors": 0}
 
 
+def table(runs: list[dict], variants: list[str], time_scale: float = 1.0) -> str:
+    """The runs per variant as a markdown table; latencies divided by `time_scale`."""
+    out = [
+        "| variant | attainment % (per seed) | mean | TTFT met % | TPOT met % | TPOT p99 s | TTFT p99 s |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for v in variants:
+        rs = [r for r in runs if r["variant"] == v]
+        att = [100 * r["attainment"] for r in rs]
+        tp = statistics.fmean(r["tpot_p99"] for r in rs) / time_scale
+        tt = statistics.fmean(r["ttft_p99"] for r in rs) / time_scale
+        met = [statistics.fmean(100 * r.get(f"{m}_attainment", math.nan) for r in rs) for m in ("ttft", "tpot")]
+        per_seed = " / ".join(f"{x:.1f}" for x in att)
+        out.append(
+            f"| {v} | {per_seed} | {statistics.fmean(att):.1f} | {met[0]:.1f} | {met[1]:.1f} | {tp:.3f} | {tt:.2f} |"
+        )
+    return "\n".join(out)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--variants", default="on,off", help=f"comma list of {', '.join(VARIANTS)}")
@@ -133,18 +152,7 @@ def main() -> None:
             print(json.dumps(r), flush=True)
     where = f"simulated, first token at the {a.first_token}" if a.simulate else f"live, time scale {k}"
     print(f"\n{a.prefill}P{a.decode}D, {a.rate} req/s x {a.duration} s (engines' time), {where}, seeds {seeds}")
-    print("| variant | attainment % (per seed) | mean | TTFT met % | TPOT met % | TPOT p99 s | TTFT p99 s |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for v in variants:
-        rs = [r for r in runs if r["variant"] == v]
-        att = [100 * r["attainment"] for r in rs]
-        tp = statistics.fmean(r["tpot_p99"] for r in rs) / k
-        tt = statistics.fmean(r["ttft_p99"] for r in rs) / k
-        met = [statistics.fmean(100 * r.get(f"{m}_attainment", math.nan) for r in rs) for m in ("ttft", "tpot")]
-        row = (
-            f"| {v} | {' / '.join(f'{x:.1f}' for x in att)} | {statistics.fmean(att):.1f} | {met[0]:.1f} | {met[1]:.1f}"
-        )
-        print(f"{row} | {tp:.3f} | {tt:.2f} |")
+    print(table(runs, variants, k))
     if a.out:
         with open(a.out, "w") as f:
             json.dump(runs, f, indent=1)

