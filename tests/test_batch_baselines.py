@@ -216,6 +216,18 @@ def test_vllm_is_prefill_first_and_sarathi_decode_first():
     assert plan_of("orca", v) == ([(1, 1), (2, 100)], [])
 
 
+def test_vllm_admits_prompts_only_while_running_requests_stay_within_max_num_seqs():
+    # vLLM V0 counts the running requests against max_num_seqs: with 2 running and a limit of
+    # 3, one prompt joins; with 3 running, none does and the running requests decode
+    run = [state(1, 10, 10, 1), state(2, 10, 10, 1)]
+    v = engine(running=run, waiting=[state(3, 20), state(4, 20)])
+    v.max_num_seqs = 3
+    assert plan_of("vllm_fcfs", v) == ([(3, 20)], [])
+    v = engine(running=[*run, state(5, 10, 10, 1)], waiting=[state(3, 20)])
+    v.max_num_seqs = 3
+    assert plan_of("vllm_fcfs", v) == ([(1, 1), (2, 1), (5, 1)], [])
+
+
 def test_priority_and_deadline_orders():
     w = [state(1, 50, arrival=0.0, prio=2), state(2, 50, arrival=1.0, prio=0)]
     assert plan_of("sarathi_fcfs", engine(waiting=w), token_budget=60)[0] == [(1, 50), (2, 10)]

@@ -27,13 +27,17 @@ std::vector<size_t> indices(size_t n) {
 
 BatchPlan VllmFcfsScheduler::schedule(const InstanceView& v, Time) {
   PlanBuilder b(v, v.max_batch_tokens);
-  // Unfinished prefills (chunks, recomputes) first, then new prompts FCFS.
+  // Unfinished prefills (chunks, recomputes) first, then new prompts FCFS while the running
+  // requests stay within max_num_seqs (vLLM V0 counts them: num_curr_seqs in _schedule_prefills).
   bool prefilled = false;
   for (const RequestState& s : v.running)
     if (s.in_prefill()) prefilled |= b.add_next(s, true, p_.chunked || must_chunk(s, v)) > 0;
+  size_t seqs = v.running.size();
   for (const RequestState& s : v.waiting) {
+    if (seqs >= size_t(v.max_num_seqs)) break;
     if (b.add_next(s, false, p_.chunked || must_chunk(s, v)) == 0) break;  // FCFS: no skipping ahead
     prefilled = true;
+    ++seqs;
   }
   if (prefilled) return b.take();  // prefill-first: this iteration does not decode
   std::vector<size_t> order;
