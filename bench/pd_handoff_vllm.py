@@ -11,7 +11,8 @@ same variants, is bench/pd_handoff_live.py.
         --variants on,off --seeds 0,1,2,3,4 --rate 8 --max-num-seqs 4
 
 Variants: `on` (slo_triage's defaults: freshest handoff first, banked TPOT first out), `off`
-(both rules off) on the decode server; the prefill server runs slo_triage's defaults in both.
+(both rules off) on the decode server, the prefill server running slo_triage's defaults in
+both; `vllm`: no plugin, vLLM's own scheduler on both servers.
 Per seed the variants run interleaved, each on freshly started servers (the prefill server
 on core 0, the decode server on core 1). The plugin's latency model is one measured profile
 of this engine (`slocore profile`), measured first on a plain server, or `--profile`.
@@ -28,7 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pd_handoff_live import VARIANTS, table  # bench/, this script's folder
+from pd_handoff_live import VARIANTS as RULES  # bench/, this script's folder
+from pd_handoff_live import table
 from slocore import cli_args
 from slocore.childenv import child_env
 from slocore.live_bench import procs, traces
@@ -37,6 +39,10 @@ from slocore.serve import config as cfgmod
 from slocore.serve import loadgen
 from slocore.serve.eventloop import serve_app
 from slocore.serve.router import Router
+
+# variant -> the decode server's slo_triage parameters, or None: no plugin on either server
+# (vLLM's own scheduler, what a team without slocore runs)
+VARIANTS = {**RULES, "vllm": None}
 
 
 def vllm_server(name: str, vllm_python: str, model: str, core: int, out: Path, extra: list[str]) -> procs.Child:
@@ -50,20 +56,15 @@ def vllm_server(name: str, vllm_python: str, model: str, core: int, out: Path, e
     return procs.spawn(name, cmd, env, out / "logs" / f"{name}.log", f"http://127.0.0.1:{port}")
 
 
-def pd_args(role: str, store: Path, profile: str, params: dict, max_num_seqs: int) -> list[str]:
+def pd_args(role: str, store: Path, profile: str, params: dict | None, max_num_seqs: int) -> list[str]:
+    """`params`: the plugin's slo_triage parameters; None: no plugin (vLLM's scheduler)."""
     kv = {"kv_connector": "ExampleConnector", "kv_role": role}
     kv["kv_connector_extra_config"] = {"shared_storage_path": str(store)}
-    plugin = {"slocore": {"batch_scheduler": "slo_triage", "params": params, "profile": profile}}
-    return [
-        "--kv-transfer-config",
-        json.dumps(kv),
-        "--scheduler-cls",
-        procs.PLUGIN_CLS,
-        "--additional-config",
-        json.dumps(plugin),
-        "--max-num-seqs",
-        str(max_num_seqs),
-    ]
+    args = ["--kv-transfer-config", json.dumps(kv), "--max-num-seqs", str(max_num_seqs)]
+    if params is not None:
+        plugin = {"slocore": {"batch_scheduler": "slo_triage", "params": params, "profile": profile}}
+        args += ["--scheduler-cls", procs.PLUGIN_CLS, "--additional-config", json.dumps(plugin)]
+    return args
 
 
 def measure_profile(vllm_python: str, model: str, out: Path, max_num_seqs: int) -> str:
@@ -105,7 +106,7 @@ def one_run(a, variant: str, seed: int, model: str, profile: str, out: Path) -> 
     prompts = traces.prompts(w, salt=seed)
     store = Path(tempfile.mkdtemp(prefix="kv-", dir=out))
     tag = f"{variant}-s{seed}"
-    p_args = pd_args("kv_producer", store, profile, {}, 32)
+    p_args = pd_args("kv_producer", store, profile, None if VARIANTS[variant] is None else {}, 32)
     d_args = pd_args("kv_consumer", store, profile, VARIANTS[variant], a.max_num_seqs)
     p = vllm_server(f"prefill-{tag}", a.vllm_python, model, 0, out, p_args)
     d = vllm_server(f"decode-{tag}", a.vllm_python, model, 1, out, d_args)
@@ -154,8 +155,9 @@ def simulated(a, variant: str, seed: int, profile: str) -> dict:
         max_num_seqs=a.max_num_seqs,
         prefill_policy="round_robin",
         decode_policy="least_outstanding",
-        batch_scheduler="slo_triage",
-        decode_batch_scheduler=("slo_triage", VARIANTS[variant]),
+        # vLLM V1's own scheduler (running first, then arrival order, chunked prefill): sarathi_fcfs
+        batch_scheduler="sarathi_fcfs" if VARIANTS[variant] is None else "slo_triage",
+        decode_batch_scheduler=None if VARIANTS[variant] is None else ("slo_triage", VARIANTS[variant]),
         pd_first_token="decode",
     )
     s = res.summary
