@@ -6,9 +6,9 @@ live`'s two-class trace replayed by its load generator. The emulated counterpart
 same variants, is bench/pd_handoff_live.py.
 
     SLOCORE_VLLM_PYTHON=/tmp/slocore-vllm-venv/bin/python PYTHONPATH=python \\
-        python bench/pd_handoff_vllm.py --variants on,off --seeds 0,1,2,3,4 --rate 8 --max-num-seqs 4
+        python bench/pd_handoff_vllm.py --variants on,off,vllm --seeds 0,1,2,3,4 --rate 8 --max-num-seqs 4
     PYTHONPATH=python python bench/pd_handoff_vllm.py --simulate --profile <out>/profile-cpu-tiny.json \\
-        --variants on,off --seeds 0,1,2,3,4 --rate 8 --max-num-seqs 4
+        --variants on,off,vllm --seeds 0,1,2,3,4 --rate 8 --max-num-seqs 4
 
 Variants: `on` (slo_triage's defaults: freshest handoff first, banked TPOT first out), `off`
 (both rules off) on the decode server, the prefill server running slo_triage's defaults in
