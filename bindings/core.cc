@@ -295,6 +295,7 @@ void init_core(py::module_& m) {
       .def_readwrite("max_num_seqs", &InstanceView::max_num_seqs)
       .def_readwrite("model", &InstanceView::model)
       .def_readwrite("busy_until", &InstanceView::busy_until)
+      .def_readwrite("first_token_at_decode", &InstanceView::first_token_at_decode)
       .def_readwrite("epoch", &InstanceView::epoch)
       .def_property_readonly("num_requests", &InstanceView::num_requests)
       .def_property_readonly("kv_utilization", &InstanceView::kv_utilization)

@@ -1,7 +1,9 @@
 """simulate(pd_first_token=...): where the metrics date a handed-off request's first token.
 "prefill" (the default) at the prefill's end; "decode" with token 2, at the decode instance's
-first step, where a client behind vLLM's P/D proxy protocol first sees it. Only the dating
-changes: the run itself (every event the policies see, every later token) is the same."""
+first step, where a client behind vLLM's P/D proxy protocol first sees it. The dating changes,
+and the decode instances' views say so (`first_token_at_decode`, which slo_triage's decode
+order reads); under a scheduler that does not read it the run itself (every event the policies
+see, every later token) is the same."""
 
 import pytest
 
@@ -17,9 +19,9 @@ def requests():
     ]
 
 
-def run(mode, first_token):
+def run(mode, first_token, scheduler="sarathi_fcfs"):
     kw = dict(prefill_instances=1, decode_instances=1) if mode == "pd" else dict(instances=2)
-    res = simulate(requests(), mode=mode, batch_scheduler="slo_triage", pd_first_token=first_token, seed=0, **kw)
+    res = simulate(requests(), mode=mode, batch_scheduler=scheduler, pd_first_token=first_token, seed=0, **kw)
     return res, {r.request.id: list(r.token_times) for r in res.recorder.records()}
 
 
@@ -40,7 +42,32 @@ def test_decode_dates_a_handoffs_first_token_with_its_second():
 
 
 def test_colocated_runs_are_the_same_either_way():
-    assert run("colocated", "prefill")[1] == run("colocated", "decode")[1]
+    assert run("colocated", "prefill", "slo_triage")[1] == run("colocated", "decode", "slo_triage")[1]
+
+
+class SeenAt(slocore.BatchScheduler):
+    """sarathi_fcfs's plans, noting per role what each view says of the first token."""
+
+    def __init__(self, seen):
+        super().__init__()
+        self.inner, self.seen = slocore.make_batch_scheduler("sarathi_fcfs", {}), seen
+
+    def name(self):
+        return "seen_at"
+
+    def schedule(self, v, now):
+        self.seen.add((v.role.name, v.first_token_at_decode))
+        return self.inner.schedule(v, now)
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_decode_views_say_where_the_first_token_is_seen(first_token):
+    seen = set()
+    run("pd", first_token, lambda: SeenAt(seen))
+    assert seen == {("PREFILL", first_token == "decode"), ("DECODE", first_token == "decode")}
+    seen.clear()
+    run("colocated", first_token, lambda: SeenAt(seen))
+    assert seen == {("COLOCATED", False)}
 
 
 def test_unknown_value_is_refused():

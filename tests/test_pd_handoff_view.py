@@ -1,7 +1,9 @@
 """A P/D handoff as a decode instance's scheduler sees it, the same in the simulator and
 behind `slocore serve` (emulated engines): the decode role, the prompt computed, token 1
 generated, the first token dated at the handoff and the client's arrival the prefill's TTFT
-before it. slo_triage's decode rules (freshest handoff first, banked TPOT first out) read
+before it, and behind the router the view saying that the client sees token 1 from the decode
+(`first_token_at_decode`, as the simulator's with pd_first_token="decode"). slo_triage's decode rules
+(freshest handoff first, by TTFT deadline while it is ahead; banked TPOT first out) read
 exactly these. The vLLM plugin's side: tests/vllm_scheduler_checks.py."""
 
 import asyncio
@@ -21,6 +23,7 @@ def handoff_fields(view, s, now):
     """What a decode instance's scheduler reads of a waiting handoff."""
     return dict(
         role=view.role,
+        seen_at_decode=view.first_token_at_decode,
         computed=s.computed - s.request.prompt_len,
         generated=s.generated,
         ttft_taken=s.first_token - s.request.arrival,
@@ -63,6 +66,7 @@ def test_simulated_decode_instance_sees_handoffs_with_their_first_tokens():
     assert sorted(spy.seen) == list(range(8))
     for rid, f in spy.seen.items():
         assert f["role"] == slocore.Role.DECODE and f["computed"] == 0 and f["generated"] == 1 and f["dated"], f
+        assert not f["seen_at_decode"], f  # the default dating (pd_first_token="decode": tests/test_pd_first_token.py)
         assert f["ttft_taken"] == pytest.approx(ttft[rid]), (f, ttft[rid])
 
 
@@ -108,6 +112,7 @@ def test_emulated_decode_engine_sees_handoffs_as_the_simulator_does():
                 wall = loop.time() - t0
                 f, taken = seen[-1]
                 assert f["role"] == slocore.Role.DECODE and f["computed"] == 0 and f["generated"] == 1, f
+                assert f["seen_at_decode"], f  # the router's client sees token 1 from the decode
                 assert f["dated"] and 0 < taken * EMU["time_scale"] < wall, (f, taken, wall)
                 assert f["ttft_taken"] == pytest.approx(taken, abs=1e-6), (f, taken)
             assert len(seen) == 2

@@ -47,13 +47,16 @@ def crowded_views(draw):
 
 
 @st.composite
-def resumed_views(draw):
+def resumed_views(draw, seen_at_decode=False):
     """A decode instance's queue in P/D: waiting requests past their first token (on time or
     late), in the order their prefills ended, not by arrival; sometimes one new request among
-    them, which brings back the prediction pass."""
+    them, which brings back the prediction pass. `seen_at_decode`: a decode instance where the
+    client sees the first token at the decode, arrivals within 3 s before `now` (TTFT SLOs of
+    0.1-2 s: deadlines on both sides of it)."""
     v, now = draw(timed_views())
     waiting = []
-    arrivals = draw(st.lists(st.floats(0, 10), min_size=1, max_size=3))  # ties: queue order decides
+    lo = max(0.0, now - 3.0) if seen_at_decode else 0.0
+    arrivals = draw(st.lists(st.floats(lo, now if seen_at_decode else 10), min_size=1, max_size=3))  # ties
     for x in v.waiting:
         a = x.request
         r = s.Request(
@@ -73,9 +76,13 @@ def resumed_views(draw):
         i = draw(st.integers(0, len(waiting) - 1))
         waiting[i] = s.RequestState(waiting[i].request, 0, 0)
     v.waiting = draw(st.permutations(waiting))
-    if draw(st.booleans()):  # a decode instance orders its queue by first token, newest first
+    if seen_at_decode or draw(st.booleans()):  # a decode instance orders its queue by first token, newest first
         v.role = s.Role.DECODE
+        v.first_token_at_decode = seen_at_decode or draw(st.booleans())  # ... or by TTFT deadline while ahead
     room = draw(st.integers(0, 4000))  # a decode instance's KV mostly has room for a few more
+    if seen_at_decode:  # room for most of the queue: its order shows in the plan
+        room = 4000 + draw(st.integers(0, 4000))
+        v.max_num_seqs = max(v.max_num_seqs, len(v.running) + len(v.waiting))
     v.kv_blocks_total, v.kv_blocks_free = v.kv_blocks_total + room, v.kv_blocks_free + room
     return v, now
 
@@ -110,6 +117,15 @@ def test_slo_triage_matches_reference_on_a_decode_queue(
     vn, budget, margin, guard, count_optimal, strict, late_slack, fresh
 ):
     _check_against_reference(vn, budget, margin, guard, count_optimal, strict, late_slack, fresh)
+
+
+@settings(max_examples=300)  # about one view in ten admits two or more handoffs
+@given(resumed_views(seen_at_decode=True), BUDGETS, MARGINS, st.booleans(), st.booleans(), st.booleans())
+def test_slo_triage_matches_reference_on_a_decode_queue_seen_at_the_decode(
+    vn, budget, margin, guard, count_optimal, late_slack
+):
+    """Handoffs on both sides of their TTFT deadline: EDF for those ahead of it, then freshest."""
+    _check_against_reference(vn, budget, margin, guard, count_optimal, False, late_slack, True)
 
 
 @st.composite
@@ -346,6 +362,28 @@ def test_decode_queue_takes_the_freshest_handoff_first():
     v = _view(running=running, waiting=[a, b], seqs=2)
     v.role = s.Role.DECODE
     assert [i.request for i in _core.make_batch_scheduler("vllm_priority").schedule(v, 2.5).items] == [9, 0]
+
+
+def test_decode_queue_goes_by_ttft_deadline_where_the_first_token_is_seen_at_the_decode():
+    """At 2.5, TTFT SLO 1 s: A (arrival 1.6, first token 2.0) and B (1.8, 2.3) still have their
+    TTFT deadlines ahead (2.6, 2.8); C (1.0, 1.4) and D (0.5, 1.2) are past theirs. Where the
+    client sees token 1 at the decode, A and B go first, earliest deadline first, then C and D
+    freshest first; with the token seen at the prefill, freshest first throughout; arrival
+    order on a colocated instance."""
+    a, b, c, d = (_state(i, t, 100, gen=1) for i, t in enumerate((1.6, 1.8, 1.0, 0.5)))
+    a.first_token, b.first_token, c.first_token, d.first_token = 2.0, 2.3, 1.4, 1.2
+
+    def order(role, at_decode, **params):
+        v = _view(waiting=[d, c, a, b])
+        v.role, v.first_token_at_decode = role, at_decode
+        plan = _core.make_batch_scheduler("slo_triage", params).schedule(v, 2.5)
+        assert [(i.request, i.tokens) for i in plan.items] == ref.slo_triage(v, 2.5, **params)[0]
+        return [i.request for i in plan.items]
+
+    assert order(s.Role.DECODE, True) == [0, 1, 2, 3]
+    assert order(s.Role.DECODE, False) == [1, 0, 2, 3]
+    assert order(s.Role.COLOCATED, True) == [3, 2, 0, 1]
+    assert order(s.Role.DECODE, True, fresh_handoffs=False) == [3, 2, 0, 1]
 
 
 def test_decode_instance_preempts_the_decode_with_the_most_banked_tpot():

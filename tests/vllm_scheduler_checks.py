@@ -280,19 +280,21 @@ def check_decode_instance_sees_handoffs_as_the_simulator_does(model):
         s.add_request(old)
         s.add_request(new)
         so, _ = step(s)
-        role, waiting, _ = seen[0]
+        role, waiting, _, at_decode = seen[0]
         io, inew = s._ids[old.request_id], s._ids[new.request_id]
         assert so.num_scheduled_tokens == {old.request_id: 48, new.request_id: 48}, so.num_scheduled_tokens
         step(s)
-        _, _, running = seen[1]
+        _, _, running, _ = seen[1]
         order = [r.req_id for r in so.scheduled_new_reqs]
         if role_set:
-            assert role == "DECODE", role
+            assert role == "DECODE" and at_decode, (role, at_decode)  # vLLM's proxy: token 1 from here
             assert waiting == [(io, 48, 1, 1000.0, 999.7), (inew, 48, 1, 1000.5, 1000.2)], waiting
+            # the freshest handoff first: both TTFT deadlines (client arrival + 2 s) passed
+            # long ago on the plugin's clock
             assert order == [new.request_id, old.request_id], "the freshest handoff first"
             assert sorted(running) == sorted([(io, 48, 1, 1000.0), (inew, 48, 1, 1000.5)]), running
         else:
-            assert role == "COLOCATED", role
+            assert role == "COLOCATED" and not at_decode, (role, at_decode)
             assert [w[:3] for w in waiting] == [(io, 0, 0), (inew, 0, 0)], waiting
             assert [w[4] for w in waiting] == [1000.0, 1000.5], waiting
             assert order == [old.request_id, new.request_id], "arrival order"
@@ -301,14 +303,15 @@ def check_decode_instance_sees_handoffs_as_the_simulator_does(model):
 
 
 def spy_views(s) -> list:
-    """Wrap s's batch scheduler; returns the list each step's (role, waiting, running) goes to."""
+    """Wrap s's batch scheduler; returns the list each step's (role, waiting, running,
+    first_token_at_decode) goes to."""
     real, seen = s.batch, []
 
     class Spy:
         def schedule(self, view, now):
             waiting = [(q.request.id, q.computed, q.generated, q.first_token, q.request.arrival) for q in view.waiting]
             running = [(q.request.id, q.computed, q.generated, q.first_token) for q in view.running]
-            seen.append((view.role.name, waiting, running))
+            seen.append((view.role.name, waiting, running, view.first_token_at_decode))
             return real.schedule(view, now)
 
         def on_finished(self, rid, now):

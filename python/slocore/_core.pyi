@@ -391,6 +391,7 @@ class ThroughputCurve:
         ...
 class InstanceView:
     accepting: bool
+    first_token_at_decode: bool
     model: LatencyModel
     role: Role
     def __init__(self, id: typing.SupportsInt | typing.SupportsIndex, role: Role = ...) -> None:

@@ -1,5 +1,5 @@
-// Waiting requests handed out by (priority, arrival), or by (priority, a time the caller
-// gives), ties in the order they were pushed (queue order): vLLM's priority order. A list
+// Waiting requests handed out by (priority, arrival), or by (priority, a group and a time the
+// caller gives), ties in the order they were pushed (queue order): vLLM's priority order. A list
 // pushed in that order already is read as it is; one that is not is ordered lazily
 // (order_lazily): a heap of the keys hands out the next request in O(log n), so an admission
 // pass that stops at the first request that does not fit orders only the few it takes, not
@@ -17,9 +17,11 @@ namespace slocore {
 
 class PriorityArrivalOrder {
  public:
-  void push(const RequestState& s) { push(s, s.request.arrival); }
-  // By (priority, t) instead: a scheduler's own time within a level (slo_triage's handoffs).
-  void push(const RequestState& s, Time t) { items_.push_back({{s.request.priority, t}, items_.size(), &s}); }
+  void push(const RequestState& s) { push(s, 0, s.request.arrival); }
+  // By (priority, group, t) instead: a scheduler's own place within a level (slo_triage's handoffs).
+  void push(const RequestState& s, int group, Time t) {
+    items_.push_back({{s.request.priority, group, t}, items_.size(), &s});
+  }
   void clear() { items_.clear(); }
   void order_lazily() {
     lazy_ = true;
@@ -35,7 +37,7 @@ class PriorityArrivalOrder {
 
  private:
   struct Item {
-    std::pair<int, Time> key;
+    std::tuple<int, int, Time> key;
     size_t pos;  // in push order
     const RequestState* s;
   };

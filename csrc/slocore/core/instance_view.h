@@ -28,6 +28,11 @@ struct InstanceView {
   int max_num_seqs = 256;
   LatencyModel model;
   Time busy_until = 0.0;  // end of the iteration in flight (== now when idle)
+  // P/D (set on every instance of the deployment): a handed-off request's first token reaches
+  // the client with its first decode step, not at the prefill's end (vLLM's P/D proxy
+  // protocol, which `slocore serve` speaks; the simulator's pd_first_token="decode"), so its
+  // TTFT still runs while it waits for a decode slot.
+  bool first_token_at_decode = false;
   // A stamp the owner changes whenever `running` or `waiting` change other than by appending
   // to `waiting`; stamps are unique in the process (next_view_epoch()), so (id, epoch) names
   // one state and a reader may keep a per-instance sum and add only the appended requests.

@@ -192,6 +192,7 @@ Engine& Simulation::add_engine(Role role, Time now, bool ready, const HardwarePr
   v.block_size = prof.block_size;
   v.max_batch_tokens = cfg_.max_batch_tokens;
   v.max_num_seqs = cfg_.max_num_seqs;
+  v.first_token_at_decode = cfg_.pd_first_token_at_decode && cfg_.disaggregated;
   LatencyCoeffs belief = prof.coeffs;  // each instance's own profile, unless one belief is forced
   if (cfg_.belief) {
     belief = *cfg_.belief;

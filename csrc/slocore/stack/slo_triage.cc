@@ -98,16 +98,24 @@ double banked_tpot_s(const RequestState& s, Time now) {
 }
 
 // Freshest handoff first (see slo_triage.h): on a decode instance a request past its first
-// token goes by that token's time, newest first; everywhere else by arrival.
-Time queue_time(const InstanceView& v, const RequestState& s, bool fresh) {
+// token goes by that token's time, newest first; everywhere else by arrival. Where the client
+// sees that token at the decode, a handoff still before its TTFT deadline goes first, by it.
+QueuePlace queue_place(const InstanceView& v, const RequestState& s, bool fresh, Time now) {
   const bool handed = fresh && v.role == Role::Decode && s.generated > 0 && std::isfinite(s.first_token);
-  return handed ? -s.first_token : s.request.arrival;
+  if (!handed) return {0, s.request.arrival};
+  if (!v.first_token_at_decode) return {0, -s.first_token};
+  const Time d = ttft_deadline(s.request);
+  return now < d ? QueuePlace{0, d} : QueuePlace{1, -s.first_token};
 }
 
 void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const QueueAhead& q,
                                        PriorityArrivalOrder& feasible, PriorityArrivalOrder& late,
                                        std::vector<char>& stolen) {
-  auto at = [&](const RequestState& x) { return queue_time(v, x, p_.fresh_handoffs); };
+  auto at = [&](const RequestState& x) { return queue_place(v, x, p_.fresh_handoffs, now); };
+  auto push = [&](PriorityArrivalOrder& o, const RequestState& x) {
+    const QueuePlace p = at(x);
+    o.push(x, p.group, p.t);
+  };
   stolen.clear();
   // No waiting request has a first token to predict (all resumed, or late already; a decode
   // instance's queue in P/D): each one's split is its own, and ordering the queue, which
@@ -119,7 +127,7 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
       predicts = true;
       break;
     }
-    (is_late ? late : feasible).push(s, at(s));
+    push(is_late ? late : feasible, s);
   }
   if (!predicts) {
     feasible.order_lazily();
@@ -132,7 +140,8 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
   for (const RequestState& s : v.waiting) waiting.push_back(&s);
   // An engine's queue is mostly in arrival order already (appended): check before sorting.
   auto before = [&](const RequestState* a, const RequestState* c) {
-    return std::make_pair(a->request.priority, at(*a)) < std::make_pair(c->request.priority, at(*c));
+    const QueuePlace pa = at(*a), pc = at(*c);
+    return std::tie(a->request.priority, pa.group, pa.t) < std::tie(c->request.priority, pc.group, pc.t);
   };
   if (!std::is_sorted(waiting.begin(), waiting.end(), before)) std::stable_sort(waiting.begin(), waiting.end(), before);
   auto kv_wait_s = [&](int64_t blocks) {
@@ -229,7 +238,7 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
   for (size_t first = 0, end = 0; first < n; first = end) {  // level by level: [first, end)
     for (end = first + 1; end < n && waiting[end]->request.priority == waiting[first]->request.priority;) ++end;
     for (size_t i = first; i < end; ++i)
-      if (!waiting_late[i]) feasible.push(*waiting[i], at(*waiting[i])), stolen.push_back(0);
+      if (!waiting_late[i]) push(feasible, *waiting[i]), stolen.push_back(0);
     for (size_t i = first; i < end; ++i) {
       if (!waiting_late[i]) continue;
       const RequestState& s = *waiting[i];
@@ -241,11 +250,11 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
       if (!fits) continue;
       waiting_late[i] = 0;  // handed out with the feasible ones
       extra = e, extra_blocks = eb;
-      feasible.push(s, at(s)), stolen.push_back(1);
+      push(feasible, s), stolen.push_back(1);
     }
   }
   for (size_t i = 0; i < n; ++i)
-    if (waiting_late[i]) late.push(*waiting[i], at(*waiting[i]));
+    if (waiting_late[i]) push(late, *waiting[i]);
 }
 
 BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
@@ -255,11 +264,14 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   auto settled = [&](const RequestState& s, KeptKey& k) {
     k.late = already_late(s, now);
     k.priority = s.request.priority;
-    k.order_time = queue_time(v, s, p_.fresh_handoffs);
+    k.order_time = queue_place(v, s, p_.fresh_handoffs, now).t;  // group 0: kept only without first_token_at_decode
     return s.generated > 0 || k.late;
   };
-  if (v.role != Role::Decode) kept_.forget();
-  const bool kept = v.role == Role::Decode && kept_.follow(v, settled);
+  // A handoff's place changes when its TTFT deadline passes where its first token is seen at
+  // the decode: no kept order there.
+  const bool keeps = v.role == Role::Decode && !v.first_token_at_decode;
+  if (!keeps) kept_.forget();
+  const bool kept = keeps && kept_.follow(v, settled);
   std::optional<BatchPlan> out;
   if (kept) out = plan(v, now, true);
   if (!out) out = plan(v, now, false);

@@ -72,7 +72,12 @@
 // make it: within a priority level (and feasible before late, as everywhere) the decode queue
 // goes by first-token time, newest first, where vLLM's order is arrival (`fresh_handoffs`).
 // An overloaded queue then loses the requests that waited longest, which make it only when
-// their outputs are long, not every short one behind it.
+// their outputs are long, not every short one behind it. Where the client sees a handoff's
+// first token only with its first decode step (InstanceView::first_token_at_decode: vLLM's
+// P/D proxy protocol), its wait counts against its TTFT instead: a handoff whose TTFT
+// deadline is still ahead goes first, earliest deadline first, and only those past it go
+// freshest first (newest arrivals first would make the oldest on-time ones miss at loads the
+// queue could serve in order: docs/design.md 4.5).
 // Banked TPOT first out (`slack_victims`): for the same reason a decode that has run ahead of
 // its TPOT SLO has banked the difference, (tokens - 1) x SLO - time since its first token,
 // and can stall that long and still be on pace. When a decode instance's KV runs out it
@@ -159,7 +164,8 @@ struct SloTriageParams {
             "looser TTFT SLO and keep their predicted first tokens in time (slack stealing across classes)");
     v.field("fresh_handoffs", fresh_handoffs,
             "a decode instance's waiting requests go by first-token time, newest first, instead of arrival: the wait "
-            "before a handoff's decode counts against its TPOT, which the freshest are likeliest still to meet");
+            "before a handoff's decode counts against its TPOT, which the freshest are likeliest still to meet (where "
+            "the client sees the first token at the decode, those with their TTFT deadline ahead go first, by it)");
     v.field("slack_victims", slack_victims,
             "a decode instance preempts, after late and lower-priority requests, the decode with the most banked "
             "TPOT ((tokens - 1) x TPOT SLO - time since its first token) instead of the newest arrival");
@@ -188,7 +194,7 @@ class SloTriageScheduler : public BatchScheduler {
     double kv_rate = 0.0;   // blocks/s the instance frees (0: not measured or kv_wait off)
   };
   // The triage of the waiting queue into feasible and late requests, each handed out by
-  // (priority, queue_time).
+  // (priority, queue_place).
   // `stolen`: per request `feasible` hands out, in order, whether it is a late one with the
   // lower levels' slack (late_slack).
   void split_waiting(const InstanceView& v, Time now, const QueueAhead& q, PriorityArrivalOrder& feasible,
@@ -196,11 +202,11 @@ class SloTriageScheduler : public BatchScheduler {
   // The plan, with the waiting requests taken from the kept queue when `kept`; nullopt when
   // the kept queue disagrees with v.
   std::optional<BatchPlan> plan(const InstanceView& v, Time now, bool kept);
-  // A kept waiting request's order: feasible before late, then (priority, queue_time), then queue order.
+  // A kept waiting request's order: feasible before late, then (priority, queue_place), then queue order.
   struct KeptKey {
     bool late = false;
     int priority = 0;
-    Time order_time = 0.0;  // queue_time: arrival, or minus the first token's time of a handoff
+    Time order_time = 0.0;  // queue_place's t (its group is 0 where a queue is kept)
     int64_t seq = 0;
     Id id = 0;
     bool operator<(const KeptKey& o) const {
@@ -215,9 +221,15 @@ class SloTriageScheduler : public BatchScheduler {
 // A running decode's banked TPOT: (generated - 1) x its TPOT SLO less the time since its first
 // token (how long it can stall and stay on pace); -inf without a first token or a TPOT SLO.
 double banked_tpot_s(const RequestState& s, Time now);
-// A waiting request's place within its priority level: its arrival, or with `fresh` on a
-// decode instance, minus its first token's time (freshest handoff first, above).
-Time queue_time(const InstanceView& v, const RequestState& s, bool fresh);
+// A waiting request's place within its priority level, by (group, t): its arrival, or with
+// `fresh` on a decode instance, minus its first token's time (freshest handoff first, above);
+// where the first token is seen at the decode, a handoff's TTFT deadline while it is ahead of
+// `now` (group 0), else minus its first token's time (group 1).
+struct QueuePlace {
+  int group = 0;
+  Time t = 0.0;
+};
+QueuePlace queue_place(const InstanceView& v, const RequestState& s, bool fresh, Time now);
 // Predicted time of `tokens` prefill tokens on v in chunks of `budget`, each iteration also
 // carrying `decode_s` (one step of the running decodes) and the fixed cost.
 double predicted_prefill_s(const InstanceView& v, Tokens tokens, Tokens budget, double decode_s);

@@ -12,8 +12,9 @@ prompt fits the free KV, a late one only when it leaves `late_kv_room` of it fre
 `late_slack` a late request goes after its own level's feasible requests and ahead of the lower
 levels' when all of those have a looser TTFT SLO and slack for its work (passed over, not
 stopping admission, when it does not fit the KV room). On a decode instance the queue goes by
-first-token time, newest first, instead of arrival (freshest handoff first), and preempts the
-decode with the most banked TPOT instead of the newest arrival (`slack_victims`)."""
+first-token time, newest first, instead of arrival (freshest handoff first; where the client
+sees the first token at the decode, those before their TTFT deadline first, by it), and
+preempts the decode with the most banked TPOT instead of the newest arrival (`slack_victims`)."""
 
 from __future__ import annotations
 
@@ -76,11 +77,18 @@ def banked_tpot_s(s, now: float) -> float:
     return paced_slack(s, 0.0, now) - s.request.slo.tpot
 
 
-def queue_time(v, s, fresh: bool = True) -> float:
-    """Freshest handoff first (`fresh_handoffs`): on a decode instance a request past its first
-    token goes by minus that token's time (newest first); everywhere else by arrival."""
+def queue_place(v, s, now: float, fresh: bool = True) -> tuple[int, float]:
+    """(group, time) within a priority level. Freshest handoff first (`fresh_handoffs`): on a
+    decode instance a request past its first token goes by minus that token's time (newest
+    first); everywhere else by arrival. Where the client sees that token at the decode
+    (`v.first_token_at_decode`), a handoff before its TTFT deadline goes first, by it."""
     handed = fresh and v.role.name == "DECODE" and s.generated > 0 and math.isfinite(s.first_token)
-    return -s.first_token if handed else s.request.arrival
+    if not handed:
+        return 0, s.request.arrival
+    if not v.first_token_at_decode:
+        return 0, -s.first_token
+    d = _deadline(s.request)
+    return (0, d) if now < d else (1, -s.first_token)
 
 
 class InstanceRates:
@@ -205,7 +213,7 @@ def split_waiting(
     fresh_handoffs=True,
 ):
     """The waiting requests split into (feasible, late, stolen): feasible and late each in
-    (priority, queue_time) order, with Moore-Hodgson's demotion within a priority level when
+    (priority, queue_place) order, with Moore-Hodgson's demotion within a priority level when
     `count_optimal`; with `late_slack`, a late request whose work fits the lower levels'
     slack (all of them with a looser TTFT SLO) is handed out after its level's feasible ones
     (`stolen`: per feasible request, whether it is one of those)."""
@@ -213,7 +221,7 @@ def split_waiting(
     def kv_wait_s(blocks):
         return max(0, blocks - v.kv_blocks_free) / kv_rate if kv_rate > 0 else 0.0
 
-    waiting = sorted(v.waiting, key=lambda s: (s.request.priority, queue_time(v, s, fresh_handoffs)))
+    waiting = sorted(v.waiting, key=lambda s: (s.request.priority, *queue_place(v, s, now, fresh_handoffs)))
     waiting_late = [False] * len(waiting)
     slack_p, slack_kv = [math.inf] * len(waiting), [math.inf] * len(waiting)
     level = []  # this level's feasible waiting requests: (-cost, -index, tokens, blocks), costliest then newest first

@@ -145,6 +145,8 @@ class EmulatedEngine:
             role=core_role(DECODE if self.role == DECODE else COLOCATED),
         )
         self.model = self.core.view.model
+        # `slocore serve`'s P/D (vLLM's proxy protocol): the client's first token comes from here
+        self.core.view.first_token_at_decode = self.role != COLOCATED
         self.reqs: dict[int, _Req] = {}
         self.order = itertools.count()
         self.stats = EngineStats()

@@ -194,6 +194,9 @@ class SlocoreScheduler(Scheduler):
 
     def _view(self, running, waiting, now: float):
         v = _s.InstanceView(0, self.role)
+        # vLLM's P/D: the client's first token comes with the decode's first step (its proxy
+        # sends the prefill's one token nowhere), so a handoff's wait for a decode slot is TTFT
+        v.first_token_at_decode = self.role != _s.Role.COLOCATED
         v.model = self.latency_model
         v.block_size = int(self.block_size)
         pool = self.kv_cache_manager.block_pool
