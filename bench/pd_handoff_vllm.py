@@ -6,13 +6,16 @@ live`'s two-class trace replayed by its load generator. The emulated counterpart
 same variants, is bench/pd_handoff_live.py.
 
     SLOCORE_VLLM_PYTHON=/tmp/slocore-vllm-venv/bin/python PYTHONPATH=python \\
-        python bench/pd_handoff_vllm.py --variants on,off,vllm --seeds 0,1,2,3,4 --rate 8 --max-num-seqs 4
+        python bench/pd_handoff_vllm.py --variants on,vllm,vllm_priority --seeds 0,1,2,3,4 --rate 8 --max-num-seqs 4
     PYTHONPATH=python python bench/pd_handoff_vllm.py --simulate --profile <out>/profile-cpu-tiny.json \\
-        --variants on,off,vllm --seeds 0,1,2,3,4 --rate 8 --max-num-seqs 4
+        --variants on,off,vllm,vllm_priority --seeds 0,1,2,3,4 --rate 8 --max-num-seqs 4
 
-Variants: `on` (slo_triage's defaults: freshest handoff first, banked TPOT first out), `off`
+Variants: `on` (slo_triage's defaults: handoffs before their TTFT deadline first, by it, since
+the client sees token 1 from the decode, then freshest first; banked TPOT first out), `off`
 (both rules off) on the decode server, the prefill server running slo_triage's defaults in
-both; `vllm`: no plugin, vLLM's own scheduler on both servers.
+both; no plugin, vLLM's own scheduler on both servers: `vllm` (its default, arrival order),
+`vllm_priority` (`--scheduling-policy priority`, each request's class as its priority in the
+body: interactive 0 first, batch 1; the simulator's `vllm_priority`).
 Per seed the variants run interleaved, each on freshly started servers (the prefill server
 on core 0, the decode server on core 1). The plugin's latency model is one measured profile
 of this engine (`slocore profile`), measured first on a plain server, or `--profile`.
@@ -41,7 +44,9 @@ from slocore.serve.router import Router
 
 # variant -> the decode server's slo_triage parameters, or None: no plugin on either server
 # (vLLM's own scheduler, what a team without slocore runs)
-VARIANTS = {**RULES, "vllm": None}
+VARIANTS = {**RULES, "vllm": None, "vllm_priority": None}
+# the variants without the plugin: vLLM's --scheduling-policy, and the simulator's scheduler for it
+VLLM_POLICY = {"vllm": ("fcfs", "sarathi_fcfs"), "vllm_priority": ("priority", "vllm_priority")}
 
 
 def vllm_server(name: str, vllm_python: str, model: str, core: int, out: Path, extra: list[str]) -> procs.Child:
@@ -50,15 +55,17 @@ def vllm_server(name: str, vllm_python: str, model: str, core: int, out: Path, e
     return procs.spawn(name, cmd, env, out / "logs" / f"{name}.log", f"http://127.0.0.1:{port}")
 
 
-def pd_args(role: str, store: Path, profile: str, params: dict | None, max_num_seqs: int) -> list[str]:
-    """`params`: the plugin's slo_triage parameters; None: no plugin (vLLM's scheduler)."""
+def pd_args(role: str, store: Path, profile: str, variant: str, max_num_seqs: int) -> list[str]:
+    """A server's arguments in `variant`: the plugin with the variant's slo_triage parameters on
+    a decode server (its defaults on a prefill server), or vLLM's own scheduling policy."""
     kv = {"kv_connector": "ExampleConnector", "kv_role": role}
     kv["kv_connector_extra_config"] = {"shared_storage_path": str(store)}
     args = ["--kv-transfer-config", json.dumps(kv), "--max-num-seqs", str(max_num_seqs)]
-    if params is not None:
-        plugin = {"slocore": {"batch_scheduler": "slo_triage", "params": params, "profile": profile}}
-        args += ["--scheduler-cls", procs.PLUGIN_CLS, "--additional-config", json.dumps(plugin)]
-    return args
+    if variant in VLLM_POLICY:
+        return args + ["--scheduling-policy", VLLM_POLICY[variant][0]]
+    params = VARIANTS[variant] if role == "kv_consumer" else {}
+    plugin = {"slocore": {"batch_scheduler": "slo_triage", "params": params, "profile": profile}}
+    return args + ["--scheduler-cls", procs.PLUGIN_CLS, "--additional-config", json.dumps(plugin)]
 
 
 def measure_profile(vllm_python: str, model: str, out: Path, max_num_seqs: int) -> str:
@@ -75,7 +82,7 @@ def measure_profile(vllm_python: str, model: str, out: Path, max_num_seqs: int) 
     return str(path.resolve())
 
 
-async def replay(p_url: str, d_url: str, profile: str, w, prompts, timeout: float) -> dict:
+async def replay(p_url: str, d_url: str, profile: str, w, prompts, timeout: float, priority_body: bool) -> dict:
     cfg = {
         "backends": [
             {"name": "p", "url": p_url, "role": "prefill", "profile": profile},
@@ -89,7 +96,14 @@ async def replay(p_url: str, d_url: str, profile: str, w, prompts, timeout: floa
     runner, url = await serve_app(router.app())
     try:
         return await loadgen.run(
-            url, w, model="tiny", prompts=prompts, extra_body=VLLM_BODY, timeout=timeout, progress=False
+            url,
+            w,
+            model="tiny",
+            prompts=prompts,
+            extra_body=VLLM_BODY,
+            priority_body=priority_body,
+            timeout=timeout,
+            progress=False,
         )
     finally:
         await runner.cleanup()
@@ -100,14 +114,14 @@ def one_run(a, variant: str, seed: int, model: str, profile: str, out: Path) -> 
     prompts = traces.prompts(w, salt=seed)
     store = Path(tempfile.mkdtemp(prefix="kv-", dir=out))
     tag = f"{variant}-s{seed}"
-    p_args = pd_args("kv_producer", store, profile, None if VARIANTS[variant] is None else {}, 32)
-    d_args = pd_args("kv_consumer", store, profile, VARIANTS[variant], a.max_num_seqs)
+    p_args = pd_args("kv_producer", store, profile, variant, 32)
+    d_args = pd_args("kv_consumer", store, profile, variant, a.max_num_seqs)
     p = vllm_server(f"prefill-{tag}", a.vllm_python, model, 0, out, p_args)
     d = vllm_server(f"decode-{tag}", a.vllm_python, model, 1, out, d_args)
     try:
         p.wait_healthy(600), d.wait_healthy(600)
         load_start = os.getloadavg()[0]
-        res = asyncio.run(replay(p.url, d.url, profile, w, prompts, a.timeout))
+        res = asyncio.run(replay(p.url, d.url, profile, w, prompts, a.timeout, variant == "vllm_priority"))
     finally:
         p.stop(), d.stop()
         shutil.rmtree(store, ignore_errors=True)
@@ -150,8 +164,8 @@ def simulated(a, variant: str, seed: int, profile: str) -> dict:
         prefill_policy="round_robin",
         decode_policy="least_outstanding",
         # vLLM V1's own scheduler (running first, then arrival order, chunked prefill): sarathi_fcfs
-        batch_scheduler="sarathi_fcfs" if VARIANTS[variant] is None else "slo_triage",
-        decode_batch_scheduler=None if VARIANTS[variant] is None else ("slo_triage", VARIANTS[variant]),
+        batch_scheduler=VLLM_POLICY[variant][1] if variant in VLLM_POLICY else "slo_triage",
+        decode_batch_scheduler=None if variant in VLLM_POLICY else ("slo_triage", VARIANTS[variant]),
         pd_first_token="decode",
     )
     s = res.summary

@@ -430,6 +430,43 @@ def test_client_sends_slos_in_xargs_and_counts_refusals_as_misses():
         assert (round(x["slo_ttft_ms"], 6), round(x["slo_tpot_ms"], 6)) in slo and "priority" in x
 
 
+def test_client_sends_priority_in_the_body_only_when_asked():
+    """vLLM's own priority policy orders by the body's `priority`: the client sends each
+    request's there with `priority_body`, and nothing there otherwise."""
+    import asyncio
+
+    from aiohttp import web
+
+    from slocore.live_bench import traces
+    from slocore.serve import loadgen
+
+    bodies = []
+
+    async def completions(request):
+        body = await request.json()
+        bodies.append(body)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        chunk = {"choices": [{"text": "x", "token_ids": [1] * body["max_tokens"]}]}
+        await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n")
+        return resp
+
+    w = traces.at_rate(traces.make("two_class", 10, 1), 500.0)
+
+    async def go(**kw):
+        app = web.Application()
+        app.router.add_post("/v1/completions", completions)
+        async with serving(app) as url:
+            return await loadgen.run(url, w, model="m", progress=False, max_prompt=4, max_output=2, **kw)
+
+    assert asyncio.run(go())["summary"]["finished"] == 10 and not any("priority" in b for b in bodies)
+    bodies.clear()
+    assert asyncio.run(go(priority_body=True))["summary"]["finished"] == 10
+    sent = sorted(b["priority"] for b in bodies)
+    assert sent == sorted(int(p) for p in w.priority) and set(sent) == {0, 1}
+    assert all(isinstance(b["priority"], int) for b in bodies)
+
+
 def test_plugin_setting_runs_the_slocore_presets_engine_scheduler():
     """The plugin's default, the live bench's plugin setting and the simulated `slocore` stack
     name one engine scheduler (live equals simulated)."""

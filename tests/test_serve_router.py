@@ -513,3 +513,62 @@ def test_mapper_config_without_priority_mapper_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(rt, "priority_mapper_class", lambda: None)
     with pytest.raises(ValueError, match="no PriorityMapper"):
         Router(cfgmod.from_dict({"slo": {"mapper": True}}))
+
+
+def test_pd_forwards_the_clients_body_priority_to_both_engines():
+    """vLLM's own --scheduling-policy priority reads the body's `priority`: in P/D it reaches
+    the prefill and the decode engine as the client sent it. A priority sent only as the
+    x-priority header stays the router's (in vllm_xargs, for the slocore plugin): vLLM's
+    field is left unset, as a server without priority scheduling needs."""
+    bodies = {"prefill": [], "decode": []}
+
+    def engine(role):
+        async def health(request):
+            return web.Response(text="ok")
+
+        async def metrics(request):
+            return web.Response(text="")
+
+        async def completions(request):
+            body = await request.json()
+            bodies[role].append(body)
+            if role == "prefill":
+                return web.json_response(
+                    {"choices": [{"text": "x", "index": 0, "finish_reason": "length"}], "kv_transfer_params": {"k": 1}}
+                )
+            text = {"choices": [{"text": "y", "index": 0, "finish_reason": "length"}]}
+            return web.json_response({**text, "usage": {"prompt_tokens": 1, "completion_tokens": 2}})
+
+        app = web.Application()
+        app.router.add_get("/health", health)
+        app.router.add_get("/metrics", metrics)
+        app.router.add_post("/v1/completions", completions)
+        return app
+
+    async def go():
+        (pr, purl), (dr, durl) = [await serve_app(engine(role)) for role in ("prefill", "decode")]
+        d = {
+            "backends": [
+                {"name": "p", "url": purl, "role": "prefill"},
+                {"name": "d", "url": durl, "role": "decode"},
+            ],
+            "prefill_policy": "round_robin",
+            "decode_policy": "round_robin",
+            "retries": 0,
+        }
+        try:
+            async with serving(d) as (router, url, s):
+                async with s.post(url + "/v1/completions", json={"prompt": "a", "max_tokens": 2, "priority": 1}) as r:
+                    assert r.status == 200, await r.text()
+                headers = {"x-priority": "1"}
+                async with s.post(url + "/v1/completions", json={"prompt": "a", "max_tokens": 2}, headers=headers) as r:
+                    assert r.status == 200, await r.text()
+        finally:
+            await pr.cleanup()
+            await dr.cleanup()
+        for role in ("prefill", "decode"):
+            in_body, in_header = bodies[role]
+            assert in_body["priority"] == 1 and in_body["vllm_xargs"]["priority"] == 1, (role, in_body)
+            assert "priority" not in in_header and in_header["vllm_xargs"]["priority"] == 1, (role, in_header)
+
+    run(go())

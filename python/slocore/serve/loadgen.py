@@ -103,6 +103,7 @@ async def run(
     prompts: list[list[int]] | None = None,
     extra_body: dict | None = None,
     slo_xargs: bool = False,
+    priority_body: bool = False,
     refused_as_missed: bool = False,
 ) -> dict:
     """Replay `workload` against `url`; returns {"summary": slocore.summarize(...), "errors": [...], ...}.
@@ -111,6 +112,8 @@ async def run(
     token whose text is still empty, an incomplete UTF-8 sequence, is counted when it arrives).
     `slo_xargs`: also send each request's SLO and priority in the body's ``vllm_xargs`` (what
     the slocore vLLM plugin reads when no slocore router sits in front, e.g. behind vllm-router).
+    `priority_body`: also send each request's priority as the body's ``priority`` (an integer;
+    what vLLM's own ``--scheduling-policy priority`` orders by, lower first).
     `refused_as_missed`: a 4xx answer counts as a missed request (in the summary, and in
     ``errors``) instead of an invalid one kept apart: for traces every engine accepts, so a
     refusal is the stack's failure."""
@@ -196,6 +199,8 @@ async def run(
                 "temperature": 0.0,
                 **(extra_body or {}),
             }
+            if priority_body:
+                body["priority"] = int(r.priority)
             if xargs:
                 body["vllm_xargs"] = {**body.get("vllm_xargs", {}), **xargs}
             if chat:
