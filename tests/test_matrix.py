@@ -299,3 +299,34 @@ def test_variants_script_refuses_bad_triage_parameters_before_running(bad, says)
     script = Path(__file__).resolve().parents[1] / "bench" / "slocore_variants_compare.py"
     r = subprocess.run([sys.executable, str(script), "--triage", bad], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr
+
+
+def test_pd_first_token_dated_at_the_decode(tiny, tmp_path):
+    """`--pd-first-token decode`: P/D runs and their capacity probes date the first token where
+    a client behind vLLM's P/D proxy sees it; the output says so, the colocated cells are the
+    same as with the default dating, and a merge refuses to mix the two."""
+    from slocore.sim.matrix_merge import merge
+
+    cfg = {**TINY, "presets": ("rr+sarathi_fcfs", "sibyl"), "errors": ("exact",)}
+    m = matrix.run_matrix(matrix.MatrixConfig(**cfg, pd_first_token="decode"), progress=False)
+    assert m["config"]["pd_first_token"] == "decode" and tiny["config"]["pd_first_token"] == "prefill"
+    assert "dated at the decode" in matrix.markdown(m) and "dated at the decode" not in matrix.markdown(tiny)
+    cells = {(c["workload"], c["load"], c["preset"]): c for c in tiny["cells"] if c["error"] == "exact"}
+    pd_ttft = []
+    for c in m["cells"]:
+        before = cells[(c["workload"], c["load"], c["preset"])]
+        if c["workload"] == "hfx_4task":  # colocated: nothing to date elsewhere
+            assert c["attainment"] == before["attainment"] and c["ttft_p99"] == before["ttft_p99"]
+        else:
+            pd_ttft.append((c["ttft_p99"], before["ttft_p99"], c["rate"], before["rate"]))
+    assert pd_ttft and m["capacity"]["hfx_4task"] == tiny["capacity"]["hfx_4task"]
+    # the same P/D load runs later first tokens, or the capacity moved with the dating
+    assert any(t > b or r != rb for t, b, r, rb in pd_ttft), pd_ttft
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(m))
+    b.write_text(json.dumps(tiny))
+    assert merge([str(a)])["config"]["pd_first_token"] == "decode"
+    with pytest.raises(ValueError, match="dated at the"):
+        merge([str(a), str(b)])
+    with pytest.raises(ValueError, match="pd_first_token"):
+        matrix.MatrixConfig(**cfg, pd_first_token="client").resolve()

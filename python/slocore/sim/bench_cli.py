@@ -72,6 +72,14 @@ def add_matrix_arguments(p) -> None:
         "--probe-requests", dest="probe_n", type=positive_int, help="capacity probe size (default: per workload)"
     )
     p.add_argument("--processes", type=positive_int, default=2, help="parallel worker processes (default 2)")
+    p.add_argument(
+        "--pd-first-token",
+        dest="pd_first_token",
+        choices=matrix.PD_FIRST_TOKEN,
+        default="prefill",
+        help="P/D runs date the first token at the prefill's end (default; DistServe's, SIBYL's) or at the "
+        "decode's first step (where a client behind vLLM's P/D proxy sees it); capacities are found the same way",
+    )
     p.add_argument("--full", action="store_true", help="every preset and workload, 5 seeds, 60 s of arrivals")
     p.add_argument("--out", default="matrix-out", help="directory for matrix.json, matrix.md, matrix.png")
     p.add_argument("--no-plot", dest="plot", action="store_false", help="skip the heatmap")
@@ -144,5 +152,6 @@ def _run(a) -> dict:
         processes=a.processes,
         full=a.full,
         reuse_model_free=a.reuse_model_free,
+        pd_first_token=a.pd_first_token,
     )
     return matrix.run_matrix(cfg, progress=not a.quiet)

@@ -44,6 +44,7 @@ ERRORS = ("exact", "pm20", "shape")
 GOODPUT_ATTAINMENT = 0.9
 TTFT_P99_WORSE = 1.1  # a preset's TTFT p99 "worse" than the strongest baseline's beyond this ratio
 CAPACITY_WINDOW = (0.1, 0.7)  # share of finished requests between which the burst rate is measured
+PD_FIRST_TOKEN = ("prefill", "decode")  # simulate(pd_first_token=...)
 CAPACITY_PRESET = {"colocated": "least_outstanding+vllm_priority", "pd": "least_outstanding+vllm_priority"}
 CAPACITY_ATTAINMENT = 0.9  # the edge: the reference stack's attainment at capacity
 CAPACITY_STEPS = 4  # geometric bisection steps after the doubling bracket (2^(1/16): ~4%)
@@ -298,15 +299,18 @@ def rate_arg_per_req_s(wl: MatrixWorkload, n: int) -> float:
     return span / (len(unit) - 1) if span > 0 else 1.0
 
 
-def capacity(wl_name: str, probe_n: int | None = None, duration_s: float = 30.0) -> dict:
+def capacity(
+    wl_name: str, probe_n: int | None = None, duration_s: float = 30.0, pd_first_token: str = "prefill"
+) -> dict:
     """The highest offered rate (req/s) at which CAPACITY_PRESET keeps >= CAPACITY_ATTAINMENT
-    over `duration_s` of arrivals (seed 0): bracketed from the burst rate, then bisected."""
+    over `duration_s` of arrivals (seed 0): bracketed from the burst rate, then bisected.
+    `pd_first_token`: where P/D runs date the first token (simulate's)."""
     from slocore.sim.runner import simulate
 
     wl = WORKLOADS[wl_name]
     burst = burst_rate(wl_name, probe_n)
     per = rate_arg_per_req_s(wl, probe_n or wl.probe_n)
-    kw = {**wl.cluster, **stack_kwargs(CAPACITY_PRESET[wl.mode], wl)}
+    kw = {**wl.cluster, **stack_kwargs(CAPACITY_PRESET[wl.mode], wl), "pd_first_token": pd_first_token}
     probes = []
 
     def ok(rate: float) -> bool:
@@ -356,6 +360,7 @@ class Job:
     error: str
     rate: float  # the workload generator's rate argument
     n: int
+    pd_first_token: str = "prefill"  # where P/D runs date the first token (simulate's)
 
 
 def model_free(preset: str) -> bool:
@@ -370,7 +375,7 @@ def run_job(job: Job) -> tuple[Job, dict]:
     wl = WORKLOADS[job.workload]
     t = time.perf_counter()
     kw = {**wl.cluster, **stack_kwargs(job.preset, wl), **error_kwargs(job.error, wl)}
-    res = simulate(wl.make(job.rate, job.seed, job.n), seed=job.seed, **kw)
+    res = simulate(wl.make(job.rate, job.seed, job.n), seed=job.seed, pd_first_token=job.pd_first_token, **kw)
     s = res.summary
     return job, {
         "attainment": s["attainment"],
@@ -406,6 +411,9 @@ class MatrixConfig:
     extra: dict = field(default_factory=dict)
     # a model-free baseline runs under the first error only; its runs stand for the others
     reuse_model_free: bool = True
+    # where P/D runs date the first token: "prefill" (DistServe's, SIBYL's) or "decode" (where a
+    # client behind vLLM's P/D proxy protocol sees it); simulate(pd_first_token=...)
+    pd_first_token: str = "prefill"
 
     def resolve(self) -> MatrixConfig:
         """Defaults filled in and every name checked (KeyError/ValueError naming it)."""
@@ -434,6 +442,8 @@ class MatrixConfig:
             raise ValueError(f"processes: must be >= 1, got {self.processes}")
         if self.probe_n is not None and self.probe_n < 1:
             raise ValueError(f"probe_n: must be >= 1 (None: each workload's own), got {self.probe_n}")
+        if self.pd_first_token not in PD_FIRST_TOKEN:
+            raise ValueError(f"pd_first_token: one of {', '.join(PD_FIRST_TOKEN)}, got {self.pd_first_token!r}")
         return MatrixConfig(
             ps,
             wls,
@@ -446,6 +456,7 @@ class MatrixConfig:
             self.full,
             dict(self.extra),
             self.reuse_model_free,
+            self.pd_first_token,
         )
 
 
@@ -508,7 +519,7 @@ def run_matrix(cfg: MatrixConfig, progress: bool = True) -> dict:
     caps = dict(
         _map(
             _capacity_job,
-            [(w, cfg.probe_n, cfg.duration_s) for w in cfg.workloads],
+            [(w, cfg.probe_n, cfg.duration_s, cfg.pd_first_token) for w in cfg.workloads],
             cfg.processes,
             progress,
             "capacity",
@@ -525,7 +536,7 @@ def run_matrix(cfg: MatrixConfig, progress: bool = True) -> dict:
                 for i, e in enumerate(cfg.errors):
                     for s in cfg.seeds:
                         rate_arg = run_size(caps[w], load, cfg.duration_s)[0]
-                        job = Job(p, w, load, s, e, rate_arg, sizes[(w, load)])
+                        job = Job(p, w, load, s, e, rate_arg, sizes[(w, load)], cfg.pd_first_token)
                         (reused if i > 0 and cfg.reuse_model_free and model_free(p) else jobs).append(job)
     results = _map(run_job, jobs, cfg.processes, progress, "matrix")
     ran = {replace(j, error=cfg.errors[0]): r for j, r in results}
@@ -662,6 +673,10 @@ def markdown(m: dict, command: str = "") -> str:
         f"predictor errors {cfg['errors']}; "
         f"{m.get('runs', '?')} runs in {m.get('wall_s', 0):.0f} s on {cfg['processes']} processes."
     )
+    if cfg.get("pd_first_token", "prefill") == "decode":
+        out[-1] += (
+            " P/D first tokens are dated at the decode's first step, where a client behind vLLM's P/D proxy sees them."
+        )
     if m.get("reused_runs"):
         out[-1] += (
             f" The model-free baselines ran under the first error only: their {m['reused_runs']} runs under "

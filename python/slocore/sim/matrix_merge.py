@@ -45,12 +45,16 @@ def merge(paths: list[str], copy_exact_baselines: bool = False) -> dict:
     if not paths:
         raise ValueError("--merge: give at least one matrix.json")
     parts = [load(p) for p in paths]
-    caps, requests, duration = {}, {}, None
+    caps, requests, duration, dating = {}, {}, None, None
     for path, m in zip(paths, parts):
         d = m["config"]["duration_s"]
         if duration is not None and d != duration:
             raise ValueError(f"--merge {path}: window of {d:g} s, the others {duration:g} s")
         duration = d
+        t = m["config"].get("pd_first_token", "prefill")  # matrices from before the option: prefill
+        if dating is not None and t != dating:
+            raise ValueError(f"--merge {path}: P/D first tokens dated at the {t}, the others at the {dating}")
+        dating = t
         for w, c in m["capacity"].items():
             if w in caps and caps[w]["req_s"] != c["req_s"]:
                 raise ValueError(
@@ -85,7 +89,7 @@ def merge(paths: list[str], copy_exact_baselines: bool = False) -> dict:
                 "ran_with_error": c.get("ran_with_error", e),
             }
             rate = l * caps[w]["req_s"] * caps[w].get("rate_arg_per_req_s", 1.0)  # as run_matrix
-            results.append((Job(p, w, l, seed, e, rate, c["requests"][i]), r))
+            results.append((Job(p, w, l, seed, e, rate, c["requests"][i], dating), r))
     cfgs = [m["config"] for m in parts]
     cfg = MatrixConfig(
         presets=_union(c["presets"] for c in cfgs),
@@ -95,6 +99,7 @@ def merge(paths: list[str], copy_exact_baselines: bool = False) -> dict:
         errors=errors,
         duration_s=duration,
         processes=max(c["processes"] for c in cfgs),
+        pd_first_token=dating,
     )
     sizes = {(w, float(l)): n for w, per in requests.items() for l, n in per.items()}
     out = summarize(cfg, caps, sizes, results)
