@@ -22,6 +22,7 @@ import math
 import statistics
 
 from slocore import cli_args
+from slocore.roles import PD_FIRST_TOKEN
 from slocore.serve import config as cfgmod
 from slocore.serve import loadgen
 from slocore.serve.eventloop import serve_app
@@ -123,7 +124,7 @@ def main() -> None:
     p.add_argument(
         "--pd-first-token",
         dest="first_token",
-        choices=("prefill", "decode"),
+        choices=PD_FIRST_TOKEN,
         default="prefill",
         help="--simulate: date the first token at the prefill's end or, as the live client sees it, at the decode",
     )

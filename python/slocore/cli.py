@@ -8,7 +8,7 @@ import json
 import sys
 
 from slocore import __version__, cli_args
-from slocore.roles import COLOCATED, ROLES
+from slocore.roles import COLOCATED, PD_FIRST_TOKEN, ROLES
 
 
 def cmd_simulate(a) -> int:
@@ -236,7 +236,7 @@ def main(argv=None) -> int:
     s.add_argument(
         "--pd-first-token",
         dest="pd_first_token",
-        choices=("prefill", "decode"),
+        choices=PD_FIRST_TOKEN,
         help="P/D scenarios: date the first token at the prefill's end (default) or at the decode's first "
         "step, where a client behind vLLM's P/D proxy protocol sees it",
     )

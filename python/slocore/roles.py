@@ -13,6 +13,9 @@ import functools
 COLOCATED, PREFILL, DECODE = "colocated", "prefill", "decode"
 ROLES = (COLOCATED, PREFILL, DECODE)
 PD_ROLES = (PREFILL, DECODE)
+# Where P/D metrics date a handed-off request's first token: at the prefill's end or at the
+# decode's first step (simulate(pd_first_token=...), the CLIs' --pd-first-token).
+PD_FIRST_TOKEN = PD_ROLES
 
 
 def role_name(role) -> str:

@@ -77,7 +77,7 @@
 // P/D proxy protocol), its wait counts against its TTFT instead: a handoff whose TTFT
 // deadline is still ahead goes first, earliest deadline first, and only those past it go
 // freshest first (newest arrivals first would make the oldest on-time ones miss at loads the
-// queue could serve in order: docs/design.md 4.5).
+// queue could serve in order: docs/design.md 4.6).
 // Banked TPOT first out (`slack_victims`): for the same reason a decode that has run ahead of
 // its TPOT SLO has banked the difference, (tokens - 1) x SLO - time since its first token,
 // and can stall that long and still be on pace. When a decode instance's KV runs out it

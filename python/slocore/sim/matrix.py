@@ -36,6 +36,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Callable
 
+from slocore.roles import PD_FIRST_TOKEN
 from slocore.sim import stacks, workloads
 
 LOADS = (0.5, 0.8, 1.0, 1.2)
@@ -44,7 +45,6 @@ ERRORS = ("exact", "pm20", "shape")
 GOODPUT_ATTAINMENT = 0.9
 TTFT_P99_WORSE = 1.1  # a preset's TTFT p99 "worse" than the strongest baseline's beyond this ratio
 CAPACITY_WINDOW = (0.1, 0.7)  # share of finished requests between which the burst rate is measured
-PD_FIRST_TOKEN = ("prefill", "decode")  # simulate(pd_first_token=...)
 CAPACITY_PRESET = {"colocated": "least_outstanding+vllm_priority", "pd": "least_outstanding+vllm_priority"}
 CAPACITY_ATTAINMENT = 0.9  # the edge: the reference stack's attainment at capacity
 CAPACITY_STEPS = 4  # geometric bisection steps after the doubling bracket (2^(1/16): ~4%)

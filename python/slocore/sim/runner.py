@@ -17,7 +17,7 @@ import numpy as np
 
 from slocore import _core
 from slocore.profiles import hardware_profile
-from slocore.roles import COLOCATED
+from slocore.roles import COLOCATED, PD_FIRST_TOKEN
 
 PolicySpec = Union[str, tuple, "_core.GlobalPolicy", None]
 SchedulerSpec = Union[str, tuple, Callable[[], "_core.BatchScheduler"], None]
@@ -252,7 +252,7 @@ def simulate(
         raise ValueError(f"mode: must be 'colocated' or 'pd', got {mode!r}")
     if decode_model not in ("iteration", "processor_sharing"):
         raise ValueError(f"decode_model: must be 'iteration' or 'processor_sharing', got {decode_model!r}")
-    if pd_first_token not in ("prefill", "decode"):
+    if pd_first_token not in PD_FIRST_TOKEN:
         raise ValueError(f"pd_first_token: must be 'prefill' or 'decode', got {pd_first_token!r}")
 
     def count(given, spec, default):
