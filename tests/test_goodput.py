@@ -339,3 +339,34 @@ def test_prune_from_a_part_is_exact(fake_runs, tmp_path):
         assert a["strongest_load"] == pytest.approx(b["strongest_load"], rel=goodput.GOODPUT_RESOLUTION - 1)
     with pytest.raises(ValueError, match="--prune-from"):
         goodput.floors_from(str(tmp_path / "nothing.json"))
+
+
+def test_pd_first_token_reaches_every_run_and_capacity_probe(fake_runs, monkeypatch, tmp_path, capsys):
+    """`--pd-first-token decode`: the search's runs and its capacity probes date the first token
+    where a client behind vLLM's P/D proxy sees it (as the matrix's option); the report says so,
+    and merges and reused capacities refuse the other dating."""
+    probed = []
+
+    def capacity(wl, probe_n=None, duration_s=30.0, pd_first_token="prefill"):
+        probed.append((wl, pd_first_token))
+        return CAPS["hfx_4task"]
+
+    monkeypatch.setattr(matrix, "capacity", capacity)
+    cfg = dict(stacks=tuple(KNEES), workloads=("hfx_4task",), processes=1)
+    g = goodput.run_goodput(goodput.GoodputConfig(**cfg, pd_first_token="decode"), progress=False)
+    assert probed == [("hfx_4task", "decode")]
+    assert fake_runs and {j.pd_first_token for j in fake_runs} == {"decode"}
+    assert g["config"]["pd_first_token"] == "decode"
+    assert "decode's first step" in goodput.markdown(g)
+    before = len(fake_runs)
+    p = goodput.run_goodput(goodput.GoodputConfig(**cfg, capacities=CAPS), progress=False)
+    assert {j.pd_first_token for j in fake_runs[before:]} == {"prefill"}
+    assert "decode's first step" not in goodput.markdown(p)
+    paths = [goodput.write(x, str(tmp_path / n))["json"] for x, n in ((g, "d"), (p, "p"))]
+    assert goodput.merge(paths[:1])["config"]["pd_first_token"] == "decode"
+    with pytest.raises(ValueError, match="pd_first_token"):
+        goodput.merge(paths)
+    with pytest.raises(ValueError, match="pd_first_token"):
+        goodput.GoodputConfig(**cfg, pd_first_token="client").resolve()
+    rc = cli.main(["bench", "goodput", "--capacities", paths[1], "--pd-first-token", "decode", "--out", str(tmp_path)])
+    assert rc == 2 and "--pd-first-token" in capsys.readouterr().err

@@ -145,6 +145,7 @@ class GoodputConfig:
     processes: int = 1
     prune: bool = True
     copy_exact_baselines: bool = True
+    pd_first_token: str = "prefill"  # where P/D runs date the first token (simulate's; the matrix's)
     capacities: dict = field(default_factory=dict)  # workload -> matrix.capacity() output (a cache)
     # (workload, error) -> (load, upper) of the best baseline a previous part found: the
     # baseline chain starts from it (a part searching more baselines, see `floors_from`).
@@ -160,6 +161,7 @@ class GoodputConfig:
             duration_s=self.duration_s,
             probe_n=self.probe_n,
             processes=self.processes,
+            pd_first_token=self.pd_first_token,
         ).resolve()  # the matrix's own checks, each naming the field
         if not self.errors:
             raise ValueError("errors: need at least one")
@@ -183,6 +185,7 @@ class GoodputConfig:
             mc.processes,
             self.prune,
             self.copy_exact_baselines,
+            mc.pd_first_token,
             dict(self.capacities),
             dict(self.floors),
         )
@@ -219,7 +222,8 @@ def _run_task(args) -> tuple[Task, list, list]:
         key = (preset, load, seed, error)
         if key not in cache:
             rate, n = matrix.run_size(cap, load, cfg.duration_s)
-            _, r = matrix.run_job(matrix.Job(preset, task.workload, load, seed, error, rate, n))
+            job = matrix.Job(preset, task.workload, load, seed, error, rate, n, cfg.pd_first_token)
+            _, r = matrix.run_job(job)
             runs.append({"error": error, "preset": preset, "load": load, "seed": seed, **r})
             cache[key] = r
         return cache[key]
@@ -284,7 +288,7 @@ def run_goodput(cfg: GoodputConfig, progress: bool = True) -> dict:
         dict(
             matrix._map(
                 matrix._capacity_job,
-                [(w, cfg.probe_n, cfg.duration_s) for w in todo],
+                [(w, cfg.probe_n, cfg.duration_s, cfg.pd_first_token) for w in todo],
                 cfg.processes,
                 progress,
                 "capacity",
@@ -428,6 +432,10 @@ def markdown(g: dict, command: str = "") -> str:
         f"{cfg['processes']} process(es); pruning {'on' if cfg['prune'] else 'off'}; baselines' exact-predictor "
         f"runs stand for every error: {'yes' if cfg['copy_exact_baselines'] else 'no'}.",
     ]
+    if cfg.get("pd_first_token", "prefill") == "decode":
+        out[-1] += (
+            " P/D first tokens are dated at the decode's first step, where a client behind vLLM's P/D proxy sees them."
+        )
     if g.get("merged_from"):
         out += ["", f"Merged from {len(g['merged_from'])} parts (wall is their sum):", ""]
         out += [f"- `{p['command'] or p['path']}` ({p['wall_s'] or 0:.0f} s)" for p in g["merged_from"]]
@@ -486,8 +494,10 @@ def load_capacities(path: str) -> dict:
     caps = m.get("capacity", m) if isinstance(m, dict) else None
     if not isinstance(caps, dict):
         raise ValueError(f"--capacities {path}: needs a capacity object (workload -> capacity)")
-    dur = m.get("config", {}).get("duration_s") if isinstance(m.get("config"), dict) else None
-    return {"capacity": caps, "duration_s": dur}
+    c = m.get("config") if isinstance(m.get("config"), dict) else {}
+    # A P/D capacity depends on where the first token is dated; reports from before the option: prefill.
+    dating = c.get("pd_first_token", "prefill") if c else None
+    return {"capacity": caps, "duration_s": c.get("duration_s"), "pd_first_token": dating}
 
 
 def floors_from(path: str) -> dict:
@@ -526,10 +536,11 @@ def merge(paths: list[str]) -> dict:
         if not isinstance(g, dict) or not all(k in g for k in ("config", "capacity", "results", "run_log")):
             raise ValueError(f"--merge {path}: not a goodput.json (needs config, capacity, results, run_log)")
         parts.append((path, g))
-    same = ("duration_s", "seeds", "goodput_attainment", "start", "max", "min", "resolution", "prune")
+    same = ("duration_s", "seeds", "goodput_attainment", "start", "max", "min", "resolution", "prune", "pd_first_token")
     c0 = parts[0][1]["config"]
     caps, rows, runs = {}, [], []
     for path, g in parts:
+        g["config"].setdefault("pd_first_token", "prefill")  # reports from before the option
         for k in same:
             if g["config"].get(k) != c0.get(k):
                 raise ValueError(f"--merge {path}: config {k} = {g['config'].get(k)!r}, the first part {c0.get(k)!r}")
@@ -565,6 +576,7 @@ def merge(paths: list[str]) -> dict:
         processes=max(g["config"]["processes"] for _, g in parts),
         prune=c0["prune"],
         copy_exact_baselines=all(g["config"]["copy_exact_baselines"] for _, g in parts),
+        pd_first_token=c0["pd_first_token"],
     )
     out = summarize(cfg, caps, [(None, rows, runs)])
     out["wall_s"] = sum(g.get("wall_s", 0.0) for _, g in parts)

@@ -6,6 +6,7 @@ import shlex
 import sys
 
 from slocore.cli_args import names, positive_int, seeds
+from slocore.roles import PD_FIRST_TOKEN
 
 
 def _floors(paths: list[str]) -> dict:
@@ -53,6 +54,14 @@ def add_arguments(p) -> None:
         metavar="GOODPUT_JSON",
         help="parts' goodput.json: start the baseline chain from their strongest baseline (to search more baselines)",
     )
+    p.add_argument(
+        "--pd-first-token",
+        dest="pd_first_token",
+        choices=PD_FIRST_TOKEN,
+        default="prefill",
+        help="P/D runs date a request's first token at the prefill's end (default) or at the decode's first step, "
+        "where a client behind vLLM's P/D proxy sees it (as the matrix's option)",
+    )
     p.add_argument("--no-prune", dest="prune", action="store_false", help="search every baseline in full")
     p.add_argument(
         "--rerun-baselines-per-error",
@@ -89,6 +98,11 @@ def main(a) -> int:
             raise ValueError(
                 f"--capacities {a.capacities}: found over {c['duration_s']:g} s windows, --duration is {a.duration:g}"
             )
+        if c["pd_first_token"] is not None and c["pd_first_token"] != a.pd_first_token:
+            raise ValueError(
+                f"--capacities {a.capacities}: found with the first token dated at the {c['pd_first_token']}, "
+                f"--pd-first-token is {a.pd_first_token}"
+            )
         caps = c["capacity"]
     cfg = goodput.GoodputConfig(
         stacks=tuple(a.stacks or ()),
@@ -100,6 +114,7 @@ def main(a) -> int:
         processes=a.processes,
         prune=a.prune,
         copy_exact_baselines=a.copy_exact_baselines,
+        pd_first_token=a.pd_first_token,
         capacities=caps,
         floors=_floors(a.prune_from or []),
     )
