@@ -29,7 +29,6 @@ the report gives every round and the median, and says which targets (below) are 
 import asyncio
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from pathlib import Path
 import pytest
 
 import slocore
+from slocore.ports import free_port
 
 # Where this process imported slocore from (the checkout's python/ with a dev build, or the
 # installed package): the subprocesses import the same one.
@@ -59,12 +59,6 @@ BODY = {
     "ignore_eos": True,
     "stream": True,
 }
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_http(url, proc, timeout=60):

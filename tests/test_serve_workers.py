@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from aiohttp import web  # noqa: E402
 
 import slocore  # noqa: E402
 from slocore.childenv import child_env  # noqa: E402
+from slocore.ports import free_port as _free_port  # noqa: E402
 from slocore.serve import config as cfgmod  # noqa: E402
 from slocore.serve import loadgen  # noqa: E402
 from slocore.serve.policy_host import PolicyHost  # noqa: E402
@@ -289,12 +289,6 @@ def test_workers_config_is_checked():
 
 
 # --- the command: SIGTERM and the policy process's death leave no process behind ------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _children(pid: int) -> set[int]:
     """Every live descendant of `pid` (from /proc)."""
     parent = {}

@@ -5,7 +5,6 @@ profiles` and simulate(), the simulator tracks the engine, and bad endpoints fai
 import asyncio
 import contextlib
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installe
 pytest.importorskip("prometheus_client", reason="the serve extra (prometheus-client) is not installed")
 
 from slocore.childenv import child_env  # noqa: E402
+from slocore.ports import free_port as _free_port
 from slocore.twin import compare, fitmodel, profiler  # noqa: E402
 from slocore.twin.client import EngineClient, EngineError, labels_of, parse_metrics, total  # noqa: E402
 from slocore.twin.fitmodel import Point  # noqa: E402
@@ -72,12 +72,6 @@ def test_metrics_parsing_of_vllm_text():
     assert info["num_gpu_blocks"] == "8192" and info["block_size"] == "128"
     kv = profiler._kv(m, 1024, 32)
     assert kv == {"block_size": 128, "num_blocks": 8192, "bytes_per_token": 1024.0, "source": "vllm:cache_config_info"}
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _engine(*extra):

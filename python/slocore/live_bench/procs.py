@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,15 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from slocore.childenv import child_env
+from slocore.ports import free_port
 
 PLUGIN_CLS = "slocore.integrations.vllm.scheduler.SlocoreScheduler"
 VLLM_ARGS = ("--load-format", "dummy", "--dtype", "bfloat16", "--max-model-len", "1024", "--enforce-eager")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @functools.cache

@@ -34,7 +34,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -42,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, runtime_checkable
 
+from slocore.ports import free_port
 from slocore.roles import COLOCATED, ROLES, role_name  # noqa: F401 - ROLES, role_name re-exported
 from slocore.scaling import blocking_http
 
@@ -208,12 +208,6 @@ def _engine_env(extra: Mapping[str, str]) -> dict[str, str]:
     return {**inherited, **extra}
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 def http_get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
     """(status, body); OSError when the engine cannot be reached."""
     return blocking_http.request("GET", url, timeout=timeout)
@@ -253,7 +247,7 @@ class LocalLauncher:
         return inst
 
     def _spawn_process(self, iid: int, role: str, warm: bool) -> Instance:
-        port = _free_port(self.host)
+        port = free_port(self.host)
         inst = Instance(iid, self.host, port, role, warm)
         argv = [a.replace("{host}", self.host) for a in self.spec.command(port, role, warm)]
         env = _engine_env(self.spec.env)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 from collections.abc import Mapping
 from typing import Optional
 
+from slocore.ports import free_port
 from slocore.scaling.launcher import EngineSpec, Instance, InstanceRegistry, LocalLauncher
 
 try:
@@ -32,9 +32,7 @@ class _EngineHost:
 
     def start(self, command, env: Mapping[str, str], log_path: Optional[str]):
         ip = ray.util.get_node_ip_address()
-        with socket.socket() as s:
-            s.bind(("", 0))
-            port = s.getsockname()[1]
+        port = free_port("")  # any interface: the router reaches it at the node's address
         argv = [a.replace("{host}", ip) for a in command(port, self.role, self.warm)]
         out = open(log_path, "wb") if log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(

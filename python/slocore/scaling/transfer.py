@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -29,6 +28,7 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 
+from slocore.ports import free_port  # noqa: F401 - re-exported (tests, callers)
 from slocore.scaling.weights import TensorMeta, WeightManager, checksum, dtype_from_name, holds, manifest_mismatch
 
 BACKENDS = ("gloo", "nccl", "hccl")
@@ -36,12 +36,6 @@ BACKENDS = ("gloo", "nccl", "hccl")
 
 class TransferError(RuntimeError):
     """A peer transfer failed; the reason says why (the caller falls back to disk)."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def default_backend(device: str | torch.device = "cpu") -> str:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from slocore.childenv import child_env
-from slocore.scaling.launcher import EngineSpec, Instance, InstanceState, _free_port
+from slocore.ports import free_port
+from slocore.scaling.launcher import EngineSpec, Instance, InstanceState
 
 log = logging.getLogger(__name__)
 EXTENSION = "slocore.integrations.vllm.weight_sync.SlocoreWeightSync"
@@ -94,7 +95,7 @@ class VllmEngine:
                 raise RuntimeError(f"instance {inst.id}: loading weights from disk failed: {r['error']}")
             return "disk"
         src = sources[0]
-        port = _free_port(inst.host)
+        port = free_port(inst.host)
         res: dict = {}
 
         def send():
