@@ -26,7 +26,7 @@ from pathlib import Path
 
 WARM, STEPS = 20, 150
 ROUNDS = int(os.environ.get("SLOCORE_BENCH_ROUNDS", "3"))
-CASES = [(16, 16), (32, 64), (64, 256)]  # (max_num_seqs: the running batch, waiting)
+CASES = [(16, 16), (32, 64), (64, 256), (256, 2048)]  # (max_num_seqs: the running batch, waiting)
 SCHEDULERS = ["vllm", "slo_triage", "slide_batching", "sarathi_fcfs"]
 
 

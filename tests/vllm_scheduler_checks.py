@@ -363,16 +363,25 @@ def check_hostile_extra_args_never_stop_the_engine(model):
 
 
 def check_a_failing_batch_scheduler_leaves_the_step_to_vllm(model):
-    """If the slocore scheduler raises, vLLM's own scheduler runs that step: the engine keeps
-    serving and the failure is counted."""
+    """If the slocore scheduler raises, or its plan names a request that is not in the view
+    (or one twice), vLLM's own scheduler runs that step: the engine keeps serving and the
+    failure is counted."""
     s = make_scheduler(model, SlocoreScheduler)
-    real, calls = s.batch, [0]
+    real, calls, bad = s.batch, [0], [0]
 
     class Flaky:
         def schedule(self, view, now):
             calls[0] += 1
-            if calls[0] % 2:
+            if calls[0] % 4 == 1:
+                bad[0] += 1
                 raise RuntimeError("boom")
+            if calls[0] % 4 == 2:  # a request no view holds
+                bad[0] += 1
+                return slocore.BatchPlan([slocore.ScheduledItem(10**9, 1)], [])
+            if calls[0] % 4 == 3 and view.running:  # one request twice
+                bad[0] += 1
+                rid = view.running[0].request.id
+                return slocore.BatchPlan([slocore.ScheduledItem(rid, 1), slocore.ScheduledItem(rid, 1)], [])
             return real.schedule(view, now)
 
     s.batch = Flaky()
@@ -381,7 +390,7 @@ def check_a_failing_batch_scheduler_leaves_the_step_to_vllm(model):
         s.add_request(r)
     run_to_end(s)
     assert all(r.num_output_tokens == 5 for r in reqs)
-    assert s.slocore_stats["fallback_steps"] >= 1 and s.slocore_stats["steps"] >= 1
+    assert s.slocore_stats["fallback_steps"] == bad[0] >= 3 and s.slocore_stats["steps"] >= 1, (bad, s.slocore_stats)
 
 
 def check_plugin_logs_its_cost(model):
@@ -413,6 +422,27 @@ def check_plugin_logs_its_cost(model):
     assert cost and " us per step (mean)" in cost[0], lines
 
 
+def check_long_runs_forget_finished_requests(model):
+    """Requests keep arriving while others finish: the plugin forgets finished requests' ids
+    (both ways), Requests and kept views, yet the requests it still holds keep their ids and
+    every one finishes; the plan is matched back to vLLM's queues by those ids throughout."""
+    s = make_scheduler(model, SlocoreScheduler, max_num_seqs=8)
+    reqs, peak = [], 0
+    for wave in range(20):  # 200 requests, 10 at a time, six steps apart: most finish in between
+        for _ in range(10):
+            reqs.append(make_request(30 + wave, 4))
+            s.add_request(reqs[-1])
+        for _ in range(6):
+            step(s)
+            peak = max(peak, len(s._ids))
+            assert s._rid_of == {v: k for k, v in s._ids.items()}, "the ids, both ways"
+            assert all(r.request_id in s._ids for r in list(s.running) + list(s.waiting)), "a held request lost its id"
+    run_to_end(s)
+    assert all(r.num_output_tokens == 4 for r in reqs), [r.num_output_tokens for r in reqs]
+    assert peak < len(reqs), ("finished requests were never forgotten", peak)
+    assert not s._reqs and not s._last and not s._first, "state of finished requests kept"
+
+
 def check_default_name(model):
     n = default_scheduler_name()
     assert n in slocore.batch_scheduler_names()
@@ -431,6 +461,7 @@ CHECKS = [
     check_online_fit_learns_the_steps,
     check_finished_requests_reach_on_finished,
     check_every_view_matches_vllms_queues,
+    check_long_runs_forget_finished_requests,
     check_decode_instance_sees_handoffs_as_the_simulator_does,
     check_plugin_logs_its_cost,
     check_hostile_extra_args_never_stop_the_engine,

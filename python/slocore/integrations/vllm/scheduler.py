@@ -52,6 +52,7 @@ in the vLLM-Ascend environment and pass the same flags (docs/serving.md).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import logging
@@ -124,9 +125,12 @@ class SlocoreScheduler(Scheduler):
         # The profile is a guess at this hardware: refit it to the steps vLLM runs.
         self.step_fit = StepFit(self.latency_model) if st["online_fit"] else None
         self._ids: dict[str, int] = {}
+        self._rid_of: dict[int, str] = {}  # _ids inverted
         self._reqs: dict[str, _s.Request] = {}  # by vLLM request id, while vLLM holds it
         self._first: dict[str, float] = {}  # first-token time, by vLLM request id, while vLLM holds it
         self._handoffs: set[str] = set()  # P/D handoffs held, by vLLM request id
+        # (computed, output tokens, RequestState) of the last view, by vLLM request id
+        self._last: dict[str, tuple] = {}
         self._warned: set[str] = set()  # client fields already logged as unusable
         self._next_id = itertools.count()
         self.slocore_stats = dict.fromkeys(
@@ -147,6 +151,7 @@ class SlocoreScheduler(Scheduler):
         i = self._ids.get(req.request_id)
         if i is None:
             i = self._ids[req.request_id] = next(self._next_id)
+            self._rid_of[i] = req.request_id
         return i
 
     def _request(self, req):
@@ -178,17 +183,26 @@ class SlocoreScheduler(Scheduler):
         as one loop with its lookups bound once. A request's first-token time is the first
         step's `now` that sees an output token of it (the step that made it ended just
         before), kept through preemptions: the simulator's engine sets it at that step's
-        end, and slo_triage reads it (a first token it cannot date counts as late)."""
-        known, firsts, handoffs, state, out = self._reqs, self._first, self._handoffs, _s.RequestState, []
+        end, and slo_triage reads it (a first token it cannot date counts as late). A
+        request whose progress (computed and output tokens) is what it was at the last
+        step keeps that step's RequestState: most of a long waiting queue, every step."""
+        known, firsts, handoffs, last, out = self._reqs, self._first, self._handoffs, self._last, []
+        state = _s.RequestState
         for r in reqs:
+            rid, computed, generated = r.request_id, r.num_computed_tokens, r.num_output_tokens
+            kept = last.get(rid)
+            if kept is not None and kept[0] == computed and kept[1] == generated:
+                out.append(kept[2])
+                continue
             # vLLM's num_tokens = prompt + output, as slocore's; computed is capped at it.
-            q = known.get(r.request_id) or self._request(r)
-            if r.num_output_tokens or r.request_id not in handoffs:
-                st = state(q, min(r.num_computed_tokens, r.num_tokens), r.num_output_tokens)
+            q = known.get(rid) or self._request(r)
+            if generated or rid not in handoffs:
+                st = state(q, min(computed, r.num_tokens), generated)
             else:  # a handoff before its first step here: the simulator's decode engine's view of it
                 st = state(q, q.prompt_len, 1)
             if st.generated:
-                st.first_token = firsts.setdefault(r.request_id, now)
+                st.first_token = firsts.setdefault(rid, now)
+            last[rid] = (computed, generated, st)
             out.append(st)
         return out
 
@@ -215,6 +229,7 @@ class SlocoreScheduler(Scheduler):
         out = super()._free_request(request, *args, **kwargs)
         self._reqs.pop(request.request_id, None)
         self._first.pop(request.request_id, None)
+        self._last.pop(request.request_id, None)
         self._handoffs.discard(request.request_id)
         rid, hook = self._ids.get(request.request_id), getattr(self.batch, "on_finished", None)
         if rid is not None and hook is not None:
@@ -253,9 +268,9 @@ class SlocoreScheduler(Scheduler):
     # --- one step ----------------------------------------------------------------------
     def _split(self, reqs, order: dict) -> tuple[list, list]:
         """(those the plan runs, in its order; those it leaves out, in theirs)."""
-        ids, planned, left = self._ids, [], []
+        planned, left = [], []
         for r in reqs:
-            k = order.get(ids[r.request_id])  # every one has an id: _view gave it
+            k = order.get(r.request_id)
             if k is None:
                 left.append(r)
             else:
@@ -269,10 +284,10 @@ class SlocoreScheduler(Scheduler):
         whole blocks of prompt[:-1], and without a hit vLLM computes the whole prompt."""
         if not self._handoffs:
             return 0
-        ids, extra = self._ids, 0
+        extra = 0
         for r in planned:
             if r.request_id in self._handoffs and not r.num_output_tokens:
-                planned_tokens = int(items[order[ids[r.request_id]]].tokens)
+                planned_tokens = int(items[order[r.request_id]].tokens)
                 extra += max(0, int(r.num_tokens) - int(r.num_computed_tokens) - planned_tokens)
         return extra
 
@@ -285,6 +300,11 @@ class SlocoreScheduler(Scheduler):
         try:
             now = time.time()
             plan = self.batch.schedule(self._view(running, waiting, now), now)
+            items, rid_of = plan.items, self._rid_of
+            # the plan's place of each request it names, by vLLM request id
+            order = {rid: k for k, it in enumerate(items) if (rid := rid_of.get(it.request)) is not None}
+            if len(order) != len(items):  # acting on part of a plan could leave vLLM nothing to run, step after step
+                raise RuntimeError(f"the plan names {len(items) - len(order)} request(s) twice or not in the view")
         except Exception:  # never take the engine down: vLLM's own scheduler decides this step
             st["fallback_steps"] += 1
             if st["fallback_steps"] == 1:
@@ -301,8 +321,6 @@ class SlocoreScheduler(Scheduler):
                 st["skipped_running"],
                 st["held_waiting"],
             )
-        items = plan.items
-        order = {it.request: k for k, it in enumerate(items)}
         keep_run, hidden = self._split(running, order)
         admit, held = self._split(waiting, order)
         # The plan may skip running requests to admit waiting ones (it would preempt them;
@@ -321,10 +339,15 @@ class SlocoreScheduler(Scheduler):
         saved = (self.max_num_running_reqs, getattr(self, "max_num_active_reqs", 0), self.max_num_scheduled_tokens)
         budget = sum(it.tokens for it in items) + self._handoff_tokens(keep_run + admit, order, items)
         self.running = keep_run
+        fifo = isinstance(self.waiting, collections.deque)  # vLLM's FCFS queue: bulk moves in C
         if held or admit != waiting:
-            self.waiting.remove_requests(waiting)
-            for r in admit:
-                self.waiting.add_request(r)
+            if fifo:
+                self.waiting.clear()
+                self.waiting.extend(admit)
+            else:
+                self.waiting.remove_requests(waiting)
+                for r in admit:
+                    self.waiting.add_request(r)
         self.max_num_running_reqs = saved[0] - len(hidden)
         if has_active:
             self.max_num_active_reqs = saved[1] - len(hidden)
@@ -344,10 +367,15 @@ class SlocoreScheduler(Scheduler):
                 old = [r for r in self.running if id(r) in pos]
                 new = [r for r in self.running if id(r) not in pos]
                 self.running = sorted(old + hidden, key=lambda r: pos[id(r)]) + new
-            for r in held:
-                self.waiting.add_request(r)
+            if fifo:
+                self.waiting.extend(held)
+            else:
+                for r in held:
+                    self.waiting.add_request(r)
             if len(self._ids) > 4 * (len(self.requests) + 16):  # forget finished requests
                 self._ids = {k: v for k, v in self._ids.items() if k in self.requests}
+                self._rid_of = {v: k for k, v in self._ids.items()}
                 self._reqs = {k: v for k, v in self._reqs.items() if k in self.requests}
                 self._first = {k: v for k, v in self._first.items() if k in self.requests}
+                self._last = {k: v for k, v in self._last.items() if k in self.requests}
                 self._handoffs &= set(self.requests)
