@@ -15,9 +15,10 @@ if not torch.distributed.is_available():
     pytest.skip("torch.distributed is not available in this torch build", allow_module_level=True)
 
 from slocore.childenv import child_env  # noqa: E402
+from slocore.ports import free_port  # noqa: E402
 from slocore.scaling import disk  # noqa: E402
 from slocore.scaling.pinned import PinnedCheckpoint, layout_views, map_file  # noqa: E402
-from slocore.scaling.transfer import TLManager, TransferError, free_port  # noqa: E402
+from slocore.scaling.transfer import TLManager, TransferError  # noqa: E402
 from slocore.scaling.weights import (  # noqa: E402
     WeightManager,
     checksum,

@@ -21,7 +21,8 @@ pytestmark = pytest.mark.vllm
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installed")
 
 from slocore.childenv import slocore_only_path  # noqa: E402
-from slocore.live_bench.procs import free_port, vllm_process  # noqa: E402
+from slocore.live_bench.procs import vllm_process  # noqa: E402
+from slocore.ports import free_port  # noqa: E402
 from vllmkit import vllm_python  # noqa: E402
 
 HERE = Path(__file__).parent

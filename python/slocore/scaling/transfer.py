@@ -28,7 +28,6 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 
-from slocore.ports import free_port  # noqa: F401 - re-exported (tests, callers)
 from slocore.scaling.weights import TensorMeta, WeightManager, checksum, dtype_from_name, holds, manifest_mismatch
 
 BACKENDS = ("gloo", "nccl", "hccl")
