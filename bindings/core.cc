@@ -272,6 +272,15 @@ void init_core(py::module_& m) {
       .def_property_readonly("b", &ThroughputCurve::b)
       .def_property_readonly("c", &ThroughputCurve::c);
 
+  py::class_<ViewChanges>(m, "ViewChanges",
+                          "what an engine changed in a view since it last called its scheduler "
+                          "(the simulator's engine fills it; since_epoch 0: not known)")
+      .def(py::init<>())
+      .def_readwrite("since_epoch", &ViewChanges::since_epoch)
+      .def_readwrite("preempted", &ViewChanges::preempted)
+      .def_readwrite("admitted", &ViewChanges::admitted)
+      .def_readwrite("progressed", &ViewChanges::progressed);
+
   py::class_<InstanceView>(m, "InstanceView")
       .def(py::init([](Id id, Role role) {
              InstanceView v;
@@ -297,6 +306,7 @@ void init_core(py::module_& m) {
       .def_readwrite("busy_until", &InstanceView::busy_until)
       .def_readwrite("first_token_at_decode", &InstanceView::first_token_at_decode)
       .def_readwrite("epoch", &InstanceView::epoch)
+      .def_readwrite("changes", &InstanceView::changes)
       .def_property_readonly("num_requests", &InstanceView::num_requests)
       .def_property_readonly("kv_utilization", &InstanceView::kv_utilization)
       .def(

@@ -39,6 +39,7 @@ from slocore._core import (
     ThroughputCurve,
     TimelinePoint,
     TpsQuadratic,
+    ViewChanges,
     batch_scheduler_names,
     expected_handoff,
     fit_relative_least_squares,

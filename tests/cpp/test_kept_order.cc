@@ -1,9 +1,11 @@
-// The running side of the schedulers that keep state across an engine's calls: RunningOrder
-// (batch/running_order.h) against a stable sort of `running` by key, through engine-like
-// changes (tokens move keys, requests leave from anywhere, admissions are appended; keys
-// with ties) and views no engine makes (shuffled, an id twice, NaN); follow_running
-// (batch/kept_order.h) against what the change was: the admitted ones handed to `admit`,
-// the preempted ones named in running order, and false for views that are not such a change.
+// The running side of the schedulers that keep state across an engine's calls: KeptRunning
+// (batch/kept_running.h) against a stable sort of `running` by key, followed through an
+// engine's changes as the engine reports them (tokens move keys, requests leave from
+// anywhere, preempted ones go, admissions are appended; keys with ties) and read whole from
+// views no engine makes (shuffled, an id twice, NaN) or whose changes disagree with them;
+// follow_running (batch/kept_order.h) against what the change was: the admitted ones handed
+// to `admit`, the preempted ones named in running order, and false for views that are not
+// such a change.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -11,7 +13,7 @@
 #include <vector>
 
 #include "slocore/batch/kept_order.h"
-#include "slocore/batch/running_order.h"
+#include "slocore/batch/kept_running.h"
 
 #include "check.h"
 
@@ -34,35 +36,64 @@ std::vector<std::pair<double, size_t>> stable_sorted(const InstanceView& v) {
   return out;
 }
 
-void check_running_order(std::mt19937_64& rng) {
+std::vector<std::pair<double, size_t>> kept_sorted(KeptRunning& kept, const InstanceView& v) {
+  std::vector<std::pair<double, size_t>> out;
+  for (const KeptRunning::Entry& e : kept.order()) {
+    const RequestState* s = kept.find(v, e);
+    out.push_back({e.key, s ? size_t(s - v.running.data()) : size_t(-1)});
+  }
+  return out;
+}
+
+void check_kept_running(std::mt19937_64& rng) {
   for (int round = 0; round < 40; ++round) {
-    RunningOrder order;
+    KeptRunning kept;
     InstanceView v;
     Id next = 1;
+    bool by_changes = false;
     for (int call = 0; call < 300; ++call) {
       auto& run = v.running;
+      ViewChanges& c = v.changes;
+      c = ViewChanges{};
       const int what = int(rng() % 20);
-      if (what < 12) {  // an iteration: some get a token (key up, ties likely), some leave, some join
-        for (RequestState& s : run)
-          if (rng() % 3 == 0) s.request.arrival += double(rng() % 4);
-        std::vector<RequestState> kept;
-        for (RequestState& s : run)
-          if (rng() % 10 != 0) kept.push_back(s);
-        run = kept;
-        for (int k = int(rng() % 4); k > 0; --k) run.push_back(with_id(next++, double(rng() % 30)));
+      if (what < 12) {  // an iteration: some get a token (key up, ties likely), some leave or are preempted, some join
+        std::vector<RequestState> stay;
+        for (RequestState& s : run) {
+          const int fate = int(rng() % 10);
+          if (fate == 0) {
+            kept.finished(s.request.id);
+          } else if (fate == 1) {
+            c.preempted.push_back(s.request.id);
+          } else {
+            if (rng() % 3 == 0) s.request.arrival += double(rng() % 4), c.progressed.push_back(s.request.id);
+            stay.push_back(s);
+          }
+        }
+        run = stay;
+        for (int k = int(rng() % 4); k > 0; --k) {
+          run.push_back(with_id(next, double(rng() % 30)));
+          c.admitted.push_back(next++);
+        }
+        if (what == 0 && !c.admitted.empty()) c.admitted.front() += 1000;  // changes that disagree: read whole
+        by_changes = true;
       } else if (what < 14 && run.size() > 1) {  // no engine's: shuffled
         std::shuffle(run.begin(), run.end(), rng);
-      } else if (what < 15 && !run.empty()) {  // no engine's: an id twice
-        run.insert(run.begin() + std::ptrdiff_t(rng() % run.size()), run[rng() % run.size()]);
+        by_changes = false;
+      } else if (what < 15 && !run.empty()) {  // no engine's: an id twice, refused; then read afresh
+        InstanceView bad = v;
+        bad.running.insert(bad.running.begin() + std::ptrdiff_t(rng() % (run.size() + 1)), run[rng() % run.size()]);
+        CHECK(!kept.follow(bad, false, key_of));
+        by_changes = false;
       } else if (what < 16 && !run.empty()) {  // a NaN key: refused, then read afresh
         RequestState& s = run[rng() % run.size()];
         const double before = s.request.arrival;
         s.request.arrival = std::nan("");
-        CHECK(!order.update(v, key_of));
+        CHECK(!kept.follow(v, false, key_of));
         s.request.arrival = before;
+        by_changes = false;
       }
-      CHECK(order.update(v, key_of));
-      CHECK(order.sorted() == stable_sorted(v));
+      CHECK(kept.follow(v, by_changes, key_of));
+      CHECK(kept_sorted(kept, v) == stable_sorted(v));
     }
   }
 }
@@ -158,7 +189,7 @@ void check_follow_running(std::mt19937_64& rng) {
 
 int main() {
   std::mt19937_64 rng(5);
-  check_running_order(rng);
+  check_kept_running(rng);
   check_follow_running(rng);
   return check_summary("test_kept_order");
 }

@@ -105,10 +105,12 @@ double EdfScheduler::next_deadline(const RequestState& s) {
 }
 
 // Every step by (deadline, running before waiting, queue position). With an engine's views
-// (an epoch; the event contract of batch_scheduler.h) the waiting requests' order is kept
-// across calls (batch/kept_queue.h, plan_kept): per call, the running requests, the queue's new front and
-// tail and the order as far as the batch reaches, not the whole queue. Same plan; the heap
-// over every waiting request each call otherwise, the full sort when a deadline is NaN.
+// (an epoch; the event contract of batch_scheduler.h) the order is kept across calls: the
+// waiting requests' (batch/kept_queue.h) and the running ones' (batch/kept_running.h), so
+// that a plan reads the requests it takes from the front of both orders and its victims
+// from the back of the running one; where the engine reports its changes a call reads
+// nothing else. Same plan; the heap over every waiting request each call otherwise, the
+// full sort when a deadline is NaN.
 BatchPlan EdfScheduler::schedule(const InstanceView& v, Time) {
   auto make = [&](const RequestState& s, WaitKey& k) {
     k.deadline = next_deadline(s);
@@ -118,39 +120,53 @@ BatchPlan EdfScheduler::schedule(const InstanceView& v, Time) {
   if (never_kept_) kept_.forget();
   BatchPlan plan;
   if (never_kept_ || !kept_.follow(v, make) || !plan_kept(v, plan)) {
-    running_.clear();
+    running_.forget();
     plan = schedule_heap(v);
   }
   kept_.planned(v);
   return plan;
 }
 
-void EdfScheduler::on_finished(Id request, Time) { kept_.finished(request); }
+void EdfScheduler::on_finished(Id request, Time) {
+  kept_.finished(request);
+  running_.finished(request);
+}
 
-// schedule_heap's loop over the kept order. While no KV block is left a waiting request gets
+// schedule_heap's loop over the kept orders. While no KV block is left a waiting request gets
 // nothing (PlanBuilder::add) and changes nothing, so the walk goes on from the next running
-// request's deadline.
+// request's deadline. False (no plan) when the view disagrees with what was kept.
 bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
-  if (!running_.update(v, next_deadline)) return false;
-  const auto& run = running_.sorted();
-  auto& victims = victims_;  // running by deadline: the latest deadline is evicted first
-  victims.clear();
-  for (const auto& x : run) victims.push_back(x.second);
+  if (!running_.follow(v, kept_.followed_changes(), next_deadline)) return false;
+  const auto& run = running_.order();
+  bool agrees = true;
+  size_t victims = run.size();  // run[0, victims): the latest deadline is evicted first
+  auto next_victim = [&](PlanBuilder& b) -> const RequestState* {
+    while (victims > 0 && b.planned(run[victims - 1].id)) --victims;
+    if (victims == 0) return nullptr;
+    const RequestState* s = running_.find(v, run[--victims]);
+    agrees &= s != nullptr;
+    return s;
+  };
   const std::set<WaitKey>& order = kept_.order();
   PlanBuilder b(v, p_.token_budget);
   size_t r = 0;
   auto it = order.begin();
-  while (!b.seq_full() && b.budget_left() > 0) {
-    const bool from_run = r < run.size() && (it == order.end() || run[r].first <= it->deadline);
+  while (agrees && !b.seq_full() && b.budget_left() > 0) {
+    const bool from_run = r < run.size() && (it == order.end() || run[r].key <= it->deadline);
     if (from_run) {
-      const size_t i = run[r++].second;
-      run_with_preemption(b, i, victims);
+      if (b.planned(run[r].id)) {  // preempted already
+        ++r;
+        continue;
+      }
+      const RequestState* s = running_.find(v, run[r++]);
+      if (!s) return false;
+      run_with_preemption(b, *s, [&] { return next_victim(b); });
       continue;
     }
     if (it == order.end()) break;
     if (b.blocks_left() <= 0) {  // waiting no-ops up to the next running request
       if (r == run.size()) break;
-      it = order.lower_bound(WaitKey{run[r].first, std::numeric_limits<int64_t>::min(), 0});
+      it = order.lower_bound(WaitKey{run[r].key, std::numeric_limits<int64_t>::min(), 0});
       continue;
     }
     const RequestState* s = kept_.find(v, *it);
@@ -158,6 +174,7 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
     ++it;
     if (!b.planned(s->request.id)) b.add_next(*s, false, true);
   }
+  if (!agrees) return false;
   ensure_progress(b);
   plan = b.take();
   return true;

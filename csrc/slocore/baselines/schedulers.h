@@ -17,8 +17,8 @@
 #include <set>
 
 #include "slocore/batch/kept_queue.h"
+#include "slocore/batch/kept_running.h"
 #include "slocore/batch/plan_builder.h"
-#include "slocore/batch/running_order.h"
 
 namespace slocore {
 
@@ -94,9 +94,8 @@ class EdfScheduler : public BatchScheduler {
 
   TokenBudgetParams p_;
   std::vector<std::pair<double, size_t>> run_, wait_;  // schedule() scratch: (deadline, index)
-  std::vector<size_t> victims_;                        // plan_kept's scratch
   KeptQueue<WaitKey> kept_;
-  RunningOrder running_;     // plan_kept's running requests by deadline, kept across calls
+  KeptRunning running_;      // plan_kept's running requests by deadline, kept across calls
   bool never_kept_ = false;  // a NaN deadline was seen: no strict weak order to keep
 };
 

@@ -6,7 +6,10 @@
 // and in the emulated engine of `slocore serve` alike (serve/engine.py steps the same C++
 // engine, paced by real time):
 // * schedule(engine, now): when the engine is idle and has work, at `now` (the end of the
-//   previous iteration, or the arrival that woke it). The plan is then sanitised: unknown,
+//   previous iteration, or the arrival that woke it). The view says what the engine changed
+//   in it since the last call (InstanceView::changes: preempted, admitted and progressed
+//   requests), so a scheduler that keeps state reads those and not the batch
+//   (batch/kept_queue.h, batch/kept_running.h). The plan is then sanitised: unknown,
 //   duplicate or infeasible items (over the token budget, max_num_seqs or free KV) and
 //   preemptions of requests that are not running are dropped and counted as violations;
 //   preempted requests lose their KV and go back to the head of the waiting queue.

@@ -47,19 +47,13 @@ void PlanBuilder::preempt(const RequestState& s) {
 
 void run_with_preemption(PlanBuilder& b, size_t i, std::vector<size_t>& victims) {
   const auto& run = b.view().running;
-  const RequestState& s = run[i];
-  if (b.planned(s.request.id)) return;
-  while (b.add_next(s, true, true) == 0 && !b.seq_full() && b.budget_left() > 0) {
+  run_with_preemption(b, run[i], [&]() -> const RequestState* {
     while (!victims.empty() && b.planned(run[victims.back()].request.id)) victims.pop_back();
-    if (victims.empty()) break;
-    if (victims.back() == i) {  // it is the newest: it yields its own KV (vLLM)
-      b.preempt(s);
-      victims.pop_back();
-      break;
-    }
-    b.preempt(run[victims.back()]);
+    if (victims.empty()) return nullptr;
+    const RequestState* x = &run[victims.back()];
     victims.pop_back();
-  }
+    return x;
+  });
 }
 
 void run_with_preemption(PlanBuilder& b, const std::vector<size_t>& order, std::vector<size_t>& victims) {

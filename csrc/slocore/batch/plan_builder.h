@@ -35,6 +35,21 @@ class PlanBuilder {
   IdIndex ids_;  // planned or preempted (the value is unused)
 };
 
+// Runs the next step (decode token or prefill chunk) of the running request s; when it does
+// not fit in KV, preempts the running requests `victim()` gives (the next one not yet planned
+// or preempted, taken; nullptr when none is left) until it fits, or preempts s when it is
+// itself the next victim. vLLM's recompute policy.
+template <class Victim>
+void run_with_preemption(PlanBuilder& b, const RequestState& s, Victim&& victim) {
+  if (b.planned(s.request.id)) return;
+  while (b.add_next(s, true, true) == 0 && !b.seq_full() && b.budget_left() > 0) {
+    const RequestState* x = victim();
+    if (!x) break;
+    b.preempt(*x);
+    if (x == &s) break;  // it is the newest: it yields its own KV (vLLM)
+  }
+}
+
 // Runs the next step (decode token or prefill chunk) of every running request in `order`
 // (indices into view.running); when one does not fit in KV, preempts running requests from
 // the back of `victims` (not yet planned) until it fits, or preempts it when it is itself

@@ -15,6 +15,18 @@
 
 namespace slocore {
 
+// What an engine changed in a view's `running` and `waiting` since it last asked its scheduler
+// for a plan (the simulator's engine fills it; batch/batch_scheduler.h), so that a scheduler
+// keeping state across calls follows these few requests instead of reading the batch.
+// Requests that left the engine since (on_finished) are in no list; arrivals are the queue's
+// new tail. since_epoch 0: not known (a view no engine keeps); the lists are then empty.
+struct ViewChanges {
+  uint64_t since_epoch = 0;    // the view's epoch when the engine last called schedule()
+  std::vector<Id> preempted;   // running then; now the front of `waiting`, in order
+  std::vector<Id> admitted;    // waiting then; now the back of `running`, in order
+  std::vector<Id> progressed;  // running now and then (or admitted since), more tokens computed
+};
+
 struct InstanceView {
   Id id = 0;
   Role role = Role::Colocated;
@@ -38,6 +50,7 @@ struct InstanceView {
   // one state and a reader may keep a per-instance sum and add only the appended requests.
   // 0: not tracked (the live router's views), readers rescan.
   uint64_t epoch = 0;
+  ViewChanges changes;  // since the engine's last schedule() call (see above)
   // Prefix caching (core/prefix.h): the engine's real block cache (precise; the simulator's
   // engine, live from KV events) and the router's index of what it sent here (approximate).
   // Either may be null: no information, 0 tokens cached.

@@ -248,6 +248,23 @@ void Engine::remove_running(const std::vector<size_t>& gone, F&& take) {
   running.erase(running.begin() + std::ptrdiff_t(kept), running.end());
 }
 
+BatchPlan Engine::ask(Time now) {
+  ViewChanges& c = v_->changes;
+  c.since_epoch = asked_epoch_;
+  if (!left_.empty()) {  // requests that left since are in no list
+    auto left = [&](Id id) { return std::find(left_.begin(), left_.end(), id) != left_.end(); };
+    auto drop_left = [&](std::vector<Id>& l) { l.erase(std::remove_if(l.begin(), l.end(), left), l.end()); };
+    drop_left(c.admitted);  // an iteration's departures may have been admitted since, no more
+    if (cancelled_) drop_left(c.preempted), drop_left(c.progressed);
+  }
+  BatchPlan plan = sched_->schedule(*v_, now);
+  asked_epoch_ = v_->epoch;
+  c.preempted.clear(), c.admitted.clear(), c.progressed.clear();
+  left_.clear();
+  cancelled_ = false;
+  return plan;
+}
+
 bool Engine::planned(Id id) const { return planned_.contains(id); }
 
 Tokens Engine::planned_tokens(Id id) const {
@@ -288,6 +305,9 @@ void Engine::sanitize(BatchPlan& plan) {
       if (prefixed_ && !s.request.prefix.empty()) mark_refresh(s.request.id);
       ++preemptions_;
     }
+    std::vector<Id>& front = v_->changes.preempted;  // the queue's front, in order
+    front.insert(front.begin(), evicted_.size(), 0);
+    for (size_t j = 0; j < evicted_.size(); ++j) front[j] = evicted_[j].request.id;
     v_->waiting.insert(v_->waiting.begin(), std::make_move_iterator(evicted_.begin()),
                        std::make_move_iterator(evicted_.end()));
     waiting_at_.prepended(v_->waiting, evicted_.size());
@@ -376,7 +396,7 @@ double Engine::start(Time now) {
       }
     }
     queued_valid_ = false;  // the plan may preempt or admit
-    plan = sched_->schedule(*v_, now);
+    plan = ask(now);
     sanitize(plan);
   } while (plan.items.empty() && !plan.preempt.empty());
   if (plan.items.empty()) return -1.0;
@@ -416,6 +436,7 @@ double Engine::start(Time now) {
     take_blocks(v_->blocks_for(s.computed + k) - pinned);  // the shared ones are pinned
     s.shared = 0;
     waiting_at_.removed(s.request.id);
+    v_->changes.admitted.push_back(s.request.id);
     v_->running.push_back(std::move(s));
     running_at_.appended(v_->running);
   });
@@ -469,13 +490,20 @@ IterationOutcome Engine::finish(Time now) {
     RequestState& s = running[j];
     s.computed += k;
     if (prefixed_) promote(s);
-    if (s.computed != s.num_tokens()) continue;
+    if (s.computed != s.num_tokens()) {
+      v_->changes.progressed.push_back(s.request.id);
+      continue;
+    }
     s.generated += 1;  // all known tokens computed: sample one
     if (s.generated == 1) s.first_token = now;
     s.last_token = now;
     out.tokens.push_back({s.request.id, s.generated});
     const bool done = s.generated >= s.request.output_len.value_or(1);
-    if (!done && v_->role != Role::Prefill) continue;
+    if (!done && v_->role != Role::Prefill) {
+      v_->changes.progressed.push_back(s.request.id);
+      continue;
+    }
+    left_.push_back(s.request.id);
     release_kv(s);
     drop_hold(s.request.id);
     if (!done) s.cached = 0;  // prefill instance: the decode instance receives its KV by transfer
@@ -529,6 +557,8 @@ bool Engine::cancel(Id request, Time now) {
     }
   }
   drop_hold(request);
+  left_.push_back(request);
+  cancelled_ = true;
   queued_valid_ = false;
   sched_->on_finished(request, now);
   return true;

@@ -91,6 +91,7 @@ class Engine {
   bool switching = false;
 
  private:
+  BatchPlan ask(Time now);             // the scheduler's plan, told the view's changes since it was last asked
   void sanitize(BatchPlan& plan);      // drops infeasible items, counting violations
   bool planned(Id id) const;           // in the plan in flight (planned_)
   Tokens planned_tokens(Id id) const;  // its tokens there, 0 when not planned
@@ -176,6 +177,11 @@ class Engine {
   // holder of a block referenced once is Block::holders, the XOR of its holders' ids.
   int64_t watcher_entries_ = 0, held_blocks_ = 0;  // entries in watchers and arrivals_; chain blocks of holds_
   int64_t hit_tokens_ = 0, query_tokens_ = 0;
+  // InstanceView::changes is filled as the view changes; these two complete it when asked.
+  uint64_t asked_epoch_ = 0;  // the view's epoch at the last schedule() call (0: none yet)
+  std::vector<Id> left_;      // requests that left since: taken out of the lists when asked
+  bool cancelled_ = false;    // one of them was cancelled (else none is in preempted or progressed)
+
   IdIndex planned_;  // plan_'s items: id -> tokens (while sanitising: the raw plan's ids -> slot in where_)
   struct Where {     // sanitize(): where a planned id is
     RequestState* s = nullptr;
