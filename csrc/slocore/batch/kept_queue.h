@@ -4,6 +4,7 @@
 // batch/kept_order.h says; per call the queue reads the running requests, the queue's new
 // front (preempted) and its new tail (arrivals).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <vector>
@@ -88,7 +89,7 @@ class KeptQueue {
     kept_.clear();
     order_.clear();
     const int64_t n = int64_t(v.waiting.size());
-    positions_.reset(n);
+    positions_.reset(n, std::max<int64_t>(1024, n));  // a rebuild per n preemptions at most
     waiting_ = 0;
     for (const RequestState& s : v.running)
       if (!kept_.emplace(s.request.id, Kept{Key{}, true})) return;  // an id twice
