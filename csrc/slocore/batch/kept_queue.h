@@ -1,8 +1,9 @@
 // An engine's waiting queue kept across the engine's calls in a scheduler's own order, with
 // each request's position in the queue (batch/queue_positions.h), so that a plan reads
 // the few waiting requests it takes, not the whole queue. The view changes between calls as
-// batch/kept_order.h says; per call the queue reads the running requests, the queue's new
-// front (preempted) and its new tail (arrivals).
+// batch/kept_order.h says; per call the queue reads the queue's new front (preempted), its new
+// tail (arrivals), and the requests the engine admitted (InstanceView::changes) or, from an
+// engine that reports no changes, the running requests.
 #pragma once
 #include <algorithm>
 #include <cstdint>
