@@ -50,12 +50,10 @@ void run_with_preemption(PlanBuilder& b, const RequestState& s, Victim&& victim)
   }
 }
 
-// Runs the next step (decode token or prefill chunk) of every running request in `order`
-// (indices into view.running); when one does not fit in KV, preempts running requests from
-// the back of `victims` (not yet planned) until it fits, or preempts it when it is itself
-// the next victim. vLLM's recompute policy. `victims` is consumed from the back: it loses
-// only requests already planned or preempted, which every later call skips anyway, so one
-// list serves every call of a plan (a copy per call was an EDF burst's largest allocation).
+// The above for every running request in `order` (indices into view.running), the victims
+// taken from the back of `victims`. `victims` is consumed from the back: it loses only
+// requests already planned or preempted, which every later call skips anyway, so one list
+// serves every call of a plan (a copy per call was an EDF burst's largest allocation).
 void run_with_preemption(PlanBuilder& b, const std::vector<size_t>& order, std::vector<size_t>& victims);
 // The same for the one running request `i`.
 void run_with_preemption(PlanBuilder& b, size_t i, std::vector<size_t>& victims);
