@@ -12,6 +12,7 @@ pytest.importorskip("aiohttp", reason="the serve extra (aiohttp) is not installe
 
 from slocore.live_bench import stats, traces  # noqa: E402
 from slocore.live_bench.stacks import LiveStack, resolve  # noqa: E402
+from slocore.serve.config import STALE_RETRIES  # noqa: E402
 from test_twin import one_request_per_connection, serving  # noqa: E402  (aiohttp apps on a free local port)
 
 
@@ -354,9 +355,9 @@ def test_loadgen_sends_again_a_request_whose_connection_was_dropped_unanswered()
             w = make_workload("sharegpt_like", rate=10.0, n=1, seed=0)
             return await loadgen.run(url, w, model="m", progress=False, max_prompt=4, max_output=2)
 
-    ok = asyncio.run(go(loadgen.STALE_RETRIES))
+    ok = asyncio.run(go(STALE_RETRIES))
     assert not ok["errors"] and ok["summary"]["finished"] == 1
-    failed = asyncio.run(go(loadgen.STALE_RETRIES + 1))
+    failed = asyncio.run(go(STALE_RETRIES + 1))
     assert failed["summary"]["finished"] == 0 and "ServerDisconnectedError" in failed["errors"][0]
 
 
@@ -372,15 +373,15 @@ def test_loadgen_retries_a_dropped_request_on_a_new_connection():
     served = {}  # connection -> requests it carried
 
     async def go():
-        n = loadgen.STALE_RETRIES + 1  # as many pooled connections as a request has sends
+        n = STALE_RETRIES + 1  # as many pooled connections as a request has sends
         reqs = [s.Request(i, 0.0, 4, output_len=1, ttft=5.0, tpot=1.0) for i in range(n)]
         reqs.append(s.Request(n, 0.5, 4, output_len=1, ttft=5.0, tpot=1.0))
         async with serving(one_request_per_connection(served)) as url:
             return await loadgen.run(url, reqs, model="m", progress=False)
 
     out = asyncio.run(asyncio.wait_for(go(), 30))
-    assert not out["errors"] and out["summary"]["finished"] == loadgen.STALE_RETRIES + 2, out["errors"]
-    assert sorted(served.values()) == [1] * (loadgen.STALE_RETRIES + 1) + [2]  # one reuse, then a new one
+    assert not out["errors"] and out["summary"]["finished"] == STALE_RETRIES + 2, out["errors"]
+    assert sorted(served.values()) == [1] * (STALE_RETRIES + 1) + [2]  # one reuse, then a new one
 
 
 def test_client_sends_slos_in_xargs_and_counts_refusals_as_misses():

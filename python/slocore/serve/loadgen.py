@@ -23,7 +23,6 @@ import sys
 import time
 
 from slocore import cli_args
-from slocore.serve.config import STALE_RETRIES
 
 
 def add_arguments(p) -> None:
@@ -120,6 +119,7 @@ async def run(
     import aiohttp
 
     import slocore as _s
+    from slocore.serve.config import STALE_RETRIES  # pydantic (the serve extra): not at the CLI's start
     from slocore.serve.upstream import connector, stale_connection
     from slocore.sim.runner import requests_of
 
