@@ -147,7 +147,7 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
     agrees &= s != nullptr;
     return s;
   };
-  const std::set<WaitKey>& order = kept_.order();
+  const auto& order = kept_.order();
   PlanBuilder b(v, p_.token_budget);
   size_t r = 0;
   auto it = order.begin();

@@ -7,11 +7,11 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <set>
 #include <vector>
 
 #include "slocore/batch/kept_order.h"
 #include "slocore/batch/queue_positions.h"
+#include "slocore/core/sorted_blocks.h"
 
 namespace slocore {
 
@@ -68,7 +68,7 @@ class KeptQueue {
     kept_.erase(id);
   }
   // The waiting requests in the scheduler's order.
-  const std::set<Key>& order() const { return order_; }
+  const SortedBlocks<Key>& order() const { return order_; }
   // The waiting request of v with key k, by its position; nullptr when v disagrees (then the
   // queue is read whole at the next call).
   const RequestState* find(const InstanceView& v, const Key& k) {
@@ -165,7 +165,7 @@ class KeptQueue {
   }
 
   IdSlab<Kept> kept_;
-  std::set<Key> order_;
+  SortedBlocks<Key> order_;
   QueuePositions positions_;
   size_t waiting_ = 0;  // kept waiting requests: the view's queue up to its new tail
   std::vector<Id> last_running_, preempted_;
