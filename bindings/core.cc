@@ -292,7 +292,10 @@ void init_core(py::module_& m) {
       .def_readwrite("id", &InstanceView::id)
       .def_readwrite("role", &InstanceView::role)
       .def_readwrite("accepting", &InstanceView::accepting)
-      .def_readwrite("running", &InstanceView::running)
+      .def_property(
+          "running",
+          [](const InstanceView& v) { return std::vector<RequestState>(v.running.begin(), v.running.end()); },
+          [](InstanceView& v, const std::vector<RequestState>& r) { v.running.assign(r.begin(), r.end()); })
       .def_property(
           "waiting",
           [](const InstanceView& v) { return std::vector<RequestState>(v.waiting.begin(), v.waiting.end()); },

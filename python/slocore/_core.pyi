@@ -513,7 +513,7 @@ class InstanceView:
     def running(self) -> list[RequestState]:
         ...
     @running.setter
-    def running(self, arg0: collections.abc.Sequence[RequestState]) -> None:
+    def running(self, arg1: collections.abc.Sequence[RequestState]) -> None:
         ...
     @property
     def waiting(self) -> list[RequestState]:

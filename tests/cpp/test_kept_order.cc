@@ -40,7 +40,10 @@ std::vector<std::pair<double, size_t>> kept_sorted(KeptRunning& kept, const Inst
   std::vector<std::pair<double, size_t>> out;
   for (const KeptRunning::Entry& e : kept.order()) {
     const RequestState* s = kept.find(v, e);
-    out.push_back({e.key, s ? size_t(s - v.running.data()) : size_t(-1)});
+    size_t at = size_t(-1);
+    for (size_t i = 0; s && i < v.running.size(); ++i)
+      if (&v.running[i] == s) at = i;
+    out.push_back({e.key, at});
   }
   return out;
 }
@@ -69,7 +72,7 @@ void check_kept_running(std::mt19937_64& rng) {
             stay.push_back(s);
           }
         }
-        run = stay;
+        run.assign(stay.begin(), stay.end());
         for (int k = int(rng() % 4); k > 0; --k) {
           run.push_back(with_id(next, double(rng() % 30)));
           c.admitted.push_back(next++);
@@ -81,7 +84,8 @@ void check_kept_running(std::mt19937_64& rng) {
         by_changes = false;
       } else if (what < 15 && !run.empty()) {  // no engine's: an id twice, refused; then read afresh
         InstanceView bad = v;
-        bad.running.insert(bad.running.begin() + std::ptrdiff_t(rng() % (run.size() + 1)), run[rng() % run.size()]);
+        const RequestState& twice = run[rng() % run.size()];
+        bad.running.insert(bad.running.begin() + std::ptrdiff_t(rng() % (run.size() + 1)), &twice, &twice + 1);
         CHECK(!kept.follow(bad, false, key_of));
         by_changes = false;
       } else if (what < 16 && !run.empty()) {  // a NaN key: refused, then read afresh
@@ -137,7 +141,7 @@ void check_follow_running(std::mt19937_64& rng) {
         waiting.push_back(with_id(next, 0.0));
         kept.emplace(next++, Kept{false});
       }
-      v.running = run;
+      v.running.assign(run.begin(), run.end());
       v.waiting = waiting;
       std::vector<Id> admitted;
       auto admit = [&](Id id, Kept& k) {

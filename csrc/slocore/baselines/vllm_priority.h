@@ -32,7 +32,7 @@ struct VllmPriorityParams {
 // decode token or the whole remaining prefill, the overload below). Returns whether anything
 // was preempted. Shared with stack/slo_triage.
 template <class OnTurn, class Want>
-bool vllm_running_pass(PlanBuilder& b, const std::vector<RequestState>& run, const std::vector<size_t>& order,
+bool vllm_running_pass(PlanBuilder& b, const RunningBatch& run, const std::vector<size_t>& order,
                        std::vector<size_t> victims, OnTurn on_turn, Want want) {
   bool preempted = false;
   for (size_t i : order) {
@@ -64,7 +64,7 @@ bool vllm_running_pass(PlanBuilder& b, const std::vector<RequestState>& run, con
 }
 
 template <class OnTurn>
-bool vllm_running_pass(PlanBuilder& b, const std::vector<RequestState>& run, const std::vector<size_t>& order,
+bool vllm_running_pass(PlanBuilder& b, const RunningBatch& run, const std::vector<size_t>& order,
                        std::vector<size_t> victims, OnTurn on_turn) {
   return vllm_running_pass(b, run, order, std::move(victims), on_turn,
                            [&](size_t i) { return run[i].in_prefill() ? run[i].to_compute() : Tokens(1); });

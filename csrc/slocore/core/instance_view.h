@@ -31,7 +31,7 @@ struct InstanceView {
   Id id = 0;
   Role role = Role::Colocated;
   bool accepting = true;              // false while draining or starting
-  std::vector<RequestState> running;  // holds KV (prefilling in chunks or decoding)
+  RunningBatch running;               // holds KV (prefilling in chunks or decoding)
   WaitingQueue waiting;               // admitted to the engine, no KV yet (in order; O(1) at both ends)
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_free = 0;

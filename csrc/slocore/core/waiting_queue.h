@@ -1,10 +1,12 @@
-// An engine's waiting requests, in queue order (InstanceView::waiting). It reads like a
-// std::deque<RequestState> (random access, iteration, push_back, insert, erase), but each
-// request lives in its own box and the deque holds the boxes: taking requests out of the
-// middle, or putting preempted ones back at the front, moves 8-byte pointers where a deque
-// of RequestState moved ~250 bytes and a string per request. In a burst the simulated
-// engine admits EDF's fresh requests from behind thousands of preempted ones; those moves
-// were two thirds of a 100k-request run (docs/simulator.md, "EDF in a burst").
+// An engine's waiting requests (InstanceView::waiting, a WaitingQueue) and running batch
+// (InstanceView::running, a RunningBatch), in order. They read like a std::deque / std::vector
+// of RequestState (random access, iteration, push_back, insert, erase), but each request lives
+// in its own box and the container holds the boxes: taking requests out of the middle,
+// putting preempted ones back at the queue's front, or admitting them to the batch moves
+// 8-byte pointers where a container of RequestState moved ~290 bytes and a string per
+// request. In a burst the simulated engine admits EDF's fresh requests from behind thousands
+// of preempted ones, and preempts from the middle of a batch of ~300 (docs/simulator.md,
+// "EDF in a burst" and "Running requests in boxes, moved as boxes").
 #pragma once
 #include <cstddef>
 #include <deque>
@@ -19,10 +21,16 @@
 
 namespace slocore {
 
-class WaitingQueue {
-  using Box = std::unique_ptr<RequestState>;
-  using Boxes = std::deque<Box>;
+using RequestBox = std::unique_ptr<RequestState>;
 
+// Boxes: std::deque<RequestBox> (the waiting queue: O(1) at both ends) or
+// std::vector<RequestBox> (the running batch: appends only, the fastest walk).
+template <class Boxes>
+class BoxedRequests {
+ public:
+  using Box = RequestBox;
+
+ private:
   // A random-access iterator over the boxes that reads the requests in them.
   template <class Base, class T>
   class Iter {
@@ -68,19 +76,19 @@ class WaitingQueue {
   using size_type = size_t;
   using reference = RequestState&;
   using const_reference = const RequestState&;
-  using iterator = Iter<Boxes::iterator, RequestState>;
-  using const_iterator = Iter<Boxes::const_iterator, const RequestState>;
+  using iterator = Iter<typename Boxes::iterator, RequestState>;
+  using const_iterator = Iter<typename Boxes::const_iterator, const RequestState>;
 
-  WaitingQueue() = default;
-  WaitingQueue(std::initializer_list<RequestState> init) { assign(init.begin(), init.end()); }
-  WaitingQueue(const WaitingQueue& o) { assign(o.begin(), o.end()); }
-  WaitingQueue(WaitingQueue&&) noexcept = default;
-  WaitingQueue& operator=(const WaitingQueue& o) {
+  BoxedRequests() = default;
+  BoxedRequests(std::initializer_list<RequestState> init) { assign(init.begin(), init.end()); }
+  BoxedRequests(const BoxedRequests& o) { assign(o.begin(), o.end()); }
+  BoxedRequests(BoxedRequests&&) noexcept = default;
+  BoxedRequests& operator=(const BoxedRequests& o) {
     if (this != &o) assign(o.begin(), o.end());
     return *this;
   }
-  WaitingQueue& operator=(WaitingQueue&&) noexcept = default;
-  WaitingQueue& operator=(std::initializer_list<RequestState> init) {
+  BoxedRequests& operator=(BoxedRequests&&) noexcept = default;
+  BoxedRequests& operator=(std::initializer_list<RequestState> init) {
     assign(init.begin(), init.end());
     return *this;
   }
@@ -117,27 +125,42 @@ class WaitingQueue {
   iterator erase(const_iterator pos) { return iterator(q_.erase(pos.base())); }
   iterator erase(const_iterator first, const_iterator last) { return iterator(q_.erase(first.base(), last.base())); }
 
+  // Box moves between queues, which move no request: a box at the back, boxes at the front (in
+  // their order; `boxes` is left empty).
+  void push_back(Box b) { q_.push_back(std::move(b)); }
+  void prepend(std::vector<Box>& boxes) {
+    q_.insert(q_.begin(), std::make_move_iterator(boxes.begin()), std::make_move_iterator(boxes.end()));
+    boxes.clear();
+  }
   // Takes the requests at `positions` (ascending, distinct, each < size()) out of the queue,
-  // handing each to take(RequestState&) in that order; the others keep their order. Only
-  // the boxes between the first and the last position move.
+  // handing each box to take(Box) in that order; the others keep their order. Only the boxes
+  // between the first position and the nearer end of the queue move.
   template <class F>
-  void take(const std::vector<size_t>& positions, F&& take) {
+  void take_boxes(const std::vector<size_t>& positions, F&& take) {
     if (positions.empty()) return;
     size_t keep = positions.front(), next = 0;
     const size_t end = positions.back() + 1;
     for (size_t i = keep; i < end; ++i) {
       if (next < positions.size() && positions[next] == i) {
         ++next;
-        take(*q_[i]);
+        take(std::move(q_[i]));
         continue;
       }
       q_[keep++] = std::move(q_[i]);
     }
     q_.erase(q_.begin() + std::ptrdiff_t(keep), q_.begin() + std::ptrdiff_t(end));
   }
+  // The same, handing each request to take(RequestState&) (its box is freed after).
+  template <class F>
+  void take(const std::vector<size_t>& positions, F&& take) {
+    take_boxes(positions, [&](Box b) { take(*b); });
+  }
 
  private:
   Boxes q_;
 };
+
+using WaitingQueue = BoxedRequests<std::deque<RequestBox>>;
+using RunningBatch = BoxedRequests<std::vector<RequestBox>>;
 
 }  // namespace slocore

@@ -232,20 +232,10 @@ double Engine::truth_time(const std::vector<BatchItem>& items, size_t decodes) c
 
 template <class F>
 void Engine::remove_running(const std::vector<size_t>& gone, F&& take) {
-  if (gone.empty()) return;
-  auto& running = v_->running;
-  size_t kept = gone.front(), g = 0;
-  for (size_t i = gone.front(); i < running.size(); ++i) {
-    if (g < gone.size() && gone[g] == i) {
-      running_at_.removed(running[i].request.id);
-      take(running[i]);
-      ++g;
-    } else {
-      if (kept != i) running[kept] = std::move(running[i]);
-      ++kept;
-    }
-  }
-  running.erase(running.begin() + std::ptrdiff_t(kept), running.end());
+  v_->running.take_boxes(gone, [&](Box b) {
+    running_at_.removed(b->request.id);
+    take(std::move(b));
+  });
 }
 
 BatchPlan Engine::ask(Time now) {
@@ -298,8 +288,9 @@ void Engine::sanitize(BatchPlan& plan) {
     // The evicted ones leave `running` in running order (the rest keep their order).
     std::sort(gone_.begin(), gone_.end());
     evicted_.clear();
-    remove_running(gone_, [&](RequestState& s) { evicted_.push_back(std::move(s)); });
-    for (RequestState& s : evicted_) {
+    remove_running(gone_, [&](Box b) { evicted_.push_back(std::move(b)); });
+    for (Box& b : evicted_) {
+      RequestState& s = *b;
       release_kv(s);
       s.computed = s.cached = s.shared = 0;  // recompute later (vLLM's recompute preemption)
       if (prefixed_ && !s.request.prefix.empty()) mark_refresh(s.request.id);
@@ -307,11 +298,10 @@ void Engine::sanitize(BatchPlan& plan) {
     }
     std::vector<Id>& front = v_->changes.preempted;  // the queue's front, in order
     front.insert(front.begin(), evicted_.size(), 0);
-    for (size_t j = 0; j < evicted_.size(); ++j) front[j] = evicted_[j].request.id;
-    v_->waiting.insert(v_->waiting.begin(), std::make_move_iterator(evicted_.begin()),
-                       std::make_move_iterator(evicted_.end()));
-    waiting_at_.prepended(v_->waiting, evicted_.size());
-    evicted_.clear();
+    for (size_t j = 0; j < evicted_.size(); ++j) front[j] = evicted_[j]->request.id;
+    const size_t n = evicted_.size();
+    v_->waiting.prepend(evicted_);
+    waiting_at_.prepended(v_->waiting, n);
   }
   plan.preempt = std::move(preempt);
 
@@ -428,7 +418,8 @@ double Engine::start(Time now) {
       h->next_block = n;
     }
   }
-  waiting.take(admitted, [&](RequestState& s) {
+  waiting.take_boxes(admitted, [&](Box b) {
+    RequestState& s = *b;
     const Tokens k = planned_tokens(s.request.id);
     Hold* h = prefixed_ ? hold_of(s) : nullptr;
     if (h) h->running = true;
@@ -437,7 +428,7 @@ double Engine::start(Time now) {
     s.shared = 0;
     waiting_at_.removed(s.request.id);
     v_->changes.admitted.push_back(s.request.id);
-    v_->running.push_back(std::move(s));
+    v_->running.push_back(std::move(b));
     running_at_.appended(v_->running);
   });
   // The plan's running requests in running order: those that ran before, then the admitted
@@ -511,8 +502,7 @@ IterationOutcome Engine::finish(Time now) {
     handoff.push_back(!done);
   }
   size_t g = 0;
-  remove_running(gone_,
-                 [&](RequestState& s) { (handoff[g++] ? out.handed_off : out.finished).push_back(std::move(s)); });
+  remove_running(gone_, [&](Box b) { (handoff[g++] ? out.handed_off : out.finished).push_back(std::move(*b)); });
   busy_ = false;
   v_->busy_until = now;
   if (fit_ && correction_window_ > 0 && actual_ > 0) {  // online refit of the coefficients

@@ -193,7 +193,8 @@ class Engine {
   static constexpr size_t npos = size_t(-1);
   size_t running_pos(Id id) const { return running_at_.find(v_->running, id); }  // npos: not running
   // Takes the requests at `gone` (ascending positions) out of running, keeping the others'
-  // order; `take(s)` receives each leaving request first.
+  // order; `take(box)` receives each leaving request's box.
+  using Box = RequestBox;
   template <class F>
   void remove_running(const std::vector<size_t>& gone, F&& take);
   RunningPositions running_at_;
@@ -204,7 +205,7 @@ class Engine {
   bool by_pass_ = false;               // sanitize() found the plan's running requests by a pass
   std::vector<Where> where_;           // sanitize() scratch
   std::vector<ScheduledItem> ok_;      // sanitize() scratch
-  std::vector<RequestState> evicted_;  // sanitize() scratch: the plan's preempted requests
+  std::vector<Box> evicted_;           // sanitize() scratch: the plan's preempted requests
   std::vector<BatchItem> items_;       // start() scratch
   std::unique_ptr<OnlineFit> fit_;     // null: ProServe's correction factor
   OnlineFit::Vec fit_x_{};             // the features of the iteration in flight

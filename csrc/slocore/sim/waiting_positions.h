@@ -73,6 +73,6 @@ class Positions {
 };
 
 using WaitingPositions = Positions<WaitingQueue>;
-using RunningPositions = Positions<std::vector<RequestState>>;
+using RunningPositions = Positions<RunningBatch>;
 
 }  // namespace slocore::sim
