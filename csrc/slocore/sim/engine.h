@@ -200,16 +200,16 @@ class Engine {
   RunningPositions running_at_;
   // The plan's running requests: (position, tokens), in running order after start().
   std::vector<std::pair<size_t, Tokens>> plan_at_;
-  std::vector<size_t> gone_;           // sanitize() and finish() scratch: positions leaving running
-  std::vector<bool> handoff_;          // finish() scratch: gone_[i] hands off (else it finished)
-  bool by_pass_ = false;               // sanitize() found the plan's running requests by a pass
-  std::vector<Where> where_;           // sanitize() scratch
-  std::vector<ScheduledItem> ok_;      // sanitize() scratch
-  std::vector<Box> evicted_;           // sanitize() scratch: the plan's preempted requests
-  std::vector<BatchItem> items_;       // start() scratch
-  std::unique_ptr<OnlineFit> fit_;     // null: ProServe's correction factor
-  OnlineFit::Vec fit_x_{};             // the features of the iteration in flight
-  size_t queued_n_ = 0;                // waiting requests summed in queued_sum_ (a prefix)
+  std::vector<size_t> gone_;        // sanitize() and finish() scratch: positions leaving running
+  std::vector<bool> handoff_;       // finish() scratch: gone_[i] hands off (else it finished)
+  bool by_pass_ = false;            // sanitize() found the plan's running requests by a pass
+  std::vector<Where> where_;        // sanitize() scratch
+  std::vector<ScheduledItem> ok_;   // sanitize() scratch
+  std::vector<Box> evicted_;        // sanitize() scratch: the plan's preempted requests
+  std::vector<BatchItem> items_;    // start() scratch
+  std::unique_ptr<OnlineFit> fit_;  // null: ProServe's correction factor
+  OnlineFit::Vec fit_x_{};          // the features of the iteration in flight
+  size_t queued_n_ = 0;             // waiting requests summed in queued_sum_ (a prefix)
   double queued_sum_ = 0.0;
   bool queued_valid_ = false;
   double predicted_ = 0.0, actual_ = 0.0;
