@@ -68,16 +68,16 @@ class KeptRunning {
     fresh_.clear();
     const int64_t n = int64_t(v.running.size());
     at_.reset(0, n + 1024);  // slots for the admissions of the next calls
-    stale_at_.assign(at_.slots(), 0);
     for (int64_t i = 0; i < n; ++i)
       if (!add(v.running[size_t(i)], key)) return forget(), false;
     std::sort(fresh_.begin(), fresh_.end());
     order_.swap(fresh_);
     return synced_ = true;
   }
-  // The changes in one pass over the order (24-byte entries, no request read): the entries of
-  // the preempted and progressed requests dropped (marked by seq), the new keys sorted and
-  // merged in. Each preempted request must be kept, each admitted one new.
+  // The changes in one pass over the order (24-byte entries, no request read) that drops the
+  // entries of the preempted and progressed requests (their old entries, sorted, met in the
+  // same order) and merges in the new ones, sorted. Each preempted request must be kept, each
+  // admitted one new.
   template <class Key>
   bool apply(const InstanceView& v, Key& key) {
     const ViewChanges& c = v.changes;
@@ -86,7 +86,7 @@ class KeptRunning {
     for (Id id : c.preempted) {
       const Entry* e = kept_.find(id);
       if (!e) return false;
-      mark_stale(e->seq);
+      stale_.push_back(*e);
       at_.remove(e->seq);
       kept_.erase(id);
     }
@@ -105,20 +105,25 @@ class KeptRunning {
       const double k = key(*s);
       if (std::isnan(k)) return false;
       if (k == e->key) continue;  // a prefill chunk, or admitted above
-      mark_stale(e->seq);
+      stale_.push_back(*e);
       e->key = k;
       fresh_.push_back(*e);
     }
     if (order_.size() - stale_.size() + fresh_.size() != v.running.size()) return false;
-    if (!stale_.empty()) {
-      order_.erase(
-          std::remove_if(order_.begin(), order_.end(), [&](const Entry& e) { return stale_at_[at_.slot(e.seq)]; }),
-          order_.end());
-      for (int64_t seq : stale_) stale_at_[at_.slot(seq)] = 0;
-    }
+    std::sort(stale_.begin(), stale_.end());
     std::sort(fresh_.begin(), fresh_.end());
-    merged_.resize(order_.size() + fresh_.size());
-    std::merge(order_.begin(), order_.end(), fresh_.begin(), fresh_.end(), merged_.begin());
+    merged_.clear();
+    auto gone = stale_.cbegin();
+    auto in = fresh_.cbegin();
+    for (const Entry& e : order_) {
+      if (gone != stale_.cend() && gone->seq == e.seq) {  // stale_ is a sorted subset of order_
+        ++gone;
+        continue;
+      }
+      for (; in != fresh_.cend() && *in < e; ++in) merged_.push_back(*in);
+      merged_.push_back(e);
+    }
+    merged_.insert(merged_.end(), in, fresh_.cend());
     order_.swap(merged_);
     return true;
   }
@@ -131,18 +136,13 @@ class KeptRunning {
     at_.add(e.seq);
     return true;
   }
-  void mark_stale(int64_t seq) {
-    stale_.push_back(seq);
-    stale_at_[at_.slot(seq)] = 1;
-  }
   size_t at_in_order(const Entry& e) const {  // e is in order_ (every kept entry is, between calls)
     return size_t(std::lower_bound(order_.begin(), order_.end(), e) - order_.begin());
   }
 
   std::vector<Entry> order_;           // sorted
   std::vector<Entry> fresh_, merged_;  // apply()'s scratch
-  std::vector<int64_t> stale_;         // apply()'s scratch: the seqs of entries of order_ to drop
-  std::vector<uint8_t> stale_at_;      // by at_.slot(seq): 1 while in stale_
+  std::vector<Entry> stale_;           // apply()'s scratch: the entries of order_ to drop
   IdSlab<Entry> kept_;                 // id -> its entry (as in order_)
   QueuePositions at_;                  // seq -> position in `running`
   bool synced_ = false;
