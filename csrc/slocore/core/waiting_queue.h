@@ -6,7 +6,7 @@
 // 8-byte pointers where a container of RequestState moved ~290 bytes and a string per
 // request. In a burst the simulated engine admits EDF's fresh requests from behind thousands
 // of preempted ones, and preempts from the middle of a batch of ~300 (docs/simulator.md,
-// "EDF in a burst" and "Running requests in boxes, moved as boxes").
+// "EDF in a burst" and "Requests moved as boxes, the waiting order in sorted blocks").
 #pragma once
 #include <cstddef>
 #include <deque>
@@ -133,8 +133,8 @@ class BoxedRequests {
     boxes.clear();
   }
   // Takes the requests at `positions` (ascending, distinct, each < size()) out of the queue,
-  // handing each box to take(Box) in that order; the others keep their order. Only the boxes
-  // between the first position and the nearer end of the queue move.
+  // handing each box to take(Box) in that order; the others keep their order. Only boxes
+  // move: those after the first position (a deque moves those before it when fewer).
   template <class F>
   void take_boxes(const std::vector<size_t>& positions, F&& take) {
     if (positions.empty()) return;
