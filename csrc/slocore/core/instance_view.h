@@ -30,9 +30,9 @@ struct ViewChanges {
 struct InstanceView {
   Id id = 0;
   Role role = Role::Colocated;
-  bool accepting = true;              // false while draining or starting
-  RunningBatch running;               // holds KV (prefilling in chunks or decoding)
-  WaitingQueue waiting;               // admitted to the engine, no KV yet (in order; O(1) at both ends)
+  bool accepting = true;  // false while draining or starting
+  RunningBatch running;   // holds KV (prefilling in chunks or decoding)
+  WaitingQueue waiting;   // admitted to the engine, no KV yet (in order; O(1) at both ends)
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_free = 0;
   int block_size = 16;
