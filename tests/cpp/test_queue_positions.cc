@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <iterator>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -87,7 +88,14 @@ void check_waiting_queue(std::mt19937_64& rng) {
       std::vector<RequestState> front;
       for (size_t k = 1 + rng() % 4; k > 0; --k) front.push_back(state(next++));
       for (auto it = front.rbegin(); it != front.rend(); ++it) ids.push_front(it->request.id);
-      q.insert(q.begin(), std::make_move_iterator(front.begin()), std::make_move_iterator(front.end()));
+      if (rng() % 2) {
+        q.insert(q.begin(), std::make_move_iterator(front.begin()), std::make_move_iterator(front.end()));
+      } else {  // as the engine does: boxes handed over
+        std::vector<RequestBox> boxes;
+        for (RequestState& s : front) boxes.push_back(std::make_unique<RequestState>(std::move(s)));
+        q.prepend(boxes);
+        CHECK(boxes.empty());
+      }
     } else if (what == 4 && !ids.empty()) {
       const size_t i = rng() % ids.size();
       q.erase(q.begin() + std::ptrdiff_t(i)), ids.erase(ids.begin() + std::ptrdiff_t(i));
@@ -97,10 +105,9 @@ void check_waiting_queue(std::mt19937_64& rng) {
         if (rng() % 5 == 0) at.push_back(i);
       std::vector<Id> taken, expect;
       for (size_t i : at) expect.push_back(ids[i]);
-      q.take(at, [&](RequestState& s) {
-        RequestState moved = std::move(s);
-        CHECK(moved.request.task == task);
-        taken.push_back(moved.request.id);
+      q.take_boxes(at, [&](RequestBox b) {
+        CHECK(b && b->request.task == task);
+        taken.push_back(b->request.id);
       });
       for (auto it = at.rbegin(); it != at.rend(); ++it) ids.erase(ids.begin() + std::ptrdiff_t(*it));
       CHECK(taken == expect);

@@ -150,11 +150,6 @@ class BoxedRequests {
     }
     q_.erase(q_.begin() + std::ptrdiff_t(keep), q_.begin() + std::ptrdiff_t(end));
   }
-  // The same, handing each request to take(RequestState&) (its box is freed after).
-  template <class F>
-  void take(const std::vector<size_t>& positions, F&& take) {
-    take_boxes(positions, [&](Box b) { take(*b); });
-  }
 
  private:
   Boxes q_;

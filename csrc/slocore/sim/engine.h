@@ -192,9 +192,9 @@ class Engine {
   // reaches its ~10 running requests of several hundred without a pass over the batch.
   static constexpr size_t npos = size_t(-1);
   size_t running_pos(Id id) const { return running_at_.find(v_->running, id); }  // npos: not running
+  using Box = RequestBox;  // a request in its own box (core/waiting_queue.h)
   // Takes the requests at `gone` (ascending positions) out of running, keeping the others'
   // order; `take(box)` receives each leaving request's box.
-  using Box = RequestBox;
   template <class F>
   void remove_running(const std::vector<size_t>& gone, F&& take);
   RunningPositions running_at_;
