@@ -137,6 +137,8 @@ void EdfScheduler::on_finished(Id request, Time) {
 // request's deadline. False (no plan) when the view disagrees with what was kept.
 bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
   if (!running_.follow(v, kept_.followed_changes(), next_deadline)) return false;
+  running_.prefetch_front(v, 8);
+  kept_.prefetch_front(v, 4);
   const auto& run = running_.order();
   bool agrees = true;
   size_t victims = run.size();  // run[0, victims): the latest deadline is evicted first
@@ -148,7 +150,7 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
     return s;
   };
   const auto& order = kept_.order();
-  PlanBuilder b(v, p_.token_budget);
+  PlanBuilder b(v, p_.token_budget, plan_ids_);
   size_t r = 0;
   auto it = order.begin();
   while (agrees && !b.seq_full() && b.budget_left() > 0) {

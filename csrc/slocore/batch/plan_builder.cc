@@ -4,8 +4,13 @@
 
 namespace slocore {
 
-PlanBuilder::PlanBuilder(const InstanceView& v, Tokens token_budget)
-    : view_(v), budget_(std::min(token_budget, v.max_batch_tokens)), blocks_(v.kv_blocks_free) {}
+PlanBuilder::PlanBuilder(const InstanceView& v, Tokens token_budget) : PlanBuilder(v, token_budget, own_ids_) {}
+
+PlanBuilder::PlanBuilder(const InstanceView& v, Tokens token_budget, IdIndex& scratch)
+    : view_(v), budget_(std::min(token_budget, v.max_batch_tokens)), blocks_(v.kv_blocks_free), ids_(scratch) {
+  ids_.clear(16);
+  plan_.items.reserve(16);  // one allocation for a typical plan, not one per doubling
+}
 
 bool PlanBuilder::planned(Id id) const { return ids_.contains(id); }
 

@@ -322,12 +322,13 @@ void Engine::sanitize(BatchPlan& plan) {
       if (const size_t at = by_pass ? npos : running_pos(it.request); at != npos)
         w->s = &running[at], w->at = at, w->running = true;
       else if (const size_t i = waiting_at_.find(v_->waiting, it.request); i != WaitingPositions::npos)
-        w->s = &v_->waiting[i];
+        w->s = &v_->waiting[i], w->at = i;
     }
 
   // Items: known, unique, tokens in [1, to_compute], within budget, seqs and KV.
   ok_.clear();
   plan_at_.clear();
+  admit_at_.clear();
   Tokens budget = v_->max_batch_tokens;
   int64_t blocks = v_->kv_blocks_free;
   for (const ScheduledItem& it : plan.items) {
@@ -352,7 +353,10 @@ void Engine::sanitize(BatchPlan& plan) {
     w->seen = true;
     budget -= it.tokens;
     ok_.push_back(it);
-    if (w->running && !by_pass) plan_at_.push_back({w->at, it.tokens});
+    if (!w->running)
+      admit_at_.push_back(w->at);
+    else if (!by_pass)
+      plan_at_.push_back({w->at, it.tokens});
   }
   plan.items.swap(ok_);  // ok_ keeps the raw plan's storage for the next iteration
   planned_.clear(plan.items.size());
@@ -392,13 +396,11 @@ double Engine::start(Time now) {
   if (plan.items.empty()) return -1.0;
 
   // Move scheduled waiting requests to running (in waiting order) and allocate their KV;
-  // found by their positions, so only the queue between the first and the last of them moves.
+  // found by their positions (sanitize's), so only the queue between the first and the last
+  // of them moves.
   const size_t old_running = v_->running.size();
   auto& waiting = v_->waiting;
-  auto& admitted = positions_;
-  admitted.clear();
-  for (const ScheduledItem& it : plan.items)
-    if (const size_t i = waiting_at_.find(waiting, it.request); i != WaitingPositions::npos) admitted.push_back(i);
+  auto& admitted = admit_at_;
   std::sort(admitted.begin(), admitted.end());
   if (prefixed_) {  // admitted requests reference their cached blocks before anything is allocated
     for (size_t i : admitted) {
@@ -477,6 +479,7 @@ IterationOutcome Engine::finish(Time now) {
   gone_.clear();
   std::vector<bool>& handoff = handoff_;
   handoff.clear();
+  for (const auto& jk : plan_at_) prefetch(running[jk.first]);
   for (const auto& [j, k] : plan_at_) {
     RequestState& s = running[j];
     s.computed += k;

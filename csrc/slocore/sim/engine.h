@@ -171,7 +171,8 @@ class Engine {
   // (the others' computed = cached = their memo already).
   IdMap refresh_;                  // a set: the values are unused
   std::vector<Id> refresh_list_;   // refresh_'s ids as they came (and ids dropped from it since)
-  std::vector<size_t> positions_;  // refresh_hits() and start() scratch: queue positions
+  std::vector<size_t> positions_;  // refresh_hits() scratch: queue positions
+  std::vector<size_t> admit_at_;   // sanitize() -> start(): the plan's waiting requests' queue positions
   WaitingPositions waiting_at_;    // where each waiting request is
   // A running request's shared_run counts its blocks with two or more references; the one
   // holder of a block referenced once is Block::holders, the XOR of its holders' ids.
@@ -185,7 +186,7 @@ class Engine {
   IdIndex planned_;  // plan_'s items: id -> tokens (while sanitising: the raw plan's ids -> slot in where_)
   struct Where {     // sanitize(): where a planned id is
     RequestState* s = nullptr;
-    size_t at = 0;  // its running position, when running
+    size_t at = 0;  // its position in view.running, or in view.waiting
     bool running = false, seen = false;
   };
   // Where each running request is in view.running (sim/waiting_positions.h), so a plan
