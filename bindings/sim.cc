@@ -225,7 +225,7 @@ void init_sim(py::module_& m) {
       .def(
           "finish",
           [](SteppableEngine& e, Time now) {
-            IterationOutcome o = e.engine->finish(now);
+            const IterationOutcome& o = e.engine->finish(now);
             std::vector<std::pair<Id, Tokens>> tokens;
             for (const auto& t : o.tokens) tokens.emplace_back(t.request, t.generated);
             std::vector<Id> finished, handed_off;

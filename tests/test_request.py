@@ -66,6 +66,8 @@ def test_recorder_duplicates_unknown_ids_and_time_order():
         rec.token(7, 0.5)
     with pytest.raises(ValueError, match="finite"):
         rec.token(7, math.nan)
+    with pytest.raises(ValueError, match="finish time before last token"):
+        rec.finish(7, 0.9)
     rec.finish(7, 1.0)
     with pytest.raises(ValueError, match="already ended"):
         rec.token(7, 2.0)

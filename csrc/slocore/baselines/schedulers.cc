@@ -150,7 +150,7 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
     return s;
   };
   const auto& order = kept_.order();
-  PlanBuilder b(v, p_.token_budget, plan_ids_);
+  PlanBuilder b(v, p_.token_budget);
   size_t r = 0;
   auto it = order.begin();
   while (agrees && !b.seq_full() && b.budget_left() > 0) {

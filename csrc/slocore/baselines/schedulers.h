@@ -96,7 +96,6 @@ class EdfScheduler : public BatchScheduler {
   std::vector<std::pair<double, size_t>> run_, wait_;  // schedule() scratch: (deadline, index)
   KeptQueue<WaitKey> kept_;
   KeptRunning running_;      // plan_kept's running requests by deadline, kept across calls
-  IdIndex plan_ids_;         // plan_kept's PlanBuilder scratch
   bool never_kept_ = false;  // a NaN deadline was seen: no strict weak order to keep
 };
 

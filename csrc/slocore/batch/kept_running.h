@@ -117,33 +117,20 @@ class KeptRunning {
     if (order_.size() - stale_.size() + fresh_.size() != v.running.size()) return false;
     std::sort(stale_.begin(), stale_.end());
     std::sort(fresh_.begin(), fresh_.end());
-    merge(order_.cbegin(), order_.cend());
-    order_.swap(merged_);
-    return true;
-  }
-  // merged_ = [first, last) without stale_ (a sorted subset of it) and with fresh_ (sorted,
-  // none equal to an entry of it), copied in runs between the binary-searched places of the
-  // few changes: a call moves ~10 of ~300 entries, and an entry-by-entry merge was half of it.
-  void merge(std::vector<Entry>::const_iterator first, std::vector<Entry>::const_iterator last) {
     merged_.clear();
     auto gone = stale_.cbegin();
     auto in = fresh_.cbegin();
-    auto place = [&](auto e, const auto& end) { return e == end ? last : std::lower_bound(first, last, *e); };
-    auto at_gone = place(gone, stale_.cend());
-    auto at_in = place(in, fresh_.cend());
-    while (gone != stale_.cend() || in != fresh_.cend()) {
-      const auto to = std::min(at_gone, at_in);
-      merged_.insert(merged_.end(), first, to);
-      first = to;
-      if (in != fresh_.cend() && at_in <= at_gone) {  // a fresh entry before the next stale one
-        merged_.push_back(*in++);
-        at_in = place(in, fresh_.cend());
-      } else {
-        ++first, ++gone;  // *first is *gone: dropped
-        at_gone = place(gone, stale_.cend());
+    for (const Entry& e : order_) {
+      if (gone != stale_.cend() && gone->seq == e.seq) {  // stale_ is a sorted subset of order_
+        ++gone;
+        continue;
       }
+      for (; in != fresh_.cend() && *in < e; ++in) merged_.push_back(*in);
+      merged_.push_back(e);
     }
-    merged_.insert(merged_.end(), first, last);
+    merged_.insert(merged_.end(), in, fresh_.cend());
+    order_.swap(merged_);
+    return true;
   }
   // Keeps s as running, its entry in fresh_ (not yet in order_).
   template <class Key>

@@ -4,11 +4,11 @@
 
 namespace slocore {
 
-PlanBuilder::PlanBuilder(const InstanceView& v, Tokens token_budget) : PlanBuilder(v, token_budget, own_ids_) {}
-
-PlanBuilder::PlanBuilder(const InstanceView& v, Tokens token_budget, IdIndex& scratch)
-    : view_(v), budget_(std::min(token_budget, v.max_batch_tokens)), blocks_(v.kv_blocks_free), ids_(scratch) {
-  ids_.clear(16);
+// The index is the builder's own, in memory just freed and still in cache: one kept in the
+// scheduler across calls was cold at every call of a burst's 16 engines and cost more than
+// its allocation (tried on 2026-11-29).
+PlanBuilder::PlanBuilder(const InstanceView& v, Tokens token_budget)
+    : view_(v), budget_(std::min(token_budget, v.max_batch_tokens)), blocks_(v.kv_blocks_free) {
   plan_.items.reserve(16);  // one allocation for a typical plan, not one per doubling
 }
 

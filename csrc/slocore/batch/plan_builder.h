@@ -12,10 +12,6 @@ namespace slocore {
 class PlanBuilder {
  public:
   PlanBuilder(const InstanceView& v, Tokens token_budget);
-  // With the planned-id index of a scheduler that keeps it across its calls (cleared here):
-  // a burst's EDF plans ~10 items per call, and a fresh index was an allocation and a fill
-  // of its table per call.
-  PlanBuilder(const InstanceView& v, Tokens token_budget, IdIndex& scratch);
 
   // Schedules up to `want` tokens of s (capped by to_compute()); with `allow_partial` a
   // prefill may get a smaller chunk that fits the budget. Returns the tokens scheduled.
@@ -36,8 +32,7 @@ class PlanBuilder {
   Tokens budget_;
   int64_t blocks_;
   BatchPlan plan_;
-  IdIndex own_ids_;
-  IdIndex& ids_;  // planned or preempted (the value is unused): own_ids_ or a scheduler's
+  IdIndex ids_;  // planned or preempted (the value is unused)
 };
 
 // Runs the next step (decode token or prefill chunk) of the running request s; when it does

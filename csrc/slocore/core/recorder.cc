@@ -10,7 +10,7 @@ namespace slocore {
 void Recorder::add(const Request& r) {
   validate(r);
   if (!index_.emplace(r.id, records_.size()).second) fail("id", "duplicate request id " + std::to_string(r.id));
-  records_.push_back(RequestRecord{r, {}, Outcome::Pending, kNever, kNoInstance, {}});
+  records_.push_back(RequestRecord{r, {}, Outcome::Pending, kNever, kNoInstance, {}, -kNever});
 }
 
 RequestRecord& Recorder::mut(Id id) {
@@ -33,12 +33,11 @@ void Recorder::token(Id id, Time t, Id instance) {
   RequestRecord& r = mut(id);
   if (r.outcome != Outcome::Pending) fail("id", "request " + std::to_string(id) + " already ended");
   require(std::isfinite(t) && t >= r.request.arrival, "t", "token time must be finite and >= arrival");
-  if (r.token_times.empty()) {  // one allocation for a known length (capped)
+  if (t < r.last_token_time) fail("t", "token times of request " + std::to_string(id) + " must not decrease");
+  if (r.token_times.empty())  // one allocation for a known length (capped)
     r.token_times.reserve(size_t(std::min<Tokens>(r.request.output_len.value_or(1), 1 << 16)));
-  } else if (t < r.token_times.back()) {
-    fail("t", "token times of request " + std::to_string(id) + " must not decrease");
-  }
   r.token_times.push_back(t);
+  r.last_token_time = t;
   r.instance = instance;
   ++total_tokens_;
 }
@@ -47,7 +46,7 @@ void Recorder::finish(Id id, Time t) {
   RequestRecord& r = mut(id);
   if (r.outcome != Outcome::Pending) fail("id", "request " + std::to_string(id) + " already ended");
   if (r.token_times.empty()) fail("id", "request " + std::to_string(id) + " finished with no token");
-  require(std::isfinite(t) && t >= r.token_times.back(), "t", "finish time before last token");
+  require(std::isfinite(t) && t >= r.last_token_time, "t", "finish time before last token");
   r.outcome = Outcome::Finished;
   r.end_time = t;
 }

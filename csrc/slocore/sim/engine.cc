@@ -469,8 +469,9 @@ double Engine::start(Time now) {
   return t;
 }
 
-IterationOutcome Engine::finish(Time now) {
-  IterationOutcome out;
+IterationOutcome& Engine::finish(Time now) {
+  IterationOutcome& out = out_;
+  out.tokens.clear(), out.finished.clear(), out.handed_off.clear();
   queued_valid_ = false;  // the model may be corrected
   v_->epoch = next_view_epoch();
   auto& running = v_->running;

@@ -61,8 +61,9 @@ class Engine {
   // Asks the scheduler for a plan, applies its preemptions and KV allocation, and returns
   // the iteration's truth duration; < 0 when there is nothing to run.
   double start(Time now);
-  // Applies the plan in flight at its end time `now`.
-  IterationOutcome finish(Time now);
+  // Applies the plan in flight at its end time `now`. The outcome is the engine's, valid
+  // until its next finish() (its lists keep their storage: no allocation per iteration).
+  IterationOutcome& finish(Time now);
 
   void enqueue(RequestState s) {
     if (cache_ && !s.request.prefix.empty()) prefixed_ = true, mark_refresh(s.request.id);
@@ -172,6 +173,7 @@ class Engine {
   IdMap refresh_;                  // a set: the values are unused
   std::vector<Id> refresh_list_;   // refresh_'s ids as they came (and ids dropped from it since)
   std::vector<size_t> positions_;  // refresh_hits() scratch: queue positions
+  IterationOutcome out_;           // finish()'s
   std::vector<size_t> admit_at_;   // sanitize() -> start(): the plan's waiting requests' queue positions
   WaitingPositions waiting_at_;    // where each waiting request is
   // A running request's shared_run counts its blocks with two or more references; the one

@@ -410,7 +410,7 @@ bool Simulation::record_pd_token(Id request, Tokens generated, Id instance, Role
 }
 
 void Simulation::on_iteration_done(Engine& e, Time now) {
-  IterationOutcome out = e.finish(now);
+  IterationOutcome& out = e.finish(now);
   const Role role = e.view().role;
   GlobalPolicy* p = policy_for(role);
   const bool first_at_decode = cfg_.pd_first_token_at_decode && cfg_.disaggregated;
