@@ -137,8 +137,6 @@ void EdfScheduler::on_finished(Id request, Time) {
 // request's deadline. False (no plan) when the view disagrees with what was kept.
 bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
   if (!running_.follow(v, kept_.followed_changes(), next_deadline)) return false;
-  running_.prefetch_front(v, 8);
-  kept_.prefetch_front(v, 4);
   const auto& run = running_.order();
   bool agrees = true;
   size_t victims = run.size();  // run[0, victims): the latest deadline is evicted first

@@ -69,11 +69,6 @@ class KeptQueue {
   }
   // The waiting requests in the scheduler's order.
   const SortedBlocks<Key>& order() const { return order_; }
-  // Prefetches (core/request_state.h) the states of the first n in order, which a plan reads first.
-  void prefetch_front(const InstanceView& v, size_t n) const {
-    for (auto it = order_.begin(); n > 0 && it != order_.end(); ++it, --n)
-      if (const size_t i = positions_.rank(it->seq); i < v.waiting.size()) prefetch(v.waiting[i]);
-  }
   // The waiting request of v with key k, by its position; nullptr when v disagrees (then the
   // queue is read whole at the next call).
   const RequestState* find(const InstanceView& v, const Key& k) {

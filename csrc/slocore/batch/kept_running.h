@@ -52,11 +52,6 @@ class KeptRunning {
   }
   // The running requests in order (sorted); their states by find().
   const std::vector<Entry>& order() const { return order_; }
-  // Prefetches (core/request_state.h) the states of the first n entries, which a plan reads first.
-  void prefetch_front(const InstanceView& v, size_t n) const {
-    for (size_t j = 0; j < std::min(n, order_.size()); ++j)
-      if (const size_t i = at_.rank(order_[j].seq); i < v.running.size()) prefetch(v.running[i]);
-  }
   // The running request of v an entry names, by its position; nullptr when v disagrees (then
   // the next follow reads v whole; the order stays valid to walk until then).
   const RequestState* find(const InstanceView& v, const Entry& e) {

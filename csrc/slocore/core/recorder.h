@@ -29,12 +29,6 @@ class Recorder {
  public:
   void add(const Request& r);                            // duplicate id -> InvalidArgument
   void token(Id id, Time t, Id instance = kNoInstance);  // t must not go back in time
-  // Asks the cache for id's record ahead of a token() (see prefetch(RequestState)).
-  void prefetch(Id id) const {
-    if (id < 0 || size_t(id) >= records_.size()) return;
-    __builtin_prefetch(&records_[size_t(id)].request.id);
-    __builtin_prefetch(&records_[size_t(id)].token_times);
-  }
   void finish(Id id, Time t);
   void reject(Id id, Time t, const std::string& reason);
   void add_instance_time(double seconds);  // active instance-seconds (HFX Eq. 3 cost)

@@ -33,14 +33,4 @@ struct RequestState {
   Tokens context_len() const { return computed; }  // HFX l_cur, ProServe l_kv
 };
 
-// Asks the cache for the lines of s an engine step reads (its id and lengths, its SLOs, its
-// progress) without waiting for them: a loop over a plan's requests that prefetches them all
-// first waits for one miss where it waited for each in turn (a burst's states are out of cache
-// by the time their engine steps again).
-inline void prefetch(const RequestState& s) {
-  __builtin_prefetch(&s.request.id);
-  __builtin_prefetch(&s.request.slo);
-  __builtin_prefetch(&s.computed);
-}
-
 }  // namespace slocore

@@ -480,7 +480,6 @@ IterationOutcome& Engine::finish(Time now) {
   gone_.clear();
   std::vector<bool>& handoff = handoff_;
   handoff.clear();
-  for (const auto& jk : plan_at_) prefetch(running[jk.first]);
   for (const auto& [j, k] : plan_at_) {
     RequestState& s = running[j];
     s.computed += k;

@@ -414,7 +414,6 @@ void Simulation::on_iteration_done(Engine& e, Time now) {
   const Role role = e.view().role;
   GlobalPolicy* p = policy_for(role);
   const bool first_at_decode = cfg_.pd_first_token_at_decode && cfg_.disaggregated;
-  for (const auto& tok : out.tokens) res_.recorder.prefetch(tok.request);
   for (const auto& tok : out.tokens) {
     if (!first_at_decode || record_pd_token(tok.request, tok.generated, e.id(), role, now))
       res_.recorder.token(tok.request, now, e.id());
