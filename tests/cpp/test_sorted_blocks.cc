@@ -1,7 +1,7 @@
 // SortedBlocks (EDF's and slo_triage's waiting order, core/sorted_blocks.h) against std::set
 // over random inserts, erases and lower_bound probes: keys that tie on the first field,
 // probes below and above every key, blocks small enough that every insert splits and every
-// erase merges, and the set emptied and refilled.
+// erase merges, and the set emptied and refilled; walked forward and backward.
 #include <cstdint>
 #include <iterator>
 #include <random>
@@ -41,6 +41,9 @@ void check_against_set(std::mt19937_64& rng, int rounds, int max_ops) {
       CHECK(blocks.size() == ref.size() && blocks.empty() == ref.empty());
       if (j % 16 == 0 || j == ops - 1) {
         CHECK(std::vector<Key>(blocks.begin(), blocks.end()) == std::vector<Key>(ref.begin(), ref.end()));
+        std::vector<Key> backward;  // walked from the end (EDF's victims, the latest deadline first)
+        for (auto it = blocks.end(); it != blocks.begin();) backward.push_back(*--it);
+        CHECK(backward == std::vector<Key>(ref.rbegin(), ref.rend()));
         for (int p = 0; p < 8; ++p) {
           const Key probe{double(deadline(rng) - 2) / 4, seq(rng) - 10};  // some below and above all
           auto a = blocks.lower_bound(probe);
@@ -48,6 +51,7 @@ void check_against_set(std::mt19937_64& rng, int rounds, int max_ops) {
           CHECK((a == blocks.end()) == (r == ref.end()));
           if (a != blocks.end() && r != ref.end()) CHECK(*a == *r);
           CHECK(std::distance(a, blocks.end()) == std::distance(r, ref.end()));
+          if (a != blocks.begin() && r != ref.begin()) CHECK(*std::prev(a) == *std::prev(r));
         }
       }
     }

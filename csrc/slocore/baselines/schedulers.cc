@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <utility>
@@ -139,34 +140,35 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
   if (!running_.follow(v, kept_.followed_changes(), next_deadline)) return false;
   const auto& run = running_.order();
   bool agrees = true;
-  size_t victims = run.size();  // run[0, victims): the latest deadline is evicted first
+  auto next = run.begin();   // the running request with the earliest deadline not taken yet
+  auto victims = run.end();  // [begin, victims): the latest deadline is evicted first
   auto next_victim = [&](PlanBuilder& b) -> const RequestState* {
-    while (victims > 0 && b.planned(run[victims - 1].id)) --victims;
-    if (victims == 0) return nullptr;
-    const RequestState* s = running_.find(v, run[--victims]);
+    for (; victims != run.begin(); --victims)
+      if (!b.planned(std::prev(victims)->id)) break;
+    if (victims == run.begin()) return nullptr;
+    const RequestState* s = running_.find(v, *--victims);
     agrees &= s != nullptr;
     return s;
   };
   const auto& order = kept_.order();
   PlanBuilder b(v, p_.token_budget);
-  size_t r = 0;
   auto it = order.begin();
   while (agrees && !b.seq_full() && b.budget_left() > 0) {
-    const bool from_run = r < run.size() && (it == order.end() || run[r].key <= it->deadline);
+    const bool from_run = next != run.end() && (it == order.end() || next->key <= it->deadline);
     if (from_run) {
-      if (b.planned(run[r].id)) {  // preempted already
-        ++r;
+      if (b.planned(next->id)) {  // preempted already
+        ++next;
         continue;
       }
-      const RequestState* s = running_.find(v, run[r++]);
+      const RequestState* s = running_.find(v, *next++);
       if (!s) return false;
       run_with_preemption(b, *s, [&] { return next_victim(b); });
       continue;
     }
     if (it == order.end()) break;
     if (b.blocks_left() <= 0) {  // waiting no-ops up to the next running request
-      if (r == run.size()) break;
-      it = order.lower_bound(WaitKey{run[r].key, std::numeric_limits<int64_t>::min(), 0});
+      if (next == run.end()) break;
+      it = order.lower_bound(WaitKey{next->key, std::numeric_limits<int64_t>::min(), 0});
       continue;
     }
     const RequestState* s = kept_.find(v, *it);

@@ -2,21 +2,20 @@
 // what a stable sort of `running` by the key gives), kept across an engine's calls, with each
 // request's position in `running` (batch/queue_positions.h). An engine that reports its
 // changes (InstanceView::changes) is followed by them: per call the preempted requests
-// leave, the admitted ones join at the back, and only those that progressed get their key
-// again (EDF's key, the next token's deadline, moves only with a token), so a plan reads the
-// running requests it takes, from either end of the order, and never the batch: a call costs
-// O(changes x log running) lookups and one pass over the order's compact entries, where a
-// walk and a sort read every running request, most of an EDF burst (docs/simulator.md).
-// Any other view is read whole.
+// leave, the admitted ones join, and only those that progressed get their key again (EDF's
+// key, the next token's deadline, moves only with a token), each an erase and an insert in
+// sorted blocks (core/sorted_blocks.h); a plan reads the running requests it takes, from
+// either end of the order, and never the batch: a call costs O(changes x log running), where
+// a walk and a sort read every running request, most of an EDF burst, and a sorted vector
+// took a pass over its entries per call (docs/simulator.md). Any other view is read whole.
 #pragma once
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <vector>
 
 #include "slocore/batch/queue_positions.h"
 #include "slocore/core/id_slab.h"
 #include "slocore/core/instance_view.h"
+#include "slocore/core/sorted_blocks.h"
 
 namespace slocore {
 
@@ -28,6 +27,8 @@ class KeptRunning {
     Id id = 0;
     bool operator<(const Entry& o) const { return key != o.key ? key < o.key : seq < o.seq; }
   };
+  // A few hundred running requests: blocks of 64 entries (1.5 KiB) keep an insert's move short.
+  using Order = SortedBlocks<Entry, 64>;
 
   // Follows v by its changes when `by_changes` (the view is the next state of the last call's,
   // as KeptQueue::followed_changes() says), else reads v.running whole. False, keeping
@@ -41,7 +42,7 @@ class KeptRunning {
   void finished(Id id) {
     const Entry* e = synced_ ? kept_.find(id) : nullptr;
     if (!e) return;
-    order_.erase(order_.begin() + std::ptrdiff_t(at_in_order(*e)));
+    order_.erase(*e);
     at_.remove(e->seq);
     kept_.erase(id);
   }
@@ -51,7 +52,7 @@ class KeptRunning {
     kept_.clear();
   }
   // The running requests in order (sorted); their states by find().
-  const std::vector<Entry>& order() const { return order_; }
+  const Order& order() const { return order_; }
   // The running request of v an entry names, by its position; nullptr when v disagrees (then
   // the next follow reads v whole; the order stays valid to walk until then).
   const RequestState* find(const InstanceView& v, const Entry& e) {
@@ -65,28 +66,22 @@ class KeptRunning {
   template <class Key>
   bool rebuild(const InstanceView& v, Key& key) {
     forget();
-    fresh_.clear();
     const int64_t n = int64_t(v.running.size());
     at_.reset(0, n + 1024);  // slots for the admissions of the next calls
     for (int64_t i = 0; i < n; ++i)
       if (!add(v.running[size_t(i)], key)) return forget(), false;
-    std::sort(fresh_.begin(), fresh_.end());
-    order_.swap(fresh_);
     return synced_ = true;
   }
-  // The changes in one pass over the order (24-byte entries, no request read) that drops the
-  // entries of the preempted and progressed requests (their old entries, sorted, met in the
-  // same order) and merges in the new ones, sorted. Each preempted request must be kept, each
-  // admitted one new.
+  // The changes, each in place: the preempted requests' entries leave, the admitted ones'
+  // join, a progressed request's entry moves when its key changed. Each preempted request
+  // must be kept, each admitted one new.
   template <class Key>
   bool apply(const InstanceView& v, Key& key) {
     const ViewChanges& c = v.changes;
-    fresh_.clear();
-    stale_.clear();
     for (Id id : c.preempted) {
       const Entry* e = kept_.find(id);
       if (!e) return false;
-      stale_.push_back(*e);
+      order_.erase(*e);
       at_.remove(e->seq);
       kept_.erase(id);
     }
@@ -105,46 +100,25 @@ class KeptRunning {
       const double k = key(*s);
       if (std::isnan(k)) return false;
       if (k == e->key) continue;  // a prefill chunk, or admitted above
-      stale_.push_back(*e);
+      order_.erase(*e);
       e->key = k;
-      fresh_.push_back(*e);
+      order_.insert(*e);
     }
-    if (order_.size() - stale_.size() + fresh_.size() != v.running.size()) return false;
-    std::sort(stale_.begin(), stale_.end());
-    std::sort(fresh_.begin(), fresh_.end());
-    merged_.clear();
-    auto gone = stale_.cbegin();
-    auto in = fresh_.cbegin();
-    for (const Entry& e : order_) {
-      if (gone != stale_.cend() && gone->seq == e.seq) {  // stale_ is a sorted subset of order_
-        ++gone;
-        continue;
-      }
-      for (; in != fresh_.cend() && *in < e; ++in) merged_.push_back(*in);
-      merged_.push_back(e);
-    }
-    merged_.insert(merged_.end(), in, fresh_.cend());
-    order_.swap(merged_);
-    return true;
+    return order_.size() == v.running.size();
   }
-  // Keeps s as running, its entry in fresh_ (not yet in order_).
+  // Keeps s as running.
   template <class Key>
   bool add(const RequestState& s, Key& key) {
     const Entry e{key(s), at_.take_back(), s.request.id};
     if (std::isnan(e.key) || !kept_.emplace(e.id, e)) return false;
-    fresh_.push_back(e);
+    order_.insert(e);
     at_.add(e.seq);
     return true;
   }
-  size_t at_in_order(const Entry& e) const {  // e is in order_ (every kept entry is, between calls)
-    return size_t(std::lower_bound(order_.begin(), order_.end(), e) - order_.begin());
-  }
 
-  std::vector<Entry> order_;           // sorted
-  std::vector<Entry> fresh_, merged_;  // apply()'s scratch
-  std::vector<Entry> stale_;           // apply()'s scratch: the entries of order_ to drop
-  IdSlab<Entry> kept_;                 // id -> its entry (as in order_)
-  QueuePositions at_;                  // seq -> position in `running`
+  Order order_;
+  IdSlab<Entry> kept_;  // id -> its entry (as in order_)
+  QueuePositions at_;   // seq -> position in `running`
   bool synced_ = false;
 };
 
