@@ -6,7 +6,9 @@
 // 8-byte pointers where a container of RequestState moved ~290 bytes and a string per
 // request. In a burst the simulated engine admits EDF's fresh requests from behind thousands
 // of preempted ones, and preempts from the middle of a batch of ~300 (docs/simulator.md,
-// "EDF in a burst" and "Requests moved as boxes, the waiting order in sorted blocks").
+// "EDF in a burst" and "Requests moved as boxes, the waiting order in sorted blocks"). The
+// container holds the boxes as plain pointers, which it owns (a box leaves it as a
+// RequestBox): they move by memmove, where unique_ptrs moved one by one.
 #pragma once
 #include <cstddef>
 #include <deque>
@@ -23,8 +25,9 @@ namespace slocore {
 
 using RequestBox = std::unique_ptr<RequestState>;
 
-// Boxes: std::deque<RequestBox> (the waiting queue: O(1) at both ends) or
-// std::vector<RequestBox> (the running batch: appends only, the fastest walk).
+// Boxes: std::deque<RequestState*> (the waiting queue: O(1) at both ends) or
+// std::vector<RequestState*> (the running batch: appends only, the fastest walk), each
+// pointer owned by the container.
 template <class Boxes>
 class BoxedRequests {
  public:
@@ -47,7 +50,7 @@ class BoxedRequests {
     Iter(const Iter<B, U>& o) : it_(o.base()) {}  // NOLINT: iterator -> const_iterator
 
     reference operator*() const { return **it_; }
-    pointer operator->() const { return it_->get(); }
+    pointer operator->() const { return *it_; }
     reference operator[](difference_type n) const { return *it_[n]; }
     Iter& operator++() { return ++it_, *this; }
     Iter operator++(int) { return Iter(it_++); }
@@ -82,21 +85,25 @@ class BoxedRequests {
   BoxedRequests() = default;
   BoxedRequests(std::initializer_list<RequestState> init) { assign(init.begin(), init.end()); }
   BoxedRequests(const BoxedRequests& o) { assign(o.begin(), o.end()); }
-  BoxedRequests(BoxedRequests&&) noexcept = default;
+  BoxedRequests(BoxedRequests&& o) noexcept { q_.swap(o.q_); }
+  ~BoxedRequests() { clear(); }
   BoxedRequests& operator=(const BoxedRequests& o) {
     if (this != &o) assign(o.begin(), o.end());
     return *this;
   }
-  BoxedRequests& operator=(BoxedRequests&&) noexcept = default;
+  BoxedRequests& operator=(BoxedRequests&& o) noexcept {
+    if (this != &o) clear(), q_.swap(o.q_);
+    return *this;
+  }
   BoxedRequests& operator=(std::initializer_list<RequestState> init) {
     assign(init.begin(), init.end());
     return *this;
   }
   template <class It>
   void assign(It first, It last) {
-    Boxes q;
+    BoxedRequests q;
     for (; first != last; ++first) q.push_back(std::make_unique<RequestState>(*first));
-    q_.swap(q);
+    q_.swap(q.q_);  // q deletes the old boxes
   }
 
   size_t size() const { return q_.size(); }
@@ -112,24 +119,36 @@ class BoxedRequests {
   const_iterator begin() const { return const_iterator(q_.begin()); }
   const_iterator end() const { return const_iterator(q_.end()); }
 
-  void clear() { q_.clear(); }
-  void push_back(RequestState s) { q_.push_back(std::make_unique<RequestState>(std::move(s))); }
+  void clear() {
+    for (RequestState* s : q_) delete s;
+    q_.clear();
+  }
+  void push_back(RequestState s) { push_back(std::make_unique<RequestState>(std::move(s))); }
   // Inserts [first, last) before pos (values are copied, or moved from move iterators).
   template <class It>
   iterator insert(const_iterator pos, It first, It last) {
     std::vector<Box> boxes;
     for (; first != last; ++first) boxes.push_back(std::make_unique<RequestState>(*first));
-    return iterator(
-        q_.insert(pos.base(), std::make_move_iterator(boxes.begin()), std::make_move_iterator(boxes.end())));
+    const size_t at = size_t(pos.base() - q_.cbegin());
+    q_.insert(pos.base(), boxes.size(), nullptr);  // may throw: the boxes still own their requests
+    for (size_t j = 0; j < boxes.size(); ++j) q_[at + j] = boxes[j].release();
+    return begin() + std::ptrdiff_t(at);
   }
-  iterator erase(const_iterator pos) { return iterator(q_.erase(pos.base())); }
-  iterator erase(const_iterator first, const_iterator last) { return iterator(q_.erase(first.base(), last.base())); }
+  iterator erase(const_iterator pos) { return erase(pos, std::next(pos)); }
+  iterator erase(const_iterator first, const_iterator last) {
+    for (auto it = first.base(); it != last.base(); ++it) delete *it;
+    return iterator(q_.erase(first.base(), last.base()));
+  }
 
   // Box moves between queues, which move no request: a box at the back, boxes at the front (in
   // their order; `boxes` is left empty).
-  void push_back(Box b) { q_.push_back(std::move(b)); }
+  void push_back(Box b) {
+    q_.push_back(b.get());  // may throw: b still owns its request
+    b.release();
+  }
   void prepend(std::vector<Box>& boxes) {
-    q_.insert(q_.begin(), std::make_move_iterator(boxes.begin()), std::make_move_iterator(boxes.end()));
+    q_.insert(q_.begin(), boxes.size(), nullptr);
+    for (size_t j = 0; j < boxes.size(); ++j) q_[j] = boxes[j].release();
     boxes.clear();
   }
   // Takes the requests at `positions` (ascending, distinct, each < size()) out of the queue,
@@ -143,19 +162,19 @@ class BoxedRequests {
     for (size_t i = keep; i < end; ++i) {
       if (next < positions.size() && positions[next] == i) {
         ++next;
-        take(std::move(q_[i]));
+        take(Box(std::exchange(q_[i], nullptr)));
         continue;
       }
-      q_[keep++] = std::move(q_[i]);
+      q_[keep++] = std::exchange(q_[i], nullptr);
     }
     q_.erase(q_.begin() + std::ptrdiff_t(keep), q_.begin() + std::ptrdiff_t(end));
   }
 
  private:
-  Boxes q_;
+  Boxes q_;  // owned
 };
 
-using WaitingQueue = BoxedRequests<std::deque<RequestBox>>;
-using RunningBatch = BoxedRequests<std::vector<RequestBox>>;
+using WaitingQueue = BoxedRequests<std::deque<RequestState*>>;
+using RunningBatch = BoxedRequests<std::vector<RequestState*>>;
 
 }  // namespace slocore
