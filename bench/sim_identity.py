@@ -2,8 +2,9 @@
 
 Runs a fixed set of seeded scenarios (colocated and P/D, seeds 0-2, several engine
 schedulers, presets and workloads, bursts that leave long engine queues) and writes, per
-scenario, every summary metric, the run's stats and a SHA-256 of every request's record
-(instance, outcome, end time, token times), floats exactly (JSON keeps repr round-trips).
+scenario, every summary metric, the run's stats, a SHA-256 of every request's record
+(instance, outcome, end time, token times) and one of the timeline, floats exactly (JSON
+keeps repr round-trips).
 A speed change that must not change behaviour records before and after and compares:
 
     PYTHONPATH=/path/to/parent/build python bench/sim_identity.py record /tmp/before.json
@@ -233,8 +234,15 @@ def fingerprint(res) -> dict:
         h.update(str(r.outcome).encode())
         h.update(_f(r.end_time))
         h.update(r.token_times.tobytes())
-    stats = {k: v for k, v in res.stats.items() if isinstance(v, (int, float, str, bool))}
-    return {"summary": res.summary, "stats": stats, "records_sha256": h.hexdigest()}
+    # steps_ahead says how the run was computed (engines stepped ahead of the event loop), not
+    # what it did: a build that runs ahead differently must give the same run.
+    stats = {k: v for k, v in res.stats.items() if isinstance(v, (int, float, str, bool)) and k != "steps_ahead"}
+    t = hashlib.sha256()
+    for p in res.timeline:
+        t.update(
+            _f(p.t) + struct.pack("<4i3q", p.colocated, p.prefill, p.decode, p.starting, p.queued, p.waiting, p.running)
+        )
+    return {"summary": res.summary, "stats": stats, "records_sha256": h.hexdigest(), "timeline_sha256": t.hexdigest()}
 
 
 def record(path: str, k: str = "") -> int:

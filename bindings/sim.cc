@@ -148,6 +148,7 @@ py::dict stats_dict(const SimStats& s) {
   d["max_instances"] = s.max_instances;
   d["prefix_hit_tokens"] = s.prefix_hit_tokens;
   d["prefix_query_tokens"] = s.prefix_query_tokens;
+  d["steps_ahead"] = s.steps_ahead;
   d["end_time"] = s.end_time;
   return d;
 }

@@ -21,6 +21,7 @@
 //   instance, its handoff) in this iteration, or it was cancelled (the client went away).
 //   Request ids are the engine's own.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,16 @@ class BatchScheduler {
   virtual void on_batch_done(const InstanceView& engine, const BatchPlan& plan, double predicted_s, double actual_s,
                              Time now) {}
   virtual void on_finished(Id request, Time now) {}
+
+  // True for a scheduler make_batch_scheduler() built (every built-in one): it keeps state of
+  // its own engine only, so the simulator may step engines that can no longer interact ahead
+  // of the event loop (sim/simulator.cc, "engines run ahead"). A scheduler of yours, which may
+  // share state across engines, is always called in the event loop's order.
+  bool engine_local() const { return engine_local_; }
+
+ private:
+  friend std::shared_ptr<BatchScheduler> make_batch_scheduler(const std::string& name, const ParamMap& params);
+  bool engine_local_ = false;
 };
 
 }  // namespace slocore

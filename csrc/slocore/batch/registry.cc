@@ -17,7 +17,9 @@ const std::vector<RegistryEntry<BatchScheduler>>& table() {
 }  // namespace
 
 std::shared_ptr<BatchScheduler> make_batch_scheduler(const std::string& name, const ParamMap& params) {
-  return make_from(table(), "batch scheduler", name, params);
+  std::shared_ptr<BatchScheduler> s = make_from(table(), "batch scheduler", name, params);
+  s->engine_local_ = true;
+  return s;
 }
 
 std::vector<std::string> batch_scheduler_names() { return names_of(table()); }

@@ -90,6 +90,10 @@ class Simulation {
   void place(const Assignment& a, Role role, Time now);
   void kick(Engine& e, Time now);
   void on_iteration_done(Engine& e, Time now);
+  // --- engines run ahead ---
+  bool can_run_ahead() const;
+  void replay_iteration(Engine& e, Time now);
+  void run_ahead(Engine& e, Time now);
   bool record_pd_token(Id request, Tokens generated, Id instance, Role role, Time now);
   void handoff(RequestState s, Id from, Time now);
   void start_transfer(RequestState s, Id decode_instance, Time now);
@@ -131,6 +135,31 @@ class Simulation {
   Time wakeup_at_[3] = {kNever, kNever, kNever};
   int max_instances_ = 0;
   Time last_work_ = 0.0;  // the last event that moved a request (cost stops there)
+  // Engines run ahead (run()): once every request is placed on a colocated engine and nothing
+  // but its own engine can change it (no arrival to come, nothing pending in the policy, no
+  // scaler, built-in schedulers), each engine computes its next iterations in a row, up to
+  // kAheadSteps of them, where the event loop took one step of each engine in turn: an engine's
+  // requests, queues and scheduler state stay in cache across its steps. The event loop then
+  // replays each step at its time, as it would have made it: the same events in the same
+  // order (the same sequence numbers), the same recorder and policy calls, the same timeline.
+  struct Step {
+    Time end;             // the iteration's end (its IterationDone)
+    double next;          // the next iteration's duration, < 0: the engine went idle
+    size_t tokens_end;    // its tokens: Ahead::tokens[previous step's tokens_end, tokens_end)
+    size_t finished_end;  // its finished requests, likewise
+    int64_t waiting, running;
+  };
+  struct Ahead {
+    std::vector<Step> steps;  // computed, steps[replayed..] not replayed yet
+    size_t replayed = 0;
+    std::vector<IterationOutcome::Token> tokens;
+    std::vector<Id> finished;
+    int64_t waiting = 0, running = 0;  // the view as the event loop stands (after the last replayed step)
+    bool ahead = false;                // the engine's view is ahead of the event loop
+  };
+  static constexpr size_t kAheadSteps = 4096, kAheadTokens = 1 << 15;
+  bool running_ahead_ = false;
+  std::unordered_map<Id, Ahead> ahead_;
   // The last event other than a policy's wake-up that placed nothing: a pull policy that keeps
   // asking to be polled and never places (a request no engine can take) stops being woken
   // after stall_timeout_s, so the run ends with that request stalled instead of never.
@@ -442,6 +471,63 @@ void Simulation::on_iteration_done(Engine& e, Time now) {
   maybe_retire(e, now);
 }
 
+bool Simulation::can_run_ahead() const {
+  if (cfg_.disaggregated || cfg_.scaler || next_arrival_ < reqs_.size() || cfg_.global_policy->pending() > 0 ||
+      !staged_.empty())
+    return false;
+  for (const auto& kv : engines_)
+    if (kv.second->state != EngineState::Active || !kv.second->scheduler().engine_local()) return false;
+  return true;
+}
+
+// What on_iteration_done and the poll after it do, from the step computed ahead: no scaler, no
+// P/D, no handoff, and the policy has nothing pending, so the poll returns at once.
+void Simulation::replay_iteration(Engine& e, Time now) {
+  Ahead& a = ahead_[e.id()];
+  if (a.replayed == a.steps.size()) run_ahead(e, now);
+  const Step& st = a.steps[a.replayed];
+  require(st.end == now, "simulator", "a step computed ahead is replayed at another time");
+  const size_t t0 = a.replayed > 0 ? a.steps[a.replayed - 1].tokens_end : 0;
+  const size_t f0 = a.replayed > 0 ? a.steps[a.replayed - 1].finished_end : 0;
+  ++a.replayed;
+  GlobalPolicy* p = cfg_.global_policy.get();
+  for (size_t i = t0; i < st.tokens_end; ++i) {
+    res_.recorder.token(a.tokens[i].request, now, e.id());
+    p->on_token(a.tokens[i].request, e.id(), a.tokens[i].generated, now);
+  }
+  for (size_t i = f0; i < st.finished_end; ++i) {
+    res_.recorder.finish(a.finished[i], now);
+    --in_system_;
+    p->on_finished(a.finished[i], e.id(), now);
+  }
+  res_.stats.iterations += 1;
+  a.waiting = st.waiting, a.running = st.running;
+  if (st.next >= 0) push(now + st.next, Kind::IterationDone, e.id());  // kick()'s
+}
+
+// The engine's iterations from the one that ends at `now`, each finished and the next started
+// as on_iteration_done does, until it goes idle, the next would end after max_time (the event
+// loop stops before it), or kAheadSteps of them (kAheadTokens tokens), whichever comes first.
+void Simulation::run_ahead(Engine& e, Time now) {
+  Ahead& a = ahead_[e.id()];
+  a.steps.clear(), a.tokens.clear(), a.finished.clear();
+  a.replayed = 0;
+  a.ahead = true;
+  for (Time t = now; a.steps.size() < kAheadSteps && a.tokens.size() < kAheadTokens;) {
+    IterationOutcome& out = e.finish(t);
+    require(out.handed_off.empty(), "simulator", "a colocated engine handed a request off");
+    for (const auto& tok : out.tokens) a.tokens.push_back(tok);
+    for (const RequestState& s : out.finished) a.finished.push_back(s.request.id);
+    const double d = e.start(t);
+    const InstanceView& v = e.view();
+    a.steps.push_back(
+        Step{t, d, a.tokens.size(), a.finished.size(), int64_t(v.waiting.size()), int64_t(v.running.size())});
+    ++res_.stats.steps_ahead;
+    if (d < 0 || t + d > cfg_.max_time) break;
+    t = t + d;
+  }
+}
+
 void Simulation::apply(const ScaleDecision& d, Time now) {
   if (d.action == ScaleAction::ScaleOut) {
     const Role role = cfg_.disaggregated ? d.role : Role::Colocated;
@@ -479,8 +565,10 @@ void Simulation::sample(Time now) {
   for (int r = 0; r < 3; ++r) {
     if (GlobalPolicy* g = policy_for(Role(r))) p.queued += int64_t(g->pending());
     for (const InstanceView& v : pools_[r]) {
-      p.waiting += int64_t(v.waiting.size());
-      p.running += int64_t(v.running.size());
+      auto a = running_ahead_ ? ahead_.find(v.id) : ahead_.end();
+      const bool ahead = a != ahead_.end() && a->second.ahead;  // its view is ahead: as replayed
+      p.waiting += ahead ? a->second.waiting : int64_t(v.waiting.size());
+      p.running += ahead ? a->second.running : int64_t(v.running.size());
     }
   }
   res_.stats.timeline.push_back(p);
@@ -538,6 +626,10 @@ SimResult Simulation::run() {
       case Kind::IterationDone: {
         Engine& e = *engines_.at(ev.a);
         const Role role = e.view().role;
+        if (running_ahead_ || (running_ahead_ = can_run_ahead())) {
+          replay_iteration(e, now);
+          break;  // nothing is pending in the policy: no poll to make
+        }
         on_iteration_done(e, now);
         poll(policy_for(role), role, now);  // the views changed: pull policies may release
         break;

@@ -76,6 +76,9 @@ struct SimStats {
   int64_t events = 0, iterations = 0, preemptions = 0, plan_violations = 0, polls = 0;
   int64_t stalled = 0, rejected_capacity = 0, scale_outs = 0, scale_ins = 0, role_switches = 0;
   int64_t prefix_hit_tokens = 0, prefix_query_tokens = 0;  // prompt tokens from the cache / admitted
+  // Iterations an engine computed ahead of the event loop, once nothing else could change it
+  // (sim/simulator.cc, "engines run ahead"): how the run was computed, not what it did.
+  int64_t steps_ahead = 0;
   int max_instances = 0;
   Time end_time = 0.0;
   std::vector<TimelinePoint> timeline;
