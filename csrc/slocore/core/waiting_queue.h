@@ -153,21 +153,17 @@ class BoxedRequests {
   }
   // Takes the requests at `positions` (ascending, distinct, each < size()) out of the queue,
   // handing each box to take(Box) in that order; the others keep their order. Only boxes
-  // move: those after the first position (a deque moves those before it when fewer).
+  // move, a run at a time: those after the first position (a deque moves those before it
+  // when fewer).
   template <class F>
   void take_boxes(const std::vector<size_t>& positions, F&& take) {
     if (positions.empty()) return;
-    size_t keep = positions.front(), next = 0;
-    const size_t end = positions.back() + 1;
-    for (size_t i = keep; i < end; ++i) {
-      if (next < positions.size() && positions[next] == i) {
-        ++next;
-        take(Box(std::exchange(q_[i], nullptr)));
-        continue;
-      }
-      q_[keep++] = std::exchange(q_[i], nullptr);
-    }
-    q_.erase(q_.begin() + std::ptrdiff_t(keep), q_.begin() + std::ptrdiff_t(end));
+    for (size_t i : positions) take(Box(std::exchange(q_[i], nullptr)));  // if take throws, no box is held twice
+    auto out = q_.begin() + std::ptrdiff_t(positions.front());
+    for (size_t j = 0; j + 1 < positions.size(); ++j)  // the run between two taken boxes, moved down
+      out =
+          std::move(q_.begin() + std::ptrdiff_t(positions[j] + 1), q_.begin() + std::ptrdiff_t(positions[j + 1]), out);
+    q_.erase(out, q_.begin() + std::ptrdiff_t(positions.back() + 1));
   }
 
  private:
