@@ -144,6 +144,7 @@ void push_queued(RouteQueue& q, const Request& added, const LatencyModel& m, con
   e.id = added.id;
   e.seq = q.next_seq++;
   q.brief.push_back(e);
+  ++q.entries.try_emplace(e.id, RouteQueue::Entries{e.seq, 0}).first->second.count;
   const bool costed = same_key(q.costed, cost_key(m));
   if (!costed) q.costed.valid = false;  // every cost recomputed when next read
   const double cost = costed ? m.prefill_cost(added.prompt_len, 0) : 0.0;
@@ -166,6 +167,13 @@ void remove_queued(RouteQueue& q, size_t i) {
   const Queued e = q.brief[i];
   q.brief.erase(q.brief.begin() + std::ptrdiff_t(i));
   q.queue.erase(q.queue.begin() + std::ptrdiff_t(i));
+  if (auto n = q.entries.find(e.id); n != q.entries.end() && --n->second.count == 0) {
+    q.entries.erase(n);
+  } else if (n != q.entries.end() && n->second.first_seq == e.seq) {  // a retried id: its next entry
+    auto next =
+        std::find_if(q.brief.begin() + std::ptrdiff_t(i), q.brief.end(), [&](const Queued& x) { return x.id == e.id; });
+    n->second.first_seq = next->seq;
+  }
   q.work_valid = false;
   if (std::isnan(e.deadline)) {
     --q.nan_deadlines;
@@ -366,9 +374,13 @@ void GoRoutePolicy::first_token(Id request, Id instance, Time now) {
   auto it = queues_.find(instance);
   if (it == queues_.end()) return;
   RouteQueue& q = it->second;
-  if (q.brief.size() == q.queue.size()) {  // found in the compact copy, index for index
-    auto r = std::find_if(q.brief.begin(), q.brief.end(), [&](const Queued& x) { return x.id == request; });
-    if (r == q.brief.end()) return;
+  if (q.brief.size() == q.queue.size()) {  // found in the compact copy by its seq, index for index
+    auto n = q.entries.find(request);
+    if (n == q.entries.end()) return;
+    const uint64_t seq = n->second.first_seq;
+    auto r =
+        std::lower_bound(q.brief.begin(), q.brief.end(), seq, [](const Queued& x, uint64_t s) { return x.seq < s; });
+    require(r != q.brief.end() && r->id == request, "goroute", "a queued request's entry is not where its seq says");
     remove_queued(q, size_t(r - q.brief.begin()));
   } else {
     auto r = std::find_if(q.queue.begin(), q.queue.end(), [&](const Request& x) { return x.id == request; });

@@ -15,6 +15,7 @@
 // under overload every request lands in that branch and random placement undoes the
 // balancing the rest of the algorithm does.
 #pragma once
+#include <deque>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -79,10 +80,17 @@ struct CostKey {
 
 // The router's view of one instance (PrefillQueueMap entry plus n_d).
 struct RouteQueue {
-  std::vector<Request> queue;  // dispatched, first token not yet out
-  std::vector<Queued> brief;   // queue's entries, index for index (kept by GoRoutePolicy)
-  Time ts = 0.0;               // last update of `queue`
-  int64_t n_d = 0;             // requests in their decode phase (colocated)
+  // First tokens come mostly near the front (EDF, FCFS engines): deques, where leaving the
+  // front of a vector moved the whole queue behind it.
+  std::deque<Request> queue;  // dispatched, first token not yet out
+  std::deque<Queued> brief;   // queue's entries, index for index (kept by GoRoutePolicy)
+  struct Entries {
+    uint64_t first_seq;  // of its first entry in brief
+    size_t count;        // its entries in brief (more than one only for a retried id)
+  };
+  std::unordered_map<Id, Entries> entries;  // brief's ids, so a first token finds its entry by seq
+  Time ts = 0.0;                            // last update of `queue`
+  int64_t n_d = 0;                          // requests in their decode phase (colocated)
   // Kept by GoRoutePolicy beside `brief`, so that a decision does not read the whole queue:
   std::vector<Queued> by_deadline;  // brief without NaN deadlines, by (deadline, seq): stable deadline order
   size_t nan_deadlines = 0;         // entries of brief not in by_deadline
