@@ -90,10 +90,15 @@ class Simulation {
   void place(const Assignment& a, Role role, Time now);
   void kick(Engine& e, Time now);
   void on_iteration_done(Engine& e, Time now);
+  // An iteration's token and finished request, told to the recorder, the policies and the
+  // scaler (on_iteration_done's, and the replay's of a step computed ahead).
+  void emit_token(Engine& e, const IterationOutcome::Token& tok, Time now);
+  void emit_finished(Engine& e, Id request, Time now);
   // --- engines run ahead ---
   bool can_run_ahead() const;
   void replay_iteration(Engine& e, Time now);
-  void run_ahead(Engine& e, Time now);
+  struct Ahead;
+  void run_ahead(Engine& e, Ahead& a, Time now);
   bool record_pd_token(Id request, Tokens generated, Id instance, Role role, Time now);
   void handoff(RequestState s, Id from, Time now);
   void start_transfer(RequestState s, Id decode_instance, Time now);
@@ -438,33 +443,37 @@ bool Simulation::record_pd_token(Id request, Tokens generated, Id instance, Role
   return true;
 }
 
+void Simulation::emit_token(Engine& e, const IterationOutcome::Token& tok, Time now) {
+  const Role role = e.view().role;
+  if (!(cfg_.pd_first_token_at_decode && cfg_.disaggregated) ||
+      record_pd_token(tok.request, tok.generated, e.id(), role, now))
+    res_.recorder.token(tok.request, now, e.id());
+  if (tok.generated == 1 && cfg_.scaler) cfg_.scaler->on_first_token(tok.request, now);
+  policy_for(role)->on_token(tok.request, e.id(), tok.generated, now);
+}
+
+void Simulation::emit_finished(Engine& e, Id request, Time now) {
+  const Role role = e.view().role;
+  res_.recorder.finish(request, now);
+  --in_system_;
+  if (cfg_.disaggregated && role == Role::Prefill) {  // one-token output: done at prefill
+    cfg_.prefill_policy->on_prefill_done(request, e.id(), now);
+    auto t = early_target_.find(request);
+    if (t != early_target_.end()) {  // release the decode reservation it will not use
+      cfg_.decode_policy->on_finished(request, t->second, now);
+      early_target_.erase(t);
+    } else if (cfg_.decode_policy->early_assignment()) {  // early-submitted, not placed yet
+      cfg_.decode_policy->on_cancelled(request, now);
+    }
+  }
+  policy_for(role)->on_finished(request, e.id(), now);
+  if (cfg_.scaler) cfg_.scaler->on_finished(request, now);
+}
+
 void Simulation::on_iteration_done(Engine& e, Time now) {
   IterationOutcome& out = e.finish(now);
-  const Role role = e.view().role;
-  GlobalPolicy* p = policy_for(role);
-  const bool first_at_decode = cfg_.pd_first_token_at_decode && cfg_.disaggregated;
-  for (const auto& tok : out.tokens) {
-    if (!first_at_decode || record_pd_token(tok.request, tok.generated, e.id(), role, now))
-      res_.recorder.token(tok.request, now, e.id());
-    if (tok.generated == 1 && cfg_.scaler) cfg_.scaler->on_first_token(tok.request, now);
-    p->on_token(tok.request, e.id(), tok.generated, now);
-  }
-  for (const RequestState& s : out.finished) {
-    res_.recorder.finish(s.request.id, now);
-    --in_system_;
-    if (cfg_.disaggregated && role == Role::Prefill) {  // one-token output: done at prefill
-      cfg_.prefill_policy->on_prefill_done(s.request.id, e.id(), now);
-      auto t = early_target_.find(s.request.id);
-      if (t != early_target_.end()) {  // release the decode reservation it will not use
-        cfg_.decode_policy->on_finished(s.request.id, t->second, now);
-        early_target_.erase(t);
-      } else if (cfg_.decode_policy->early_assignment()) {  // early-submitted, not placed yet
-        cfg_.decode_policy->on_cancelled(s.request.id, now);
-      }
-    }
-    p->on_finished(s.request.id, e.id(), now);
-    if (cfg_.scaler) cfg_.scaler->on_finished(s.request.id, now);
-  }
+  for (const auto& tok : out.tokens) emit_token(e, tok, now);
+  for (const RequestState& s : out.finished) emit_finished(e, s.request.id, now);
   for (RequestState& s : out.handed_off) handoff(std::move(s), e.id(), now);
   res_.stats.iterations += 1;
   kick(e, now);
@@ -480,26 +489,18 @@ bool Simulation::can_run_ahead() const {
   return true;
 }
 
-// What on_iteration_done and the poll after it do, from the step computed ahead: no scaler, no
-// P/D, no handoff, and the policy has nothing pending, so the poll returns at once.
+// What on_iteration_done and the poll after it do, from the step computed ahead: no handoff
+// (colocated), and the policy has nothing pending, so the poll returns at once.
 void Simulation::replay_iteration(Engine& e, Time now) {
   Ahead& a = ahead_[e.id()];
-  if (a.replayed == a.steps.size()) run_ahead(e, now);
+  if (a.replayed == a.steps.size()) run_ahead(e, a, now);
   const Step& st = a.steps[a.replayed];
   require(st.end == now, "simulator", "a step computed ahead is replayed at another time");
   const size_t t0 = a.replayed > 0 ? a.steps[a.replayed - 1].tokens_end : 0;
   const size_t f0 = a.replayed > 0 ? a.steps[a.replayed - 1].finished_end : 0;
   ++a.replayed;
-  GlobalPolicy* p = cfg_.global_policy.get();
-  for (size_t i = t0; i < st.tokens_end; ++i) {
-    res_.recorder.token(a.tokens[i].request, now, e.id());
-    p->on_token(a.tokens[i].request, e.id(), a.tokens[i].generated, now);
-  }
-  for (size_t i = f0; i < st.finished_end; ++i) {
-    res_.recorder.finish(a.finished[i], now);
-    --in_system_;
-    p->on_finished(a.finished[i], e.id(), now);
-  }
+  for (size_t i = t0; i < st.tokens_end; ++i) emit_token(e, a.tokens[i], now);
+  for (size_t i = f0; i < st.finished_end; ++i) emit_finished(e, a.finished[i], now);
   res_.stats.iterations += 1;
   a.waiting = st.waiting, a.running = st.running;
   if (st.next >= 0) push(now + st.next, Kind::IterationDone, e.id());  // kick()'s
@@ -508,8 +509,7 @@ void Simulation::replay_iteration(Engine& e, Time now) {
 // The engine's iterations from the one that ends at `now`, each finished and the next started
 // as on_iteration_done does, until it goes idle, the next would end after max_time (the event
 // loop stops before it), or kAheadSteps of them (kAheadTokens tokens), whichever comes first.
-void Simulation::run_ahead(Engine& e, Time now) {
-  Ahead& a = ahead_[e.id()];
+void Simulation::run_ahead(Engine& e, Ahead& a, Time now) {
   a.steps.clear(), a.tokens.clear(), a.finished.clear();
   a.replayed = 0;
   a.ahead = true;
