@@ -207,9 +207,11 @@ class _Triage:
     st.booleans(),
 )
 def test_slo_triage_matches_reference_over_an_engine_run(seed, budget, ties, priorities, ttft, report_changes):
-    """slo_triage's rates read only the queue's new tail in an engine's view (instance_rates.h)
-    and it skips the sort of a queue already in (priority, arrival) order; the reference
-    reads and sorts the whole queue every call."""
+    """slo_triage's rates read only the queue's new tail in an engine's view (instance_rates.h),
+    it skips the sort of a queue already in (priority, arrival) order, and once a split finds
+    nothing to predict in the queue (ttft=0.05: all late) it keeps the queue across calls, as
+    on a decode instance, until an arrival has a first token to predict; the reference reads
+    and sorts the whole queue every call."""
     params = {"token_budget": budget, "rate_window_s": 2.0}
     cpp = _core.make_batch_scheduler("slo_triage", params)
     calls = engine_loop(

@@ -129,6 +129,7 @@ void SloTriageScheduler::split_waiting(const InstanceView& v, Time now, const Qu
     }
     push(is_late ? late : feasible, s);
   }
+  all_settled_ = !predicts;
   if (!predicts) {
     feasible.order_lazily();
     late.order_lazily();
@@ -268,8 +269,11 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
     return s.generated > 0 || k.late;
   };
   // A handoff's place changes when its TTFT deadline passes where its first token is seen at
-  // the decode: no kept order there.
-  const bool keeps = v.role == Role::Decode && !v.first_token_at_decode;
+  // the decode: no kept order there. A decode's queue (handoffs) is all settled; any other
+  // queue is kept from the call after a split found it all settled (a burst's backlog past its
+  // deadlines) until a request arrives with a first token to predict.
+  const bool places_fixed = !(v.role == Role::Decode && v.first_token_at_decode);
+  const bool keeps = places_fixed && (v.role == Role::Decode || all_settled_);
   if (!keeps) kept_.forget();
   const bool kept = keeps && kept_.follow(v, settled);
   std::optional<BatchPlan> out;

@@ -100,7 +100,9 @@
 // lazily, as admission takes from it (a heap of the keys), the same plan as a full stable sort.
 // A decode instance's queue in P/D (handed-off requests: their first tokens came) is kept split
 // and ordered across the engine's calls (batch/kept_queue.h): per call only the running
-// requests, the queue's new front and tail and the requests admission takes are read.
+// requests, the queue's new front and tail and the requests admission takes are read. So is
+// any queue once a split finds nothing in it to predict (a burst's backlog past its deadlines),
+// until a request arrives with a first token to predict.
 #pragma once
 #include <optional>
 #include <tuple>
@@ -216,6 +218,7 @@ class SloTriageScheduler : public BatchScheduler {
   SloTriageParams p_;
   InstanceRates rates_;
   KeptQueue<KeptKey> kept_;
+  bool all_settled_ = false;  // the last split found no waiting request with a first token to predict
 };
 
 // A running decode's banked TPOT: (generated - 1) x its TPOT SLO less the time since its first
