@@ -1,7 +1,8 @@
 // Per-request state by request id: the entries in a slab (a slot is reused after its request
 // leaves, keeping its storage), found through a flat index (core/flat_index.h). For state
 // looked up every iteration: a scheduler's kept requests (batch/kept_order.h; with a
-// node-based map that lookup was the largest cost of EDF in a burst), the engine's KV holds.
+// node-based map that lookup was the largest cost of EDF in a burst), the engine's KV holds,
+// slo_triage's blocks per running request, SIBYL's place of each tracked request.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -17,8 +18,13 @@ template <class T>
 class IdSlab {
  public:
   bool empty() const { return at_.empty(); }
+  size_t size() const { return at_.size(); }
   // A pointer stays valid until the next emplace.
   T* find(Id id) {
+    const uint32_t k = at_.find(uint64_t(id));
+    return k == Index::kNone ? nullptr : &slab_[k];
+  }
+  const T* find(Id id) const {
     const uint32_t k = at_.find(uint64_t(id));
     return k == Index::kNone ? nullptr : &slab_[k];
   }

@@ -16,23 +16,23 @@ void Options::validate() const {
 
 ProjectedLoad::ProjectedLoad(const Options& o) : opt_(o), est_(o.bucket, o.alpha, o.max_len) { opt_.validate(); }
 
+const ProjectedLoad::Where& ProjectedLoad::where(Id request) const {
+  const Where* w = where_.find(request);
+  if (!w) throw UnknownId("request: sibyl does not track id " + std::to_string(request));
+  return *w;
+}
+
 Tracked& ProjectedLoad::get(Id request) {
-  auto it = where_.find(request);
-  if (it == where_.end()) throw UnknownId("request: sibyl does not track id " + std::to_string(request));
-  return by_instance_.at(it->second.first).full[it->second.second];
+  const Where& w = where(request);
+  return by_instance_.at(w.instance).full[w.slot];
 }
 
 std::pair<ProjectedLoad::Instance*, size_t> ProjectedLoad::slot_of(Id request) {
-  auto it = where_.find(request);
-  if (it == where_.end()) throw UnknownId("request: sibyl does not track id " + std::to_string(request));
-  return {&by_instance_.at(it->second.first), it->second.second};
+  const Where& w = where(request);
+  return {&by_instance_.at(w.instance), w.slot};
 }
 
-Id ProjectedLoad::instance_of(Id request) const {
-  auto it = where_.find(request);
-  if (it == where_.end()) throw UnknownId("request: sibyl does not track id " + std::to_string(request));
-  return it->second.first;
-}
+Id ProjectedLoad::instance_of(Id request) const { return where(request).instance; }
 
 void ProjectedLoad::assign(Id request, Id instance, Tokens prompt_len, Time tau) {
   require(prompt_len >= 0, "prompt_len", "must be >= 0");
@@ -43,7 +43,7 @@ void ProjectedLoad::assign(Id request, Id instance, Tokens prompt_len, Time tau)
   k.id = request;
   k.prompt_len = prompt_len;
   k.tau = tau;
-  where_[request] = {instance, v.full.size()};
+  where_.emplace(request, {instance, v.full.size()});
   v.full.push_back(k);
   v.lite.push_back({tau, double(prompt_len)});
   v.rate.push_back(-1.0);
@@ -85,17 +85,16 @@ void ProjectedLoad::unobserve(const Tracked& k) {
 }
 
 void ProjectedLoad::forget(Id request) {
-  auto it = where_.find(request);
-  if (it == where_.end()) throw UnknownId("request: sibyl does not track id " + std::to_string(request));
-  Instance& in = by_instance_.at(it->second.first);
+  const Where w = where(request);
+  Instance& in = by_instance_.at(w.instance);
   auto& v = in.full;
-  const size_t slot = it->second.second;
+  const size_t slot = w.slot;
   unobserve(v[slot]);
   if (slot + 1 != v.size()) {  // swap-remove, fix the moved entry's slot
     v[slot] = v.back();
     in.lite[slot] = in.lite.back();
     in.rate[slot] = in.rate.back();
-    where_[v[slot].id].second = slot;
+    where_.at(v[slot].id).slot = slot;
   }
   v.pop_back();
   in.lite.pop_back();

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "slocore/core/id_slab.h"
 #include "slocore/core/params.h"
 #include "slocore/core/types.h"
 #include "slocore/sibyl/survival.h"
@@ -73,7 +74,7 @@ class ProjectedLoad {
   Tokens finish(Id request);  // forget; feeds the final length to Eq. 4; returns it
   void forget(Id request);    // forget without an observation
   void drop_instance(Id instance);
-  bool tracks(Id request) const { return where_.count(request) > 0; }
+  bool tracks(Id request) const { return where_.find(request) != nullptr; }
   size_t size() const { return where_.size(); }
   Id instance_of(Id request) const;
 
@@ -102,6 +103,11 @@ class ProjectedLoad {
     std::vector<Lite> lite;
     std::vector<double> rate;
   };
+  struct Where {
+    Id instance;
+    size_t slot;
+  };
+  const Where& where(Id request) const;  // raises UnknownId
   Tracked& get(Id request);
   std::pair<Instance*, size_t> slot_of(Id request);
   void unobserve(const Tracked& k);
@@ -111,7 +117,7 @@ class ProjectedLoad {
   Options opt_;
   SurvivalEstimator est_;
   std::unordered_map<Id, Instance> by_instance_;
-  std::unordered_map<Id, std::pair<Id, size_t>> where_;  // request -> (instance, slot)
+  IdSlab<Where> where_;  // request -> its instance and slot (looked up at every decode token)
   double tok_sum_ = 0, time_sum_ = 0;                    // v_sys accumulators over active requests
 };
 

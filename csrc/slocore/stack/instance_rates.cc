@@ -29,33 +29,40 @@ void InstanceRates::observe(const InstanceView& v, Time now) {
   size_t from = 0;
   if (v.epoch != 0) {
     from = v.waiting.size();
-    while (from > 0 && !known_.count(v.waiting[from - 1].request.id)) --from;
+    while (from > 0 && !known_.find(v.waiting[from - 1].request.id)) --from;
   }
   for (size_t i = from; i < v.waiting.size(); ++i) {
     const RequestState& s = v.waiting[i];
-    if (known_.emplace(s.request.id, 0).second) work_[s.request.priority] += v.model.prefill_cost(s.to_compute(), 0);
+    if (known_.emplace(s.request.id, 0)) work_[s.request.priority] += v.model.prefill_cost(s.to_compute(), 0);
   }
   for (const RequestState& s : v.running) {
-    known_[s.request.id] = v.blocks_for(s.computed);
+    const int64_t blocks = v.blocks_for(s.computed);
+    if (int64_t* b = known_.find(s.request.id)) {
+      *b = blocks;
+    } else {
+      known_.emplace(s.request.id, blocks);
+    }
     if (!s.in_prefill()) taken_ += double(v.blocks_needed(s, 1, true));
   }
   // Bounded memory when finishes are not reported (an integration that skips on_finished):
   // forget the requests this view no longer has.
   const size_t on_engine = v.running.size() + v.waiting.size();
   if (known_.size() > 8 * on_engine + kKeepAtLeast) {
-    std::unordered_map<Id, int64_t> kept;
-    for (const RequestState& s : v.running) kept.emplace(s.request.id, known_[s.request.id]);
-    for (const RequestState& s : v.waiting) kept.emplace(s.request.id, known_[s.request.id]);
+    IdSlab<int64_t> kept;
+    v.for_each_request([&](const RequestState& s, bool) {
+      const int64_t* b = known_.find(s.request.id);
+      kept.emplace(s.request.id, b ? *b : 0);
+    });
     known_ = std::move(kept);
   }
 }
 
 void InstanceRates::finished(Id id, Time now) {
-  const auto it = known_.find(id);
-  if (it == known_.end()) return;
+  const int64_t* blocks = known_.find(id);
+  if (!blocks) return;
   decay(now);
-  freed_ += double(it->second);
-  known_.erase(it);
+  freed_ += double(*blocks);
+  known_.erase(id);
 }
 
 double InstanceRates::kv_release_rate(Time now) {

@@ -10,8 +10,8 @@
 //    after them too (the priority queue's 1 / (1 - sigma) stretch).
 #pragma once
 #include <map>
-#include <unordered_map>
 
+#include "slocore/core/id_slab.h"
 #include "slocore/core/instance_view.h"
 
 namespace slocore::stack {
@@ -32,7 +32,7 @@ class InstanceRates {
   void decay(Time now);
   double seen_s(Time now) const;
   double window_s_;
-  std::unordered_map<Id, int64_t> known_;  // requests on the engine -> blocks when last seen running
+  IdSlab<int64_t> known_;  // requests on the engine -> blocks when last seen running
   std::map<int, double> work_;             // decayed prefill seconds arrived, per priority level
   double freed_ = 0.0, taken_ = 0.0;       // decayed block counts
   Time t_ = -1.0, t0_ = -1.0;              // last decay, first event
