@@ -10,7 +10,9 @@ namespace slocore {
 void Recorder::add(const Request& r) {
   validate(r);
   if (!index_.emplace(r.id, records_.size()).second) fail("id", "duplicate request id " + std::to_string(r.id));
-  records_.push_back(RequestRecord{r, {}, Outcome::Pending, kNever, kNoInstance, {}, -kNever});
+  RequestRecord rec;
+  rec.request = r;
+  records_.push_back(std::move(rec));
 }
 
 RequestRecord& Recorder::mut(Id id) {
