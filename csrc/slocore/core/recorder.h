@@ -19,7 +19,7 @@ struct RequestRecord {
   // order check reads no token (reading the list's end was a second miss per token).
   Time last_token_time = -kNever;
   Outcome outcome = Outcome::Pending;
-  Id instance = kNoInstance;  // where the last token was produced
+  Id instance = kNoInstance;      // where the last token was produced
   std::vector<Time> token_times;  // absolute times of output tokens 1..n
   Request request;
   Time end_time = kNever;  // finish or rejection time

@@ -117,8 +117,8 @@ class ProjectedLoad {
   Options opt_;
   SurvivalEstimator est_;
   std::unordered_map<Id, Instance> by_instance_;
-  IdSlab<Where> where_;  // request -> its instance and slot (looked up at every decode token)
-  double tok_sum_ = 0, time_sum_ = 0;                    // v_sys accumulators over active requests
+  IdSlab<Where> where_;                // request -> its instance and slot (looked up at every decode token)
+  double tok_sum_ = 0, time_sum_ = 0;  // v_sys accumulators over active requests
 };
 
 }  // namespace slocore::sibyl
