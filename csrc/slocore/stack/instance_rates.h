@@ -32,10 +32,10 @@ class InstanceRates {
   void decay(Time now);
   double seen_s(Time now) const;
   double window_s_;
-  IdSlab<int64_t> known_;  // requests on the engine -> blocks when last seen running
-  std::map<int, double> work_;             // decayed prefill seconds arrived, per priority level
-  double freed_ = 0.0, taken_ = 0.0;       // decayed block counts
-  Time t_ = -1.0, t0_ = -1.0;              // last decay, first event
+  IdSlab<int64_t> known_;             // requests on the engine -> blocks when last seen running
+  std::map<int, double> work_;        // decayed prefill seconds arrived, per priority level
+  double freed_ = 0.0, taken_ = 0.0;  // decayed block counts
+  Time t_ = -1.0, t0_ = -1.0;         // last decay, first event
 };
 
 }  // namespace slocore::stack
