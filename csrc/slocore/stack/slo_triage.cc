@@ -276,6 +276,9 @@ BatchPlan SloTriageScheduler::schedule(const InstanceView& v, Time now) {
   const bool keeps = places_fixed && (v.role == Role::Decode || all_settled_);
   if (!keeps) kept_.forget();
   const bool kept = keeps && kept_.follow(v, settled);
+  // Refused (an arrival with a first token to predict): split until a split finds none again,
+  // not a rebuild of the kept queue at every call (a full batch splits nothing).
+  if (keeps && !kept && v.role != Role::Decode) all_settled_ = false;
   std::optional<BatchPlan> out;
   if (kept) out = plan(v, now, true);
   if (!out) out = plan(v, now, false);
