@@ -4,12 +4,26 @@
 
 namespace slocore {
 
-// The index is the builder's own, in memory just freed and still in cache: one kept in the
-// scheduler across calls was cold at every call of a burst's 16 engines and cost more than
-// its allocation (tried on 2026-11-29).
+namespace {
+// The id tables of finished builders, for the next ones (a few, for builders alive at once).
+// A scheduler builds a plan per engine iteration: a table grown from empty to the batch's
+// size took an allocation, a fill and a rehash per doubling each time. Shared by every
+// engine of the thread, the table is the one the last builder used, still in cache; one kept
+// per scheduler was cold at every call of a burst's 16 engines and cost more than the
+// allocations (tried on 2026-11-29).
+thread_local std::vector<IdIndex> spare_ids;
+}  // namespace
+
 PlanBuilder::PlanBuilder(const InstanceView& v, Tokens token_budget)
     : view_(v), budget_(std::min(token_budget, v.max_batch_tokens)), blocks_(v.kv_blocks_free) {
-  plan_.items.reserve(16);  // one allocation for a typical plan, not one per doubling
+  if (!spare_ids.empty()) ids_ = std::move(spare_ids.back()), spare_ids.pop_back();
+  ids_.clear(v.running.size());
+  // One allocation for the plan: a decode-first scheduler names every running request.
+  plan_.items.reserve(std::min(v.running.size(), size_t(std::max(v.max_num_seqs, 0))) + 16);
+}
+
+PlanBuilder::~PlanBuilder() {
+  if (spare_ids.size() < 4) spare_ids.push_back(std::move(ids_));
 }
 
 bool PlanBuilder::planned(Id id) const { return ids_.contains(id); }

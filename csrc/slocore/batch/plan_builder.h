@@ -12,6 +12,9 @@ namespace slocore {
 class PlanBuilder {
  public:
   PlanBuilder(const InstanceView& v, Tokens token_budget);
+  ~PlanBuilder();
+  PlanBuilder(const PlanBuilder&) = delete;
+  PlanBuilder& operator=(const PlanBuilder&) = delete;
 
   // Schedules up to `want` tokens of s (capped by to_compute()); with `allow_partial` a
   // prefill may get a smaller chunk that fits the budget. Returns the tokens scheduled.
@@ -32,7 +35,7 @@ class PlanBuilder {
   Tokens budget_;
   int64_t blocks_;
   BatchPlan plan_;
-  IdIndex ids_;  // planned or preempted (the value is unused)
+  IdIndex ids_;  // planned or preempted (the value is unused); a finished builder's, reused
 };
 
 // Runs the next step (decode token or prefill chunk) of the running request s; when it does
