@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "slocore/core/errors.h"
+#include "slocore/core/order_statistics.h"
 
 namespace slocore {
 
@@ -83,14 +84,38 @@ Distribution distribution(std::vector<double> v, const std::vector<double>& quan
   return d;
 }
 
+// distribution() of the n values for_each gives (sum: theirs added in order, max: the
+// largest), read in passes instead of stored (core/order_statistics.h): the same figures.
+template <class ForEach>
+Distribution streamed_distribution(ForEach&& for_each, size_t n, double sum, double max,
+                                   const std::vector<double>& quantiles) {
+  if (n == 0) return distribution({}, quantiles);
+  Distribution d;
+  d.count = n;
+  d.mean = sum / double(n);
+  d.max = max;
+  std::vector<size_t> ranks;
+  for (double q : quantiles) {
+    const size_t lo = size_t(std::floor(q * double(n - 1)));
+    ranks.push_back(lo);
+    ranks.push_back(std::min(lo + 1, n - 1));
+  }
+  const std::vector<double> at = select_ranks(for_each, ranks);
+  for (size_t i = 0; i < quantiles.size(); ++i) {
+    const double pos = quantiles[i] * double(n - 1);
+    const double a = at[2 * i], b = at[2 * i + 1];
+    d.quantiles.push_back(a + (b - a) * (pos - std::floor(pos)));
+  }
+  return d;
+}
+
 Summary summarize(const Recorder& recorder, const MetricsOptions& opt) {
   opt.validate();
   Summary s;
-  std::vector<double> ttft, tpot, tbt, e2e;
-  // Sized once: a 1M-request run's gaps between tokens take GBs, and growing by doubling
-  // copied them and held up to three times that.
+  std::vector<double> ttft, tpot, e2e;
   for (auto* v : {&ttft, &tpot, &e2e}) v->reserve(recorder.records().size());
-  tbt.reserve(size_t(recorder.total_tokens()));
+  size_t tbt_n = 0;  // the gaps between tokens, counted, summed and maxed here, not stored
+  double tbt_sum = 0.0, tbt_max = -std::numeric_limits<double>::infinity();
   std::map<std::string, size_t> met_by_task;
   std::map<int, size_t> met_by_prio;
   size_t met = 0, ttft_met = 0, tpot_met = 0;
@@ -117,7 +142,8 @@ Summary summarize(const Recorder& recorder, const MetricsOptions& opt) {
     if (!t.empty()) {
       ttft.push_back(m.ttft);
       last_token = std::max(last_token, t.back());
-      for (size_t i = 1; i < t.size(); ++i) tbt.push_back(t[i] - t[i - 1]);
+      for (size_t i = 1; i < t.size(); ++i) tbt_sum += t[i] - t[i - 1], tbt_max = std::max(tbt_max, t[i] - t[i - 1]);
+      tbt_n += t.size() - 1;
       if (t.size() >= 2) tpot.push_back(m.tpot);
     }
     if (rec.outcome == Outcome::Finished) e2e.push_back(m.e2e);
@@ -134,7 +160,14 @@ Summary summarize(const Recorder& recorder, const MetricsOptions& opt) {
     s.attainment_by_priority[kv.first] = double(met_by_prio[kv.first]) / double(kv.second);
   s.ttft = distribution(std::move(ttft), opt.quantiles);
   s.tpot = distribution(std::move(tpot), opt.quantiles);
-  s.tbt = distribution(std::move(tbt), opt.quantiles);
+  auto each_tbt = [&](auto&& f) {
+    for (const RequestRecord& rec : recorder.records()) {
+      if (rec.request.arrival < opt.warmup_s) continue;
+      const auto& t = rec.token_times;
+      for (size_t i = 1; i < t.size(); ++i) f(t[i] - t[i - 1]);
+    }
+  };
+  s.tbt = streamed_distribution(each_tbt, tbt_n, tbt_sum, tbt_max, opt.quantiles);
   s.e2e = distribution(std::move(e2e), opt.quantiles);
   s.duration_s = s.output_tokens > 0 ? last_token - first_arrival : 0.0;
   s.throughput_tok_s = s.duration_s > 0 ? double(s.output_tokens) / s.duration_s : 0.0;
