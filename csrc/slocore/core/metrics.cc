@@ -44,12 +44,26 @@ RequestMetrics request_metrics(const RequestRecord& rec, const MetricsOptions& o
   return m;
 }
 
+namespace {
+// Quantile q of n sorted values: `a` at rank floor(q (n - 1)) and `b` at the next (or `a` at
+// the last), interpolated linearly.
+size_t lower_rank(double q, size_t n) { return size_t(std::floor(q * double(n - 1))); }
+double interpolate(double a, double b, double q, size_t n) {
+  const double pos = q * double(n - 1);
+  return a + (b - a) * (pos - std::floor(pos));
+}
+
+// f(gap) for every gap between consecutive token times (TBT).
+template <class F>
+void for_each_gap(const std::vector<double>& t, F&& f) {
+  for (size_t i = 1; i < t.size(); ++i) f(t[i] - t[i - 1]);
+}
+}  // namespace
+
 double quantile_sorted(const std::vector<double>& s, double q) {
   if (s.empty()) return std::numeric_limits<double>::quiet_NaN();
-  const double pos = q * double(s.size() - 1);
-  const size_t lo = size_t(std::floor(pos));
-  const size_t hi = std::min(lo + 1, s.size() - 1);
-  return s[lo] + (s[hi] - s[lo]) * (pos - double(lo));
+  const size_t lo = lower_rank(q, s.size());
+  return interpolate(s[lo], s[std::min(lo + 1, s.size() - 1)], q, s.size());
 }
 
 Distribution distribution(std::vector<double> v, const std::vector<double>& quantiles) {
@@ -72,13 +86,12 @@ Distribution distribution(std::vector<double> v, const std::vector<double>& quan
   d.quantiles.assign(quantiles.size(), 0.0);
   auto first = v.begin();
   for (size_t i : order) {
-    const double pos = quantiles[i] * double(v.size() - 1);
-    const size_t lo = size_t(std::floor(pos));
+    const size_t lo = lower_rank(quantiles[i], v.size());
     auto nth = v.begin() + std::ptrdiff_t(lo);
     std::nth_element(first, nth, v.end());
     const double a = *nth;
     const double b = lo + 1 < v.size() ? *std::min_element(nth + 1, v.end()) : a;
-    d.quantiles[i] = a + (b - a) * (pos - double(lo));
+    d.quantiles[i] = interpolate(a, b, quantiles[i], v.size());
     first = nth;
   }
   return d;
@@ -96,16 +109,13 @@ Distribution streamed_distribution(ForEach&& for_each, size_t n, double sum, dou
   d.max = max;
   std::vector<size_t> ranks;
   for (double q : quantiles) {
-    const size_t lo = size_t(std::floor(q * double(n - 1)));
+    const size_t lo = lower_rank(q, n);
     ranks.push_back(lo);
     ranks.push_back(std::min(lo + 1, n - 1));
   }
   const std::vector<double> at = select_ranks(for_each, ranks);
-  for (size_t i = 0; i < quantiles.size(); ++i) {
-    const double pos = quantiles[i] * double(n - 1);
-    const double a = at[2 * i], b = at[2 * i + 1];
-    d.quantiles.push_back(a + (b - a) * (pos - std::floor(pos)));
-  }
+  for (size_t i = 0; i < quantiles.size(); ++i)
+    d.quantiles.push_back(interpolate(at[2 * i], at[2 * i + 1], quantiles[i], n));
   return d;
 }
 
@@ -142,7 +152,7 @@ Summary summarize(const Recorder& recorder, const MetricsOptions& opt) {
     if (!t.empty()) {
       ttft.push_back(m.ttft);
       last_token = std::max(last_token, t.back());
-      for (size_t i = 1; i < t.size(); ++i) tbt_sum += t[i] - t[i - 1], tbt_max = std::max(tbt_max, t[i] - t[i - 1]);
+      for_each_gap(t, [&](double g) { tbt_sum += g, tbt_max = std::max(tbt_max, g); });
       tbt_n += t.size() - 1;
       if (t.size() >= 2) tpot.push_back(m.tpot);
     }
@@ -162,9 +172,7 @@ Summary summarize(const Recorder& recorder, const MetricsOptions& opt) {
   s.tpot = distribution(std::move(tpot), opt.quantiles);
   auto each_tbt = [&](auto&& f) {
     for (const RequestRecord& rec : recorder.records()) {
-      if (rec.request.arrival < opt.warmup_s) continue;
-      const auto& t = rec.token_times;
-      for (size_t i = 1; i < t.size(); ++i) f(t[i] - t[i - 1]);
+      if (rec.request.arrival >= opt.warmup_s) for_each_gap(rec.token_times, f);
     }
   };
   s.tbt = streamed_distribution(each_tbt, tbt_n, tbt_sum, tbt_max, opt.quantiles);

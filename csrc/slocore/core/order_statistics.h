@@ -33,9 +33,9 @@ std::vector<double> select_ranks(ForEach&& for_each, const std::vector<size_t>& 
   };
   std::vector<Want> want(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) want[i].rank = ranks[i];
-  // groups[g]: a prefix some wanted rank lies under; group_of[top 16 bits] -> g, or -1.
-  std::vector<uint64_t> groups;
+  // group_of[first 16 bits]: the index of that prefix among those a wanted rank lies under, or -1.
   std::vector<int> group_of(kDigits, -1);
+  int groups = 0;
   std::vector<uint64_t> count;
 
   // One digit more for every wanted rank, from the counts of the values under its prefix.
@@ -52,10 +52,10 @@ std::vector<double> select_ranks(ForEach&& for_each, const std::vector<size_t>& 
   for_each([&](double x) { ++count[order_key(x) >> 48]; });
   descend([](const Want&) { return size_t(0); });
   for (const Want& w : want)
-    if (group_of[w.prefix] < 0) group_of[w.prefix] = int(groups.size()), groups.push_back(w.prefix);
+    if (group_of[w.prefix] < 0) group_of[w.prefix] = groups++;
 
   // Pass 2: the next 16 bits, under the wanted first digits.
-  count.assign(groups.size() * kDigits, 0);
+  count.assign(size_t(groups) * kDigits, 0);
   for_each([&](double x) {
     const uint64_t k = order_key(x);
     if (const int g = group_of[k >> 48]; g >= 0) ++count[size_t(g) * kDigits + ((k >> 32) & 0xffff)];
