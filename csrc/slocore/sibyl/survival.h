@@ -39,14 +39,16 @@ class SurvivalEstimator {
     return cache_[x >= double(nb_) ? size_t(nb_) : size_t(x)];
   }
   // survival_prepared's lookup with the table's fields in locals (prepare() first; valid
-  // until the next observe()): the same bucket, so the same value. cache[0] is S(0) = 1,
-  // what len < bucket (and NaN) read, so the index needs no branch on len.
+  // until the next observe()): the same bucket, so the same value, and no branch on len.
+  // cache[0] is S(0) = 1: len < bucket gives x < 1, and a negative len or NaN is clamped
+  // to 0 (std::max(0.0, NaN) is 0.0); x then lies in [0, nb], so the signed conversion
+  // (one instruction, where size_t's tests for 2^63) truncates it as size_t would.
   struct Table {
     const double* cache;
     double bucket, inv_bucket, nb;
     double operator()(double len) const {
-      const double x = len >= bucket ? (inv_bucket > 0 ? len * inv_bucket : len / bucket) : 0.0;  // >= 1 if taken
-      return cache[size_t(std::min(x, nb))];
+      const double x = inv_bucket > 0 ? len * inv_bucket : len / bucket;  // the test is the same every call
+      return cache[int64_t(std::min(std::max(0.0, x), nb))];
     }
   };
   Table table() const { return {cache_.data(), double(bucket_), inv_bucket_, double(nb_)}; }
