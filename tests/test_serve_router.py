@@ -310,10 +310,12 @@ def test_silent_engine_times_out_on_the_first_token():
     async def metrics(request):
         return web.Response(text="")
 
+    done = asyncio.Event()  # set when the test is over: the engine stays silent until then
+
     async def completions(request):
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
-        await asyncio.sleep(30)
+        await asyncio.wait_for(done.wait(), 30)
         return resp
 
     async def go():
@@ -334,6 +336,7 @@ def test_silent_engine_times_out_on_the_first_token():
                 assert r.status == 504 and "no output for 0.5 s (first token)" in body["error"]["message"], body
                 assert not router.backends["e0"].inflight
         finally:
+            done.set()
             await runner.cleanup()
 
     run(go())

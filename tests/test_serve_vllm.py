@@ -207,6 +207,21 @@ def test_dead_engine_beside_real_vllm_is_routed_around(vllm_server):
     assert statuses == [200] * 6 and router.backends["v0"].served == 6 and not router.backends["dead"].healthy
 
 
+def test_openai_client_sees_the_same_through_the_router_on_vllm(vllm_server):
+    """Fidelity on real vLLM: the official openai client sees the same objects through the
+    router as directly from the server, field by field (ids and timestamps excepted). Here,
+    on this module's server, not on one of its own (a vLLM start-up less)."""
+    pytest.importorskip("openai", reason="the test extra (openai) is not installed")
+    from openai_compat import RouterThread, compare
+
+    rt = RouterThread({"backends": [{"name": "v0", "url": vllm_server.url}], "policy": {"name": "round_robin"}})
+    try:
+        diffs = compare(vllm_server.url, rt.url, "tiny")
+    finally:
+        rt.close()
+    assert not diffs, "\n".join(f"{n}:\n  direct: {a}\n  router: {b}" for n, a, b in diffs)
+
+
 def test_scheduler_plugin_in_process(tiny_model, vllm_env):
     r = subprocess.run(
         [VLLM_PY, str(HERE / "vllm_scheduler_checks.py"), tiny_model],
