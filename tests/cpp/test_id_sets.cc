@@ -98,7 +98,8 @@ int main() {
   check_flat_index<KeyBits::Mixed>(rng, keys);
   check_flat_index<KeyBits::Sequential>(rng, keys);
 
-  // survival_prepared finds the bucket by truncation: the same value as floor(len / bucket).
+  // survival_prepared (SurvivalEstimator::Table, what SIBYL's sum reads) finds the bucket by
+  // truncation: the same value as floor(len / bucket).
   for (Tokens bucket : {64, 48, 1, 7}) {
     sibyl::SurvivalEstimator est(bucket, 0.9, 4096);
     for (int i = 0; i < 200; ++i) est.observe(int(rng() % 5000));

@@ -31,18 +31,13 @@ class SurvivalEstimator {
   void prepare() const {
     if (dirty_) rebuild_cache();
   }
-  double survival_prepared(double len) const {
-    if (!(len >= double(bucket_))) return 1.0;  // also NaN -> 1
-    // len / bucket, as a product when the bucket is a power of two (then exactly equal);
-    // x >= 1 here, so floor(x) >= nb iff x >= nb, and below that size_t(x) is floor(x)
-    const double x = inv_bucket_ > 0 ? len * inv_bucket_ : len / double(bucket_);
-    return cache_[x >= double(nb_) ? size_t(nb_) : size_t(x)];
-  }
-  // survival_prepared's lookup with the table's fields in locals (prepare() first; valid
-  // until the next observe()): the same bucket, so the same value, and no branch on len.
-  // cache[0] is S(0) = 1: len < bucket gives x < 1, and a negative len or NaN is clamped
-  // to 0 (std::max(0.0, NaN) is 0.0); x then lies in [0, nb], so the signed conversion
-  // (one instruction, where size_t's tests for 2^63) truncates it as size_t would.
+  // The lookup with the table's fields in locals (prepare() first; valid until the next
+  // observe()), for a loop of them; survival_prepared is the same lookup. len / bucket, as a
+  // product when the bucket is a power of two (then exactly equal), truncated: the bucket at
+  // or below len, with no branch on len. cache[0] is S(0) = 1: len < bucket gives x < 1, and
+  // a negative len or NaN is clamped to 0 (std::max(0.0, NaN) is 0.0); x then lies in
+  // [0, nb], so the signed conversion (one instruction, where size_t's tests for 2^63)
+  // truncates it as size_t would.
   struct Table {
     const double* cache;
     double bucket, inv_bucket, nb;
@@ -52,6 +47,7 @@ class SurvivalEstimator {
     }
   };
   Table table() const { return {cache_.data(), double(bucket_), inv_bucket_, double(nb_)}; }
+  double survival_prepared(double len) const { return table()(len); }
   double conditional_prepared(double l_from, double l_to) const {
     return std::min(1.0, survival_prepared(l_to) / std::max(survival_prepared(l_from), 1e-9));
   }
