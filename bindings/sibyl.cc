@@ -87,8 +87,10 @@ void init_sibyl(py::module_& m) {
             check_time(now, "now");
             check_time(tau, "tau");
             std::vector<double> loads;
-            const int i = p.argmin(inst, now, tau, &loads);
-            return py::make_tuple(i, loads);
+            p.argmin(inst, now, tau, &loads);
+            // The choice as a decision makes it (each load summed only until it reaches the
+            // least so far), beside the full loads.
+            return py::make_tuple(p.argmin(inst, now, tau), loads);
           },
           py::arg("instances"), py::arg("now"), py::arg("tau"))
       .def_property_readonly(

@@ -185,7 +185,12 @@ def _check_bit_for_bit(opts, events, horizon, n_inst):
     vs, tau = c.v_sys(), max(0.0, now + horizon)  # tau < now too: Eq. 6's max(0, tau - now)
     plain = [_plain_terms(slots.get(i, []), opts, c.estimator, vs, now, tau) for i in range(n_inst)]
     assert [c.terms(i, now, tau) for i in range(n_inst)] == plain
-    assert c.argmin(list(range(n_inst)), now, tau)[1] == [sum(t) for t in plain]
+    loads = [sum(t) for t in plain]
+    best, got = c.argmin(list(range(n_inst)), now, tau)
+    assert got == loads
+    # Alg. 1 line 20, ties to the first: the decision's loads are cut once they reach the
+    # least so far, and it must still choose exactly this one.
+    assert best == min(range(n_inst), key=lambda i: (loads[i], i))
 
 
 @settings(max_examples=80, deadline=None)
@@ -200,19 +205,49 @@ def test_projected_load_sums_are_the_plain_form_bit_for_bit(opts, type1, events,
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("prob,reqlevel", [(True, False), (False, False), (True, True)])
+@pytest.mark.parametrize("prob,reqlevel", [(True, False), (False, False), (True, True), (False, True)])
 def test_projected_load_bit_for_bit_on_long_tables(seed, prob, reqlevel):
     """Hundreds of requests per instance (sums long enough that another order would round
-    differently), with completions training the estimator, tokens and handoffs."""
+    differently, and a decision's sums long enough to be cut; request counts tie), with
+    completions training the estimator, tokens and handoffs."""
     rng = random.Random(seed)
-    kinds = ["assign"] * 4 + ["token"] * 4 + ["handoff", "finish"]
+    kinds = ["assign"] * 6 + ["token"] * 4 + ["handoff", "finish"]
     events = [
-        (rng.choice(kinds), rng.randrange(600), rng.randrange(3), rng.randint(1, 2000), rng.uniform(0, 0.05))
-        for _ in range(3000)
+        (rng.choice(kinds), rng.randrange(3000), rng.randrange(3), rng.randint(1, 2000), rng.uniform(0, 0.01))
+        for _ in range(6000)
     ]
     opts = dict(prob=prob, reqlevel=reqlevel, type1=True, type2=True, type3=True, bucket=16)
     for horizon in (-0.5, 0.0, 2.0, 30.0):
         _check_bit_for_bit(opts, events, horizon, 3)
+
+
+@pytest.mark.parametrize("prob,reqlevel", [(True, True), (False, True), (True, False)])
+@pytest.mark.parametrize("missing, chosen", [(None, 0), (2, 2), (1, 1), (0, 0)])
+def test_argmin_on_cut_sums_chooses_as_full_sums(prob, reqlevel, missing, chosen):
+    """A decision sums each load only until it reaches the least so far (checked every 256
+    slots). Three instances with the same 257 requests in the same slots (equal loads, bit for
+    bit: ties go to the first; the check at slot 256 sees all but the last term), one of them
+    less its last request (a load a hair lower, found only at its sum's end)."""
+    c = _core.SibylProjectedLoad(prob=prob, reqlevel=reqlevel, bucket=16)
+    for n in range(300):  # completions train the estimator
+        c.assign(10**6 + n, 5, 10, 0.0)
+        c.token(10**6 + n, 1 + n % 200, 0.0)
+        c.finish(10**6 + n)
+    for inst in range(3):
+        for j in range(257):
+            if inst == missing and j == 256:
+                continue
+            rid = inst * 10_000 + j
+            c.assign(rid, inst, 100 + j % 50, 1.0 + j * 1e-3)  # pending: Type 2 or 3 by tau
+            if j % 5 == 0:
+                c.token(rid, 1, 0.1)
+                c.token(rid, 1 + j % 9, 0.4)  # active: Type 1
+    best, loads = c.argmin([0, 1, 2], 0.5, 1.35)
+    assert best == chosen
+    if missing is None:
+        assert loads[0] == loads[1] == loads[2]
+    else:
+        assert loads[missing] == min(loads) and loads.count(min(loads)) == 1
 
 
 def test_projection_types_by_hand():

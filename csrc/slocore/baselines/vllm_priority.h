@@ -11,6 +11,7 @@
 // victim is the lowest-priority running request not yet planned (PlanBuilder plans are
 // append-only).
 #pragma once
+#include <type_traits>
 #include <vector>
 
 #include "slocore/batch/plan_builder.h"
@@ -27,13 +28,25 @@ struct VllmPriorityParams {
 };
 
 // Steps 1-2: the running pass over `run` in `order`, preempting from the back of `victims`
-// (not yet planned). `on_turn(i, tokens)` after request i's turn with the budget tokens it
-// took; `want(i)`: the tokens request i asks for (0: it sits this pass out; vLLM's own: one
-// decode token or the whole remaining prefill, the overload below). Returns whether anything
-// was preempted. Shared with stack/slo_triage.
-template <class OnTurn, class Want>
-bool vllm_running_pass(PlanBuilder& b, const RunningBatch& run, const std::vector<size_t>& order,
-                       std::vector<size_t> victims, OnTurn on_turn, Want want) {
+// (not yet planned): the vector, or a callable that returns it, called only when the KV runs
+// out (most iterations preempt nothing, and their victims' sort is then never made).
+// `on_turn(i, tokens)` after request i's turn with the budget tokens it took; `want(i)`: the
+// tokens request i asks for (0: it sits this pass out; vLLM's own: one decode token or the
+// whole remaining prefill, the overload below). Returns whether anything was preempted.
+// Shared with stack/slo_triage.
+template <class Victims, class OnTurn, class Want>
+bool vllm_running_pass(PlanBuilder& b, const RunningBatch& run, const std::vector<size_t>& order, Victims victims_of,
+                       OnTurn on_turn, Want want) {
+  std::vector<size_t> victims;
+  bool made = false;
+  auto take_victims = [&] {
+    if (made) return;
+    made = true;
+    if constexpr (std::is_invocable_v<Victims&>)
+      victims = victims_of();
+    else
+      victims = std::move(victims_of);
+  };
   bool preempted = false;
   for (size_t i : order) {
     if (b.planned(run[i].request.id)) continue;  // preempted earlier in this pass
@@ -43,6 +56,7 @@ bool vllm_running_pass(PlanBuilder& b, const RunningBatch& run, const std::vecto
     if (w <= 0) continue;
     bool stop = false;
     while (b.add(run[i], true, w, true) == 0) {
+      take_victims();
       while (!victims.empty() && b.planned(run[victims.back()].request.id)) victims.pop_back();
       if (victims.empty()) {
         stop = true;
@@ -63,9 +77,9 @@ bool vllm_running_pass(PlanBuilder& b, const RunningBatch& run, const std::vecto
   return preempted;
 }
 
-template <class OnTurn>
-bool vllm_running_pass(PlanBuilder& b, const RunningBatch& run, const std::vector<size_t>& order,
-                       std::vector<size_t> victims, OnTurn on_turn) {
+template <class Victims, class OnTurn>
+bool vllm_running_pass(PlanBuilder& b, const RunningBatch& run, const std::vector<size_t>& order, Victims victims,
+                       OnTurn on_turn) {
   return vllm_running_pass(b, run, order, std::move(victims), on_turn,
                            [&](size_t i) { return run[i].in_prefill() ? run[i].to_compute() : Tokens(1); });
 }

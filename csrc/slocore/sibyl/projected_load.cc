@@ -24,12 +24,12 @@ const ProjectedLoad::Where& ProjectedLoad::where(Id request) const {
 
 Tracked& ProjectedLoad::get(Id request) {
   const Where& w = where(request);
-  return by_instance_.at(w.instance).full[w.slot];
+  return w.in->full[w.slot];
 }
 
 std::pair<ProjectedLoad::Instance*, size_t> ProjectedLoad::slot_of(Id request) {
   const Where& w = where(request);
-  return {&by_instance_.at(w.instance), w.slot};
+  return {w.in, w.slot};
 }
 
 Id ProjectedLoad::instance_of(Id request) const { return where(request).instance; }
@@ -43,7 +43,7 @@ void ProjectedLoad::assign(Id request, Id instance, Tokens prompt_len, Time tau)
   k.id = request;
   k.prompt_len = prompt_len;
   k.tau = tau;
-  where_.emplace(request, {instance, v.full.size()});
+  where_.emplace(request, {instance, &v, v.full.size()});
   v.full.push_back(k);
   v.lite.push_back({tau, double(prompt_len)});
   v.rate.push_back(-1.0);
@@ -86,7 +86,7 @@ void ProjectedLoad::unobserve(const Tracked& k) {
 
 void ProjectedLoad::forget(Id request) {
   const Where w = where(request);
-  Instance& in = by_instance_.at(w.instance);
+  Instance& in = *w.in;
   auto& v = in.full;
   const size_t slot = w.slot;
   unobserve(v[slot]);
@@ -131,8 +131,12 @@ double ProjectedLoad::rate(const Tracked& k) const {
 // bit-identical; the options are template arguments, the survival lookups read a table
 // hoisted out of the loop, and the pending form has no branch on the value (a decision
 // reads every tracked request, so this loop is SIBYL's hot path).
+// Every term is >= 0 and rounding is monotone, so a partial total never exceeds the final
+// one: once it reaches `stop_at` (checked every kStopBlock slots; NaN: never) the rest is not
+// read and the partial sums come back, a load that is not below `stop_at` either (argmin's).
 template <bool kProb, bool kReqlevel>
-LoadTerms ProjectedLoad::sum_terms(const Instance& in, Time now, Time tau) const {
+LoadTerms ProjectedLoad::sum_terms(const Instance& in, Time now, Time tau, double stop_at) const {
+  constexpr size_t kStopBlock = 256;
   const double vs = v_sys();
   const bool type1 = opt_.type1, type2 = opt_.type2, type3 = opt_.type3;
   const double ahead = std::max(0.0, tau - now);
@@ -141,7 +145,11 @@ LoadTerms ProjectedLoad::sum_terms(const Instance& in, Time now, Time tau) const
   const size_t n = in.lite.size();
   const Lite* k = in.lite.data();
   const double* rate = in.rate.data();
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0, block_end = std::min(n, kStopBlock); i < n; ++i) {
+    if (i == block_end) {
+      if ((s1 + s2) + s3 >= stop_at) break;  // LoadTerms::total()'s order
+      block_end = std::min(n, block_end + kStopBlock);
+    }
     const double x = k[i].x, code = k[i].lin;
     if (code < 0) [[unlikely]] {  // active: Type 1, Eq. 6
       if (!type1) continue;
@@ -170,21 +178,29 @@ LoadTerms ProjectedLoad::sum_terms(const Instance& in, Time now, Time tau) const
   return t;
 }
 
-LoadTerms ProjectedLoad::terms(Id instance, Time now, Time tau) const {
+LoadTerms ProjectedLoad::terms_until(Id instance, Time now, Time tau, double stop_at) const {
   auto it = by_instance_.find(instance);
   if (it == by_instance_.end()) return {};
   est_.prepare();
   const Instance& in = it->second;
-  if (opt_.prob) return opt_.reqlevel ? sum_terms<true, true>(in, now, tau) : sum_terms<true, false>(in, now, tau);
-  return opt_.reqlevel ? sum_terms<false, true>(in, now, tau) : sum_terms<false, false>(in, now, tau);
+  if (opt_.prob)
+    return opt_.reqlevel ? sum_terms<true, true>(in, now, tau, stop_at) : sum_terms<true, false>(in, now, tau, stop_at);
+  return opt_.reqlevel ? sum_terms<false, true>(in, now, tau, stop_at) : sum_terms<false, false>(in, now, tau, stop_at);
 }
 
+LoadTerms ProjectedLoad::terms(Id instance, Time now, Time tau) const {
+  return terms_until(instance, now, tau, std::numeric_limits<double>::quiet_NaN());
+}
+
+// The loads in order, each summed only until it reaches the least so far (sum_terms): a load
+// cut there is not below it, so the choice is the one full sums give.
 int ProjectedLoad::argmin(const std::vector<Id>& instances, Time now, Time tau, std::vector<double>* loads) const {
   int best = -1;
   double best_l = std::numeric_limits<double>::infinity();
   if (loads) loads->assign(instances.size(), 0.0);
   for (size_t i = 0; i < instances.size(); ++i) {
-    const double l = load(instances[i], now, tau);
+    const double stop_at = loads ? std::numeric_limits<double>::quiet_NaN() : best_l;
+    const double l = terms_until(instances[i], now, tau, stop_at).total();
     if (loads) (*loads)[i] = l;
     if (l < best_l) best = int(i), best_l = l;  // Alg. 1 line 20
   }

@@ -62,6 +62,11 @@ struct LoadTerms {
 class ProjectedLoad {
  public:
   explicit ProjectedLoad(const Options& o = {});
+  // where_ points into by_instance_'s nodes: a move keeps them, a copy would not.
+  ProjectedLoad(const ProjectedLoad&) = delete;
+  ProjectedLoad& operator=(const ProjectedLoad&) = delete;
+  ProjectedLoad(ProjectedLoad&&) = default;
+  ProjectedLoad& operator=(ProjectedLoad&&) = default;
 
   const Options& options() const { return opt_; }
   SurvivalEstimator& estimator() { return est_; }
@@ -105,6 +110,7 @@ class ProjectedLoad {
   };
   struct Where {
     Id instance;
+    Instance* in;  // by_instance_[instance]: a node of the map, stable until erased
     size_t slot;
   };
   const Where& where(Id request) const;  // raises UnknownId
@@ -112,7 +118,9 @@ class ProjectedLoad {
   std::pair<Instance*, size_t> slot_of(Id request);
   void unobserve(const Tracked& k);
   template <bool kProb, bool kReqlevel>
-  LoadTerms sum_terms(const Instance& in, Time now, Time tau) const;
+  LoadTerms sum_terms(const Instance& in, Time now, Time tau, double stop_at) const;
+  // terms(), summed only until the partial total reaches stop_at (NaN: in full).
+  LoadTerms terms_until(Id instance, Time now, Time tau, double stop_at) const;
 
   Options opt_;
   SurvivalEstimator est_;

@@ -347,14 +347,17 @@ std::optional<BatchPlan> SloTriageScheduler::plan(const InstanceView& v, Time no
   auto victim_key = [&](size_t i) {
     return std::make_pair(run[i].request.priority, by_slack ? banked_tpot_s(run[i], now) : run[i].request.arrival);
   };
-  std::vector<size_t> victims(run.size());
-  std::iota(victims.begin(), victims.end(), 0);
-  std::stable_sort(victims.begin(), victims.end(), [&](size_t x, size_t y) {
-    return std::make_pair(run_late[x], victim_key(x)) < std::make_pair(run_late[y], victim_key(y));
-  });
+  auto victims = [&] {  // sorted only when the KV runs out
+    std::vector<size_t> out(run.size());
+    std::iota(out.begin(), out.end(), 0);
+    std::stable_sort(out.begin(), out.end(), [&](size_t x, size_t y) {
+      return std::make_pair(run_late[x], victim_key(x)) < std::make_pair(run_late[y], victim_key(y));
+    });
+    return out;
+  };
   Tokens prefill = 0;
   const bool preempted = vllm_running_pass(
-      b, run, run_order, std::move(victims),
+      b, run, run_order, victims,
       [&](size_t i, Tokens took) {
         if (run[i].in_prefill()) prefill += took;
       },
