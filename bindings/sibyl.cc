@@ -87,12 +87,19 @@ void init_sibyl(py::module_& m) {
             check_time(now, "now");
             check_time(tau, "tau");
             std::vector<double> loads;
-            p.argmin(inst, now, tau, &loads);
-            // The choice as a decision makes it (each load summed only until it reaches the
-            // least so far), beside the full loads.
-            return py::make_tuple(p.argmin(inst, now, tau), loads);
+            const int i = p.argmin(inst, now, tau, &loads);
+            return py::make_tuple(i, loads);
           },
           py::arg("instances"), py::arg("now"), py::arg("tau"))
+      .def(
+          "choose",
+          [](const ProjectedLoad& p, const std::vector<Id>& inst, Time now, Time tau) {
+            check_time(now, "now");
+            check_time(tau, "tau");
+            return p.argmin(inst, now, tau);  // as a decision: each load summed until it cannot win
+          },
+          py::arg("instances"), py::arg("now"), py::arg("tau"),
+          "argmin's index as SIBYL's decision computes it, without the loads")
       .def_property_readonly(
           "estimator", [](ProjectedLoad& p) -> const SurvivalEstimator& { return p.estimator(); },
           py::return_value_policy::reference_internal);

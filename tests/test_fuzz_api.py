@@ -303,7 +303,9 @@ def op_sibyl(data):
                 call(pl.load, inst, t, data.draw(TIMES))
                 call(pl.terms, inst, t, data.draw(TIMES))
             else:
-                call(pl.argmin, [data.draw(IDS) for _ in range(3)], t, data.draw(TIMES))
+                insts, tau = [data.draw(IDS) for _ in range(3)], data.draw(TIMES)
+                call(pl.argmin, insts, t, tau)
+                call(pl.choose, insts, t, tau)
 
 
 def op_recorder(data, rec):

@@ -187,10 +187,9 @@ def _check_bit_for_bit(opts, events, horizon, n_inst):
     assert [c.terms(i, now, tau) for i in range(n_inst)] == plain
     loads = [sum(t) for t in plain]
     best, got = c.argmin(list(range(n_inst)), now, tau)
-    assert got == loads
-    # Alg. 1 line 20, ties to the first: the decision's loads are cut once they reach the
-    # least so far, and it must still choose exactly this one.
-    assert best == min(range(n_inst), key=lambda i: (loads[i], i))
+    assert got == loads and best == min(range(n_inst), key=lambda i: (loads[i], i))  # Alg. 1 line 20
+    # The decision cuts each load once it reaches the least so far: still exactly this one.
+    assert c.choose(list(range(n_inst)), now, tau) == best
 
 
 @settings(max_examples=80, deadline=None)
@@ -243,7 +242,7 @@ def test_argmin_on_cut_sums_chooses_as_full_sums(prob, reqlevel, missing, chosen
                 c.token(rid, 1, 0.1)
                 c.token(rid, 1 + j % 9, 0.4)  # active: Type 1
     best, loads = c.argmin([0, 1, 2], 0.5, 1.35)
-    assert best == chosen
+    assert best == chosen and c.choose([0, 1, 2], 0.5, 1.35) == chosen
     if missing is None:
         assert loads[0] == loads[1] == loads[2]
     else:
