@@ -1244,6 +1244,10 @@ class SibylProjectedLoad:
         ...
     def assign(self, request: typing.SupportsInt | typing.SupportsIndex, instance: typing.SupportsInt | typing.SupportsIndex, prompt_len: typing.SupportsInt | typing.SupportsIndex, tau: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
+    def choose(self, instances: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], now: typing.SupportsFloat | typing.SupportsIndex, tau: typing.SupportsFloat | typing.SupportsIndex) -> int:
+        """
+        argmin's index as SIBYL's decision computes it, without the loads
+        """
     def finish(self, request: typing.SupportsInt | typing.SupportsIndex) -> int:
         ...
     def forget(self, request: typing.SupportsInt | typing.SupportsIndex) -> None:
