@@ -28,12 +28,12 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from slocore import make_batch_scheduler
 from slocore.profiles import load_profile
 from slocore.sim import matrix
 from slocore.sim.runner import simulate
 
 KV_SCALES = (1, 2, 4)
-GUARD_MARGIN = 0.2  # slo_triage's default margin
 
 
 def _profile(name: str, kv_scale: int) -> dict:
@@ -64,14 +64,8 @@ def run(job) -> dict:
     wl = matrix.WORKLOADS[wl_name]
     rate, n = matrix.run_size(cap, load, 30.0)
     cluster = dict(wl.cluster)
-    prof = cluster.pop("profile")
-    res = simulate(
-        wl.make(rate, seed, n),
-        seed=seed,
-        profile=_profile(prof, kv_scale),
-        **cluster,
-        **matrix.stack_kwargs("slocore", wl),
-    )
+    profile = _profile(cluster.pop("profile"), kv_scale)
+    res = simulate(wl.make(rate, seed, n), seed=seed, profile=profile, **cluster, **matrix.stack_kwargs("slocore", wl))
     s, st = res.summary, res.stats
     out = {
         "attainment": s["attainment"],
@@ -82,9 +76,10 @@ def run(job) -> dict:
     }
     if kv_scale == 1:
         recs = res.recorder.records()
-        step = peak_decode_step(recs, load_profile(prof)["per_request"], cluster.get("instances", 1))
+        step = peak_decode_step(recs, profile["per_request"], cluster.get("instances", 1))
         tpot_min = min(r.request.slo.tpot for r in recs)
-        out["decode_step"], out["guard_share"] = step, step / ((1 - GUARD_MARGIN) * tpot_min)
+        margin = make_batch_scheduler("slo_triage").params()["margin"]  # the guard's, by default
+        out["decode_step"], out["guard_share"] = step, step / ((1 - margin) * tpot_min)
     return out
 
 
@@ -109,7 +104,7 @@ def main(argv=None) -> int:
     with ProcessPoolExecutor(a.processes) as ex:
         out = list(ex.map(run, jobs))
     print(
-        "| workload | load x cap | KV | attainment % | TTFT met % | TPOT met % | prompt tokens cached % | preemptions |"
+        "| workload | load x cap | KV | attainment % | TTFT met % | TPOT met % | prompt tokens cached % | preempted |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     i = 0

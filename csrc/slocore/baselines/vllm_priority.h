@@ -11,7 +11,6 @@
 // victim is the lowest-priority running request not yet planned (PlanBuilder plans are
 // append-only).
 #pragma once
-#include <type_traits>
 #include <vector>
 
 #include "slocore/batch/plan_builder.h"
@@ -27,9 +26,9 @@ struct VllmPriorityParams {
   }
 };
 
-// Steps 1-2: the running pass over `run` in `order`, preempting from the back of `victims`
-// (not yet planned): the vector, or a callable that returns it, called only when the KV runs
-// out (most iterations preempt nothing, and their victims' sort is then never made).
+// Steps 1-2: the running pass over `run` in `order`, preempting from the back of the vector
+// `victims()` returns (those not yet planned), called only when the KV first runs out (most
+// iterations preempt nothing, and their victims' sort is then never made).
 // `on_turn(i, tokens)` after request i's turn with the budget tokens it took; `want(i)`: the
 // tokens request i asks for (0: it sits this pass out; vLLM's own: one decode token or the
 // whole remaining prefill, the overload below). Returns whether anything was preempted.
@@ -39,14 +38,6 @@ bool vllm_running_pass(PlanBuilder& b, const RunningBatch& run, const std::vecto
                        OnTurn on_turn, Want want) {
   std::vector<size_t> victims;
   bool made = false;
-  auto take_victims = [&] {
-    if (made) return;
-    made = true;
-    if constexpr (std::is_invocable_v<Victims&>)
-      victims = victims_of();
-    else
-      victims = std::move(victims_of);
-  };
   bool preempted = false;
   for (size_t i : order) {
     if (b.planned(run[i].request.id)) continue;  // preempted earlier in this pass
@@ -56,7 +47,7 @@ bool vllm_running_pass(PlanBuilder& b, const RunningBatch& run, const std::vecto
     if (w <= 0) continue;
     bool stop = false;
     while (b.add(run[i], true, w, true) == 0) {
-      take_victims();
+      if (!made) victims = victims_of(), made = true;
       while (!victims.empty() && b.planned(run[victims.back()].request.id)) victims.pop_back();
       if (victims.empty()) {
         stop = true;
