@@ -94,6 +94,8 @@ def main(argv=None) -> int:
         seeds = [int(x) for x in a.seeds.split(",")]
     except ValueError as e:
         ap.error(f"--cells/--seeds: {e}")
+    if a.processes < 1:
+        ap.error(f"--processes: must be >= 1, got {a.processes}")
     for w, _ in cells:
         if w not in matrix.WORKLOADS:
             ap.error(f"--cells: unknown workload {w!r} (known: {', '.join(matrix.WORKLOADS)})")

@@ -48,6 +48,7 @@ def test_peak_decode_step_by_hand(binding):
         (["--cells", "nope:1.2"], "unknown workload 'nope'"),
         (["--cells", "hfx_4task_pd:1.2"], "is a P/D workload"),
         (["--seeds", "a"], "--cells/--seeds"),
+        (["--processes", "0"], "--processes: must be >= 1"),
     ],
 )
 def test_refuses_bad_arguments_before_running(args, says):
