@@ -24,7 +24,7 @@ double ttft_deadline(const Request& r) { return token_deadline(r, 1); }
 std::vector<const Request*> ordered(const RouteQueue& q, const Request* extra) {
   std::vector<const Request*> v;
   v.reserve(q.queue.size() + 1);
-  for (const Request& r : q.queue) v.push_back(&r);
+  for (const auto& r : q.queue) v.push_back(r.get());
   if (extra) v.push_back(extra);
   std::stable_sort(v.begin(), v.end(),
                    [](const Request* a, const Request* b) { return ttft_deadline(*a) < ttft_deadline(*b); });
@@ -44,7 +44,7 @@ double colocated_factor(const RouteQueue& q, const LatencyModel& m, const Reques
     const double remain = ttft_deadline(r) - now;
     if (remain > 0) t_budget = std::min(t_budget, remain);
   };
-  for (const Request& r : q.queue) tighten(r);
+  for (const auto& r : q.queue) tighten(*r);
   if (extra) tighten(*extra);
   t_budget = std::max(t_budget, 1e-3);
   if (!std::isfinite(t_budget)) return 1.0;  // no target: work back to back
@@ -58,7 +58,7 @@ double estimate_exec(const GoRouteParams& p, const RouteQueue& q, const LatencyM
                      const Request& req, Time now) {
   double work = 0.0;
   size_t n = 0;
-  for (const Request& r : q.queue) work += m.prefill_cost(r.prompt_len, 0), ++n;
+  for (const auto& r : q.queue) work += m.prefill_cost(r->prompt_len, 0), ++n;
   if (extra) work += m.prefill_cost(extra->prompt_len, 0), ++n;
   double t;
   if (p.mode == GoMode::Colocated) {
@@ -85,7 +85,7 @@ double estimate_gain(const GoRouteParams& p, const RouteQueue& q, const LatencyM
   }
   if (p.mode == GoMode::Colocated) {  // phi_a: every queued prefill done when the whole queue is
     const double done = now + estimate_exec(p, q, m, extra, req, now);
-    for (const Request& r : q.queue) gain += done < ttft_deadline(r) ? token_weight(r, 1, p.weights) : 0.0;
+    for (const auto& r : q.queue) gain += done < ttft_deadline(*r) ? token_weight(*r, 1, p.weights) : 0.0;
     if (extra && done < ttft_deadline(*extra)) gain += token_weight(*extra, 1, p.weights);
     return gain;
   }
@@ -364,8 +364,8 @@ int GoRoutePolicy::choose(const Request& r, Time now, const std::vector<Instance
   }
   pick = ok[chosen];
   RouteQueue& q = queues_[views[size_t(pick)].id];  // PrefillQueueMap[p].add(r)
-  q.queue.push_back(uncached[chosen]);
-  push_queued(q, q.queue.back(), views[size_t(pick)].model, p_.weights);
+  q.queue.push_back(std::make_unique<const Request>(std::move(uncached[chosen])));
+  push_queued(q, *q.queue.back(), views[size_t(pick)].model, p_.weights);
   q.ts = now;
   return pick;
 }
@@ -383,7 +383,7 @@ void GoRoutePolicy::first_token(Id request, Id instance, Time now) {
     require(r != q.brief.end() && r->id == request, "goroute", "a queued request's entry is not where its seq says");
     remove_queued(q, size_t(r - q.brief.begin()));
   } else {
-    auto r = std::find_if(q.queue.begin(), q.queue.end(), [&](const Request& x) { return x.id == request; });
+    auto r = std::find_if(q.queue.begin(), q.queue.end(), [&](const auto& x) { return x->id == request; });
     if (r == q.queue.end()) return;
     q.queue.erase(r);
   }

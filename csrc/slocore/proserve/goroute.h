@@ -16,6 +16,7 @@
 // balancing the rest of the algorithm does.
 #pragma once
 #include <deque>
+#include <memory>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -81,8 +82,10 @@ struct CostKey {
 // The router's view of one instance (PrefillQueueMap entry plus n_d).
 struct RouteQueue {
   // First tokens come mostly near the front (EDF, FCFS engines): deques, where leaving the
-  // front of a vector moved the whole queue behind it.
-  std::deque<Request> queue;  // dispatched, first token not yet out
+  // front of a vector moved the whole queue behind it. An EDF engine's first tokens also
+  // come from the middle, so the requests are held by pointer: a removal moves pointers, not
+  // requests (in a 100k burst moving them took 7.5% of the run).
+  std::deque<std::unique_ptr<const Request>> queue;  // dispatched, first token not yet out
   std::deque<Queued> brief;   // queue's entries, index for index (kept by GoRoutePolicy)
   struct Entries {
     uint64_t first_seq;  // of its first entry in brief
