@@ -86,7 +86,7 @@ struct RouteQueue {
   // come from the middle, so the requests are held by pointer: a removal moves pointers, not
   // requests (in a 100k burst moving them took 7.5% of the run).
   std::deque<std::unique_ptr<const Request>> queue;  // dispatched, first token not yet out
-  std::deque<Queued> brief;   // queue's entries, index for index (kept by GoRoutePolicy)
+  std::deque<Queued> brief;                          // queue's entries, index for index (kept by GoRoutePolicy)
   struct Entries {
     uint64_t first_seq;  // of its first entry in brief
     size_t count;        // its entries in brief (more than one only for a retried id)
