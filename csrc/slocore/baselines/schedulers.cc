@@ -152,6 +152,7 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
   };
   const auto& order = kept_.order();
   PlanBuilder b(v, p_.token_budget);
+  auto victim = [&] { return next_victim(b); };
   auto it = order.begin();
   while (agrees && !b.seq_full() && b.budget_left() > 0) {
     const bool from_run = next != run.end() && (it == order.end() || next->key <= it->deadline);
@@ -160,9 +161,9 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
         ++next;
         continue;
       }
-      const RequestState* s = running_.find(v, *next++);
-      if (!s) return false;
-      run_with_preemption(b, *s, [&] { return next_victim(b); });
+      const size_t at = running_.position(v, *next++);
+      if (at == KeptRunning::kNowhere) return false;
+      run_with_preemption(b, v.running[at], victim, at);
       continue;
     }
     if (it == order.end()) break;
@@ -171,10 +172,10 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
       it = order.lower_bound(WaitKey{next->key, std::numeric_limits<int64_t>::min(), 0});
       continue;
     }
-    const RequestState* s = kept_.find(v, *it);
-    if (!s) return false;
-    ++it;
-    if (!b.planned(s->request.id)) b.add_next(*s, false, true);
+    const size_t at = kept_.position(v, *it++);
+    if (at == KeptQueue<WaitKey>::kNowhere) return false;
+    const RequestState& s = v.waiting[at];
+    if (!b.planned(s.request.id)) b.add_next(s, false, true, at);
   }
   if (!agrees) return false;
   ensure_progress(b);
@@ -212,9 +213,10 @@ BatchPlan EdfScheduler::schedule_heap(const InstanceView& v) {
     }
     if (wait.empty()) break;
     std::pop_heap(wait.begin(), wait.end(), after);
-    const RequestState& s = v.waiting[wait.back().second];
+    const size_t at = wait.back().second;
+    const RequestState& s = v.waiting[at];
     wait.pop_back();
-    if (!b.planned(s.request.id)) b.add_next(s, false, true);
+    if (!b.planned(s.request.id)) b.add_next(s, false, true, at);
   }
   ensure_progress(b);
   return b.take();
