@@ -467,17 +467,19 @@ void SloPredictPolicy::reserve(const Request& r, const InstanceView& v, Tokens c
 void SloPredictPolicy::placed_here(const Request& r, const InstanceView& v, Tokens cached, PromptChains& chains) {
   reserve(r, v, cached);
   const int prio = std::clamp(r.priority, 0, mapper_.config().levels() - 1);
-  auto [t, fresh] = track_.try_emplace(r.id);
-  if (!fresh) {  // a retry
-    if (t->second.first < 0) --waiting_first_[size_t(t->second.priority)];
-    release_blocks(t->second);
+  Track* t = track_.find(r.id);
+  if (t) {  // a retry
+    if (t->first < 0) --waiting_first_[size_t(t->priority)];
+    release_blocks(*t);
+  } else {
+    t = track_.emplace(r.id, Track{});
   }
-  t->second = Track{prio, r.arrival, -1.0, 0, v.id, {}};
+  *t = Track{prio, r.arrival, -1.0, 0, v.id, {}};
   ++waiting_first_[size_t(prio)];
   if (r.prefix.empty()) return;
-  t->second.blocks = chains.get(v.block_size);
+  t->blocks = chains.get(v.block_size);
   auto& held = inflight_[v.id];
-  for (uint64_t h : t->second.blocks) ++held[h];
+  for (uint64_t h : t->blocks) ++held[h];
 }
 
 Tokens SloPredictPolicy::inflight_prefix_tokens(Id instance, const std::vector<uint64_t>& chain, int block_size) const {
@@ -496,11 +498,14 @@ void SloPredictPolicy::release_blocks(Track& t) {
   t.blocks.clear();
 }
 
-void SloPredictPolicy::first_token(Id request, Time now) {
-  auto it = track_.find(request);
-  if (it == track_.end() || it->second.first >= 0) return;
-  it->second.first = now;
-  --waiting_first_[size_t(it->second.priority)];
+void SloPredictPolicy::first_token(Track& t, Time now) {
+  if (t.first >= 0) return;
+  t.first = now;
+  --waiting_first_[size_t(t.priority)];
+}
+
+void SloPredictPolicy::on_prefill_done(Id request, Id, Time now) {
+  if (Track* t = track_.find(request)) first_token(*t, now);
 }
 
 void SloPredictPolicy::on_cancelled(Id request, Time now) {
@@ -509,31 +514,31 @@ void SloPredictPolicy::on_cancelled(Id request, Time now) {
     if (held_.erase(h->second) == 0) hopeless_.erase(h->second.second);
     held_at_.erase(h);
   }
-  auto it = track_.find(request);
-  if (it == track_.end()) return;
-  if (it->second.first < 0) --waiting_first_[size_t(it->second.priority)];
-  release_blocks(it->second);
-  track_.erase(it);
+  Track* t = track_.find(request);
+  if (!t) return;
+  if (t->first < 0) --waiting_first_[size_t(t->priority)];
+  release_blocks(*t);
+  track_.erase(request);
 }
 
 void SloPredictPolicy::on_token(Id request, Id, Tokens generated, Time now) {
-  auto it = track_.find(request);
-  if (it == track_.end()) return;
-  it->second.generated = generated;
-  if (generated == 1) first_token(request, now);
+  Track* t = track_.find(request);
+  if (!t) return;
+  t->generated = generated;
+  if (generated == 1) first_token(*t, now);
 }
 
 void SloPredictPolicy::on_finished(Id request, Id, Time now) {
-  auto it = track_.find(request);
-  if (it == track_.end()) return;
-  Track& t = it->second;
+  Track* found = track_.find(request);
+  if (!found) return;
+  Track& t = *found;
   if (t.first < 0) {
     --waiting_first_[size_t(t.priority)];
   } else if (t.generated > 1) {  // a completed request feeds the mapper's windows (Alg. 2)
     mapper_.record(t.priority, std::max(0.0, t.first - t.arrival), 0.0, (now - t.first) / double(t.generated - 1));
   }
   release_blocks(t);
-  track_.erase(it);
+  track_.erase(request);
 }
 
 }  // namespace slocore::stack

@@ -56,6 +56,7 @@
 #include <utility>
 #include <vector>
 
+#include "slocore/core/id_slab.h"
 #include "slocore/core/prefix.h"
 #include "slocore/hfx/priority_mapper.h"
 #include "slocore/policy/push_policy.h"
@@ -170,7 +171,7 @@ class SloPredictPolicy : public PushPolicy {
   std::vector<Assignment> poll(Time now, const std::vector<InstanceView>& views) override;
   size_t pending() const override { return PushPolicy::pending() + held_.size() + hopeless_.size(); }
   void on_cancelled(Id request, Time now) override;
-  void on_prefill_done(Id request, Id instance, Time now) override { first_token(request, now); }
+  void on_prefill_done(Id request, Id instance, Time now) override;
   void on_token(Id request, Id instance, Tokens generated, Time now) override;
   void on_finished(Id request, Id instance, Time now) override;
   const hfx::PriorityMapper& mapper() const { return mapper_; }
@@ -202,7 +203,7 @@ class SloPredictPolicy : public PushPolicy {
     Id instance = -1;              // where it was placed
     std::vector<uint64_t> blocks;  // its prompt's block chain there, in inflight_
   };
-  void first_token(Id request, Time now);
+  void first_token(Track& t, Time now);
   // Leading blocks of `chain` that requests this policy placed on `instance` and that have not
   // finished will have computed (or hold) before r, queued after them, runs there.
   Tokens inflight_prefix_tokens(Id instance, const std::vector<uint64_t>& chain, int block_size) const;
@@ -212,7 +213,7 @@ class SloPredictPolicy : public PushPolicy {
   std::unordered_map<Id, std::vector<PendingPrefill>> placed_;  // this poll's placements
   std::unordered_map<Id, PendingQueue> queues_;                 // per instance, see PendingQueue
   uint64_t poll_ = 0;
-  std::unordered_map<Id, Track> track_;
+  IdSlab<Track> track_;  // looked up at every token
   // Per instance: block hash -> unfinished requests placed there whose prompt has it. The engine's
   // cache (precise) knows a prompt's blocks only once computed, so without these a session's
   // next turn, sent while the previous one still waits in the engine, misses its history.
