@@ -189,24 +189,13 @@ void init_interfaces(py::module_& m) {
         py::arg("view"), py::arg("request"), py::arg("now"),
         "The predicted end of the request's prefill on the instance with this view (early assignment).");
 
-  auto position = [](const ScheduledItem& it) -> std::optional<size_t> {
-    if (it.at == ScheduledItem::kNoPosition) return std::nullopt;
-    return it.at;
-  };
-  py::class_<ScheduledItem>(m, "ScheduledItem",
-                            "One request's tokens in a plan. `at` (optional): where the scheduler found it, in "
-                            "view.running when `running` else in view.waiting; the simulator's engine checks it and "
-                            "finds the request by it, without a lookup.")
-      .def(py::init([](Id request, Tokens tokens, std::optional<size_t> at, bool running) {
-             return ScheduledItem{request, tokens, at.value_or(ScheduledItem::kNoPosition), running};
+  py::class_<ScheduledItem>(m, "ScheduledItem")
+      .def(py::init([](Id request, Tokens tokens) {
+             return ScheduledItem{request, tokens};
            }),
-           py::arg("request"), py::arg("tokens") = 1, py::arg("at") = py::none(), py::arg("running") = false)
+           py::arg("request"), py::arg("tokens") = 1)
       .def_readwrite("request", &ScheduledItem::request)
-      .def_readwrite("tokens", &ScheduledItem::tokens)
-      .def_property(
-          "at", position,
-          [](ScheduledItem& it, std::optional<size_t> at) { it.at = at.value_or(ScheduledItem::kNoPosition); })
-      .def_readwrite("running", &ScheduledItem::running);
+      .def_readwrite("tokens", &ScheduledItem::tokens);
 
   py::class_<BatchPlan>(m, "BatchPlan")
       .def(py::init([](std::vector<ScheduledItem> items, std::vector<Id> preempt) {

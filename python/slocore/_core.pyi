@@ -796,17 +796,7 @@ class RecordingPolicy(GlobalPolicy):
         Every call received: (kind, request, instance, generated, now, expected_handoff) tuples.
         """
 class ScheduledItem:
-    """
-    One request's tokens in a plan. `at` (optional): where the scheduler found it, in view.running when `running` else in view.waiting; the simulator's engine checks it and finds the request by it, without a lookup.
-    """
-    running: bool
-    def __init__(self, request: typing.SupportsInt | typing.SupportsIndex, tokens: typing.SupportsInt | typing.SupportsIndex = 1, at: typing.SupportsInt | typing.SupportsIndex | None = None, running: bool = False) -> None:
-        ...
-    @property
-    def at(self) -> int | None:
-        ...
-    @at.setter
-    def at(self, arg1: typing.SupportsInt | typing.SupportsIndex | None) -> None:
+    def __init__(self, request: typing.SupportsInt | typing.SupportsIndex, tokens: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
         ...
     @property
     def request(self) -> int:

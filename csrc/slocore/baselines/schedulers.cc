@@ -152,7 +152,6 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
   };
   const auto& order = kept_.order();
   PlanBuilder b(v, p_.token_budget);
-  auto victim = [&] { return next_victim(b); };
   auto it = order.begin();
   while (agrees && !b.seq_full() && b.budget_left() > 0) {
     const bool from_run = next != run.end() && (it == order.end() || next->key <= it->deadline);
@@ -161,9 +160,9 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
         ++next;
         continue;
       }
-      const size_t at = running_.position(v, *next++);
-      if (at == KeptRunning::kNowhere) return false;
-      run_with_preemption(b, v.running[at], victim, at);
+      const RequestState* s = running_.find(v, *next++);
+      if (!s) return false;
+      run_with_preemption(b, *s, [&] { return next_victim(b); });
       continue;
     }
     if (it == order.end()) break;
@@ -172,10 +171,10 @@ bool EdfScheduler::plan_kept(const InstanceView& v, BatchPlan& plan) {
       it = order.lower_bound(WaitKey{next->key, std::numeric_limits<int64_t>::min(), 0});
       continue;
     }
-    const size_t at = kept_.position(v, *it++);
-    if (at == KeptQueue<WaitKey>::kNowhere) return false;
-    const RequestState& s = v.waiting[at];
-    if (!b.planned(s.request.id)) b.add_next(s, false, true, at);
+    const RequestState* s = kept_.find(v, *it);
+    if (!s) return false;
+    ++it;
+    if (!b.planned(s->request.id)) b.add_next(*s, false, true);
   }
   if (!agrees) return false;
   ensure_progress(b);
@@ -213,10 +212,9 @@ BatchPlan EdfScheduler::schedule_heap(const InstanceView& v) {
     }
     if (wait.empty()) break;
     std::pop_heap(wait.begin(), wait.end(), after);
-    const size_t at = wait.back().second;
-    const RequestState& s = v.waiting[at];
+    const RequestState& s = v.waiting[wait.back().second];
     wait.pop_back();
-    if (!b.planned(s.request.id)) b.add_next(s, false, true, at);
+    if (!b.planned(s.request.id)) b.add_next(s, false, true);
   }
   ensure_progress(b);
   return b.take();

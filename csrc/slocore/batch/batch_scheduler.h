@@ -31,14 +31,8 @@
 namespace slocore {
 
 struct ScheduledItem {
-  static constexpr size_t kNoPosition = size_t(-1);
   Id request = 0;
   Tokens tokens = 1;
-  // Optional: where the scheduler found the request in the view it planned on (in
-  // view.running when `running`, else in view.waiting). An engine may find the request by it
-  // instead of by its own index, after checking it; a wrong or absent hint costs only that.
-  size_t at = kNoPosition;
-  bool running = false;
 };
 
 struct BatchPlan {

@@ -72,16 +72,10 @@ class KeptQueue {
   // The waiting request of v with key k, by its position; nullptr when v disagrees (then the
   // queue is read whole at the next call).
   const RequestState* find(const InstanceView& v, const Key& k) {
-    const size_t i = position(v, k);
-    return i == kNowhere ? nullptr : &v.waiting[i];
-  }
-  // The same as a position in v.waiting (kNowhere when v disagrees).
-  static constexpr size_t kNowhere = size_t(-1);
-  size_t position(const InstanceView& v, const Key& k) {
     const size_t i = positions_.rank(k.seq);
-    if (i < v.waiting.size() && v.waiting[i].request.id == k.id) return i;
+    if (i < v.waiting.size() && v.waiting[i].request.id == k.id) return &v.waiting[i];
     synced_ = false;
-    return kNowhere;
+    return nullptr;
   }
 
  private:

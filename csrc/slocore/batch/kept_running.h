@@ -56,16 +56,10 @@ class KeptRunning {
   // The running request of v an entry names, by its position; nullptr when v disagrees (then
   // the next follow reads v whole; the order stays valid to walk until then).
   const RequestState* find(const InstanceView& v, const Entry& e) {
-    const size_t i = position(v, e);
-    return i == kNowhere ? nullptr : &v.running[i];
-  }
-  // The same as a position in v.running (kNowhere when v disagrees).
-  static constexpr size_t kNowhere = size_t(-1);
-  size_t position(const InstanceView& v, const Entry& e) {
     const size_t i = at_.rank(e.seq);
-    if (i < v.running.size() && v.running[i].request.id == e.id) return i;
+    if (i < v.running.size() && v.running[i].request.id == e.id) return &v.running[i];
     synced_ = false;
-    return kNowhere;
+    return nullptr;
   }
 
  private:

@@ -28,7 +28,7 @@ PlanBuilder::~PlanBuilder() {
 
 bool PlanBuilder::planned(Id id) const { return ids_.contains(id); }
 
-Tokens PlanBuilder::add(const RequestState& s, bool running, Tokens want, bool allow_partial, size_t at) {
+Tokens PlanBuilder::add(const RequestState& s, bool running, Tokens want, bool allow_partial) {
   if (seq_full() || budget_ <= 0) return 0;
   // Tokens in blocks s takes no free block for: its own when running, else the cached ones
   // running requests share. A waiting request gets a token only if blocks_for(computed + 1) -
@@ -49,13 +49,13 @@ Tokens PlanBuilder::add(const RequestState& s, bool running, Tokens want, bool a
   if (k <= 0) return 0;
   blocks_ -= view_.blocks_needed(s, k, running);
   budget_ -= k;
-  plan_.items.push_back({s.request.id, k, at, running});
+  plan_.items.push_back({s.request.id, k});
   ids_.insert(s.request.id, 0);
   return k;
 }
 
-Tokens PlanBuilder::add_next(const RequestState& s, bool running, bool allow_partial, size_t at) {
-  return add(s, running, s.in_prefill() ? s.to_compute() : 1, allow_partial, at);
+Tokens PlanBuilder::add_next(const RequestState& s, bool running, bool allow_partial) {
+  return add(s, running, s.in_prefill() ? s.to_compute() : 1, allow_partial);
 }
 
 void PlanBuilder::preempt(const RequestState& s) {
@@ -66,14 +66,13 @@ void PlanBuilder::preempt(const RequestState& s) {
 
 void run_with_preemption(PlanBuilder& b, size_t i, std::vector<size_t>& victims) {
   const auto& run = b.view().running;
-  auto victim = [&]() -> const RequestState* {
+  run_with_preemption(b, run[i], [&]() -> const RequestState* {
     while (!victims.empty() && b.planned(run[victims.back()].request.id)) victims.pop_back();
     if (victims.empty()) return nullptr;
     const RequestState* x = &run[victims.back()];
     victims.pop_back();
     return x;
-  };
-  run_with_preemption(b, run[i], victim, i);
+  });
 }
 
 void run_with_preemption(PlanBuilder& b, const std::vector<size_t>& order, std::vector<size_t>& victims) {
@@ -87,7 +86,7 @@ void plan_in_order(PlanBuilder& b, const std::vector<Candidate>& order, std::vec
     if (x.running)
       run_with_preemption(b, x.index, victims);
     else
-      b.add_next(*x.s, false, true, x.index);
+      b.add_next(*x.s, false, true);
   }
   ensure_progress(b);
 }

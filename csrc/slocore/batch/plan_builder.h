@@ -18,11 +18,9 @@ class PlanBuilder {
 
   // Schedules up to `want` tokens of s (capped by to_compute()); with `allow_partial` a
   // prefill may get a smaller chunk that fits the budget. Returns the tokens scheduled.
-  // `at`, when known: s's position in view.running or view.waiting (ScheduledItem::at).
-  Tokens add(const RequestState& s, bool running, Tokens want, bool allow_partial,
-             size_t at = ScheduledItem::kNoPosition);
+  Tokens add(const RequestState& s, bool running, Tokens want, bool allow_partial);
   // The next step of s: one decode token, or its prefill (chunked when allow_partial).
-  Tokens add_next(const RequestState& s, bool running, bool allow_partial, size_t at = ScheduledItem::kNoPosition);
+  Tokens add_next(const RequestState& s, bool running, bool allow_partial);
   void preempt(const RequestState& s);  // frees its KV for this plan
   bool planned(Id id) const;
   size_t planned_count() const { return plan_.items.size(); }
@@ -44,12 +42,10 @@ class PlanBuilder {
 // not fit in KV, preempts the running requests `victim()` gives (the next one not yet planned
 // or preempted, taken; nullptr when none is left) until it fits, or preempts s when it is
 // itself the next victim. vLLM's recompute policy.
-// `at`: s's position in view.running, when known.
 template <class Victim>
-void run_with_preemption(PlanBuilder& b, const RequestState& s, Victim&& victim,
-                         size_t at = ScheduledItem::kNoPosition) {
+void run_with_preemption(PlanBuilder& b, const RequestState& s, Victim&& victim) {
   if (b.planned(s.request.id)) return;
-  while (b.add_next(s, true, true, at) == 0 && !b.seq_full() && b.budget_left() > 0) {
+  while (b.add_next(s, true, true) == 0 && !b.seq_full() && b.budget_left() > 0) {
     const RequestState* x = victim();
     if (!x) break;
     b.preempt(*x);

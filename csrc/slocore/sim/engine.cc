@@ -317,25 +317,8 @@ void Engine::sanitize(BatchPlan& plan) {
   if (by_pass)
     for (size_t i = 0; i < running.size(); ++i)
       if (Where* w = find(running[i].request.id)) w->s = &running[i], w->at = i, w->running = true;
-  // Where the scheduler says it found an item (ScheduledItem::at), moved by this plan's
-  // preemptions (gone_: ascending): checked, it saves the index lookups below.
-  const size_t evicted = plan.preempt.size();
-  auto hinted = [&](const ScheduledItem& it, Where& w) {
-    if (it.at == ScheduledItem::kNoPosition) return false;
-    if (it.running) {
-      if (by_pass) return false;
-      const size_t at = it.at - size_t(std::lower_bound(gone_.begin(), gone_.end(), it.at) - gone_.begin());
-      if (at >= running.size() || running[at].request.id != it.request) return false;
-      w.s = &running[at], w.at = at, w.running = true;
-      return true;
-    }
-    const size_t at = it.at + evicted;
-    if (at >= v_->waiting.size() || v_->waiting[at].request.id != it.request) return false;
-    w.s = &v_->waiting[at], w.at = at;
-    return true;
-  };
   for (const ScheduledItem& it : plan.items)
-    if (Where* w = find(it.request); w && !w->s && !hinted(it, *w)) {
+    if (Where* w = find(it.request); w && !w->s) {
       if (const size_t at = by_pass ? npos : running_pos(it.request); at != npos)
         w->s = &running[at], w->at = at, w->running = true;
       else if (const size_t i = waiting_at_.find(v_->waiting, it.request); i != WaitingPositions::npos)
