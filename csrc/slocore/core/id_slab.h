@@ -2,7 +2,8 @@
 // leaves, keeping its storage), found through a flat index (core/flat_index.h). For state
 // looked up every iteration: a scheduler's kept requests (batch/kept_order.h; with a
 // node-based map that lookup was the largest cost of EDF in a burst), the engine's KV holds,
-// slo_triage's blocks per running request, SIBYL's place of each tracked request.
+// slo_triage's blocks per running request, SIBYL's place of each tracked request,
+// slo_predict's track of each request it placed (read at every token).
 #pragma once
 #include <cstdint>
 #include <string>
