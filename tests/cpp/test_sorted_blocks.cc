@@ -61,10 +61,36 @@ void check_against_set(std::mt19937_64& rng, int rounds, int max_ops) {
   }
 }
 
+// EDF's pattern: the smallest key leaves and a later one joins, round after round, so that each
+// block's room at the front grows and its buffer fills at the back (the room dropped then).
+template <size_t kBlock>
+void check_front_erases(std::mt19937_64& rng, int rounds) {
+  SortedBlocks<Key, kBlock> blocks;
+  std::set<Key> ref;
+  int64_t seq = 0;
+  for (int i = 0; i < 300; ++i) {
+    const Key k{double(rng() % 50), seq++};
+    CHECK(blocks.insert(k) == ref.insert(k).second);
+  }
+  for (int round = 0; round < rounds; ++round) {
+    const Key first = *ref.begin();
+    CHECK(*blocks.begin() == first);
+    CHECK(blocks.erase(first) && ref.erase(first) == 1);
+    const Key later{first.deadline + double(rng() % 60), seq++};  // behind some, ahead of others
+    CHECK(blocks.insert(later) == ref.insert(later).second);
+    if (round % 97 == 0)
+      CHECK(std::vector<Key>(blocks.begin(), blocks.end()) == std::vector<Key>(ref.begin(), ref.end()));
+  }
+  CHECK(blocks.size() == ref.size());
+  CHECK(std::vector<Key>(blocks.begin(), blocks.end()) == std::vector<Key>(ref.begin(), ref.end()));
+}
+
 int main() {
   std::mt19937_64 rng(11);
   check_against_set<4>(rng, 200, 600);  // a split or a merge at almost every step
   check_against_set<8>(rng, 100, 2000);
   check_against_set<256>(rng, 20, 20000);  // the default: a few blocks
+  check_front_erases<8>(rng, 5000);
+  check_front_erases<64>(rng, 20000);  // EDF's running order
   return check_summary("test_sorted_blocks");
 }

@@ -12,11 +12,19 @@ namespace {
 // per scheduler was cold at every call of a burst's 16 engines and cost more than the
 // allocations (tried on 2026-11-29).
 thread_local std::vector<IdIndex> spare_ids;
+thread_local std::vector<BatchPlan> spare_plans;  // recycle()'s, empty
 }  // namespace
+
+void recycle(BatchPlan&& spent) {
+  if (spare_plans.size() >= 4 || spent.items.capacity() == 0) return;
+  spent.items.clear(), spent.preempt.clear();
+  spare_plans.push_back(std::move(spent));
+}
 
 PlanBuilder::PlanBuilder(const InstanceView& v, Tokens token_budget)
     : view_(v), budget_(std::min(token_budget, v.max_batch_tokens)), blocks_(v.kv_blocks_free) {
   if (!spare_ids.empty()) ids_ = std::move(spare_ids.back()), spare_ids.pop_back();
+  if (!spare_plans.empty()) plan_ = std::move(spare_plans.back()), spare_plans.pop_back();
   ids_.clear(v.running.size());
   // One allocation for the plan: a decode-first scheduler names every running request.
   plan_.items.reserve(std::min(v.running.size(), size_t(std::max(v.max_num_seqs, 0))) + 16);

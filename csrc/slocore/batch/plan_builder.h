@@ -38,6 +38,10 @@ class PlanBuilder {
   IdIndex ids_;  // planned or preempted (the value is unused); a finished builder's, reused
 };
 
+// A plan whose iteration ended gives its storage to the next PlanBuilder of the thread: a
+// plan per engine iteration took an allocation or two and their frees, 4% of an EDF burst.
+void recycle(BatchPlan&& spent);
+
 // Runs the next step (decode token or prefill chunk) of the running request s; when it does
 // not fit in KV, preempts the running requests `victim()` gives (the next one not yet planned
 // or preempted, taken; nullptr when none is left) until it fits, or preempts s when it is

@@ -28,6 +28,8 @@ struct PrefixSegment {
 };
 
 struct Request {
+  // What every step reads first (id, arrival, lengths, SLO: 72 bytes), so that in a
+  // RequestState (request_state.h) all but the deadline's flag share its first cache line.
   Id id = 0;
   Time arrival = 0.0;
   Tokens prompt_len = 1;
@@ -35,9 +37,9 @@ struct Request {
   // must not peek at it unless they model an oracle. `expected_output_len` is a prediction
   // a policy may use; `max_output_len` is the client's cap.
   std::optional<Tokens> output_len;
+  Slo slo;
   std::optional<Tokens> expected_output_len;
   std::optional<Tokens> max_output_len;
-  Slo slo;
   int priority = 0;              // 0 is the highest
   double priority_weight = 1.0;  // ProServe w_{p(r)}
   double utility = 1.0;          // SLICE u_i

@@ -13,11 +13,13 @@ namespace slocore {
 // after preemption, computed reset to 0) is any step with to_compute() > 1 or no token yet,
 // and a decode step computes the single last-sampled token. A request handed off in P/D
 // arrives with computed = prompt_len, generated = 1: its next step is a decode.
-struct RequestState {
+// Two cache lines hold what a step reads: the request's first (request.h) and the progress
+// below, at the start of its own line (in a burst most states are cold when a step reads them).
+struct alignas(64) RequestState {
   Request request;
-  Tokens computed = 0;   // tokens whose KV is computed (held when running)
-  Tokens generated = 0;  // output tokens produced
-  Tokens cached = 0;     // of `computed`, tokens found in the prefix cache at admission
+  alignas(64) Tokens computed = 0;  // tokens whose KV is computed (held when running)
+  Tokens generated = 0;             // output tokens produced
+  Tokens cached = 0;                // of `computed`, tokens found in the prefix cache at admission
   // Tokens of the blocks s shares with running requests, which neither admitting nor
   // preempting it moves in or out of the free KV (vLLM's refcounted prefix blocks): waiting,
   // the leading full blocks of `cached` that running requests hold (admission takes no free

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "slocore/batch/plan_builder.h"
 #include "slocore/core/errors.h"
 
 namespace slocore::sim {
@@ -275,7 +276,8 @@ void Engine::sanitize(BatchPlan& plan) {
   for (const ScheduledItem& it : plan.items)
     if (planned_.insert(it.request, int64_t(where_.size()))) where_.push_back({});
   // Preemptions: only running requests not scheduled in the same plan (each once).
-  std::vector<Id> preempt;
+  std::vector<Id>& preempt = preempt_;
+  preempt.clear();
   gone_.clear();
   for (Id id : plan.preempt) {
     const size_t at = planned(id) ? npos : running_pos(id);
@@ -303,7 +305,7 @@ void Engine::sanitize(BatchPlan& plan) {
     v_->waiting.prepend(evicted_);
     waiting_at_.prepended(v_->waiting, n);
   }
-  plan.preempt = std::move(preempt);
+  plan.preempt.swap(preempt);  // preempt_ keeps the raw plan's storage for the next iteration
 
   // Where each planned id is: running, or waiting (by its position).
   auto find = [&](Id id) -> Where* {
@@ -462,6 +464,7 @@ double Engine::start(Time now) {
     t *= std::exp(n(rng_));  // log-normal with mean 1
   }
   actual_ = t;
+  recycle(std::move(plan_));  // the last plan's storage, for the next one built on this thread
   plan_ = std::move(plan);
   busy_ = true;
   v_->busy_until = now + t;

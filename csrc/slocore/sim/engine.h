@@ -208,6 +208,7 @@ class Engine {
   bool by_pass_ = false;            // sanitize() found the plan's running requests by a pass
   std::vector<Where> where_;        // sanitize() scratch
   std::vector<ScheduledItem> ok_;   // sanitize() scratch
+  std::vector<Id> preempt_;         // sanitize() scratch
   std::vector<Box> evicted_;        // sanitize() scratch: the plan's preempted requests
   std::vector<BatchItem> items_;    // start() scratch
   std::unique_ptr<OnlineFit> fit_;  // null: ProServe's correction factor
