@@ -12,9 +12,10 @@ namespace slocore {
 
 enum class Outcome { Pending = 0, Finished = 1, Rejected = 2 };
 
-struct RequestRecord {
+struct alignas(64) RequestRecord {
   // What each token reads and writes first, then the request: in a burst a token's record is
-  // a cache miss, and these fields with the request's id and arrival share its first line.
+  // a cache miss, and these fields with the request's id and arrival share its first line
+  // (64-aligned: in a vector of unaligned records, three in four of them spanned two lines).
   // token_times.back() is last_token_time (-inf before the first), kept so that a token's
   // order check reads no token (reading the list's end was a second miss per token).
   Time last_token_time = -kNever;
