@@ -28,8 +28,8 @@ struct PrefixSegment {
 };
 
 struct Request {
-  // What every step reads first (id, arrival, lengths, SLO: 72 bytes), so that in a
-  // RequestState (request_state.h) all but the deadline's flag share its first cache line.
+  // What every step reads first (id, arrival, prompt and output lengths, SLO: 72 bytes), so
+  // that in a RequestState (request_state.h) all but the deadline's flag share its first line.
   Id id = 0;
   Time arrival = 0.0;
   Tokens prompt_len = 1;

@@ -7,8 +7,8 @@
 // rewritten by a pass per iteration. A block keeps spare room before its first key, so that an
 // insert or erase moves the keys on the shorter side of it: EDF takes its requests from the
 // front of both orders, where a block's every key moved at each erase (docs/simulator.md,
-// "Sorted blocks that move the shorter side"). Iterators walk both ways and are invalidated
-// by any insert or erase.
+// "Shorter moves, two cache lines a request, recycled plans"). Iterators walk both ways and
+// are invalidated by any insert or erase.
 #pragma once
 #include <algorithm>
 #include <cstddef>
