@@ -46,8 +46,7 @@ class SortedBlocks {
       if (2 * i < size()) {  // the keys before i move one slot up
         Key* b = buf_.data() + off_;
         std::move_backward(b, b + i, b + i + 1);
-        ++off_;
-        if (off_ == buf_.size()) buf_.clear(), off_ = 0;
+        ++off_;  // an emptied block is dropped by SortedBlocks::erase
         return;
       }
       buf_.erase(buf_.begin() + std::ptrdiff_t(off_ + i));
