@@ -205,9 +205,12 @@ bool PendingQueue::sync(const SloPredictParams& p, const InstanceView& v, const 
 
 void PendingQueue::fold_to(size_t n) {
   if (cost_.size() < q_.size()) cost_.resize(q_.size()), tokens_.resize(q_.size());
+  if (first_negative_ >= valid_) first_negative_ = kNone;  // forget what lay past the valid folds
   for (size_t i = valid_; i < n; ++i) {
-    cost_[i] = (i ? cost_[i - 1] : 0.0) + q_[i].p.cost;
-    tokens_[i] = (i ? tokens_[i - 1] : 0) + q_[i].p.tokens;
+    const PendingPrefill& x = q_[i].p;
+    cost_[i] = (i ? cost_[i - 1] : 0.0) + x.cost;
+    tokens_[i] = (i ? tokens_[i - 1] : 0) + x.tokens;
+    if (!(x.cost >= 0) || x.tokens < 0) first_negative_ = std::min(first_negative_, i);
   }
   valid_ = std::max(valid_, n);
 }
@@ -222,7 +225,7 @@ SloPrediction PendingQueue::predict(const InstanceView& v, const Request& r, Tok
     pos = size_t(
         std::upper_bound(q_.begin(), q_.end(), mine.deadline, [](Time d, const Entry& x) { return d < x.p.deadline; }) -
         q_.begin());
-  fold_to(pos);
+  fold_to(q_.size());
   const Tokens budget = std::max<Tokens>(1, v.max_batch_tokens);
   const double start = std::max(0.0, v.busy_until - now);
   const double per_iter = per_iter_;
@@ -238,8 +241,19 @@ SloPrediction PendingQueue::predict(const InstanceView& v, const Request& r, Tok
   out.finish = finish(cost + mine.cost, tokens + mine.tokens);
   if (out.finish > mine.deadline) out.loss += 1;
   // Behind r: on time without r, late with it? An entry due at +inf is never late (nor any after it).
-  for (size_t i = pos; i < q_.size() && q_[i].p.deadline < kNever; ++i) {
-    fold_to(i + 1);
+  // With no negative cost, finish() only grows along the queue, so the deadlines (ascending) bound
+  // the entries to check: one due before the entry at pos finishes without r is late without r,
+  // and one due when the whole queue and r have finished is on time with r (the same sums).
+  size_t lo = pos, hi = q_.size();
+  if (pos < q_.size() && first_negative_ == kNone && per_iter >= 0 && mine.cost >= 0 && mine.tokens >= 0) {
+    auto by_deadline = [](const Entry& e, double t) { return e.p.deadline < t; };
+    const auto first = q_.begin() + ptrdiff_t(pos);
+    lo = size_t(std::lower_bound(first, q_.end(), finish(cost_[pos], tokens_[pos]), by_deadline) - q_.begin());
+    const size_t last = q_.size() - 1;
+    const double all = finish(cost_[last] + mine.cost, tokens_[last] + mine.tokens);
+    hi = size_t(std::lower_bound(first, q_.end(), all, by_deadline) - q_.begin());
+  }
+  for (size_t i = lo; i < hi && q_[i].p.deadline < kNever; ++i) {
     cost = cost_[i];
     tokens = tokens_[i];
     const bool late_without = finish(cost, tokens) > q_[i].p.deadline;

@@ -141,7 +141,9 @@ class PendingQueue {
   uint64_t epoch_ = 0, poll_ = 0, next_seq_ = 0, first_extra_seq_ = 0;
   LatencyCoeffs coeffs_;
   double beta_ = 0.0;
+  static constexpr size_t kNone = size_t(-1);
   size_t waiting_ = 0, extras_ = 0, valid_ = 0, base_requests_ = 0;
+  size_t first_negative_ = kNone;  // the first folded entry with a negative (or NaN) cost or tokens
   double per_iter_ = 0.0, tpot_base_ = 0.0, tpot_ = 0.0;  // tpot_: tpot_base_ + this poll's placements
   std::vector<Entry> q_;
   std::vector<std::pair<Time, uint64_t>> extra_keys_;  // (deadline, seq) of this poll's placements
