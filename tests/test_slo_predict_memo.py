@@ -7,6 +7,7 @@ rescan's, and the policy's choices equal those on untracked views (epoch 0)."""
 import itertools
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -138,3 +139,60 @@ def test_kept_queue_chooses_as_the_rescan(views_, order, prefill_role, data):
                 m.set_correction(data.draw(st.sampled_from([0.8, 1.0, 1.25])))
                 v.model = m
         now += data.draw(st.floats(0, 0.5))
+
+
+def _small_kv(blocks):
+    import copy
+
+    from slocore import profiles
+
+    p = copy.deepcopy(profiles.load_profile("h100-llama2-7b"))
+    p["kv"]["num_blocks"] = blocks  # preemptions: requests go back to the front of `waiting`
+    return p
+
+
+def _simulate_both(workload, **kw):
+    """The run with kept queues checked at every decision against the rescan, and the rescan's run."""
+    from slocore.sim import simulate
+
+    runs = []
+    for memo in ("check", "rescan"):
+        kw2 = dict(kw)
+        for key in ("global_policy", "prefill_policy", "decode_policy"):
+            if kw2.get(key) == "slo_predict":
+                kw2[key] = ("slo_predict", {"queue_memo": memo})
+        runs.append(simulate(workload, seed=0, **kw2))
+    return runs
+
+
+def _records(res):
+    return [(r.request.id, r.instance, str(r.outcome), r.end_time, list(r.token_times)) for r in res.recorder.records()]
+
+
+@pytest.mark.parametrize("case", ["edf_preempting", "pd", "prefix_chat"])
+def test_followed_queues_choose_as_the_rescan_in_the_simulator(case):
+    """In the simulator each kept queue follows its engine's waiting log across iterations
+    (admissions, preemptions back to the front, prefix-cache refreshes that start a new stream,
+    new models from the online correction of a belief 30% off): every prediction is
+    bit-identical to the rescan's (queue_memo="check" raises otherwise), and every request's
+    instance and token times equal those of the run that reads every view whole at each
+    decision (queue_memo="rescan")."""
+    from slocore.sim import workloads
+
+    if case == "prefix_chat":
+        w = workloads.multi_turn_chat(rate=40.0, sessions=120, seed=0)
+        kw = dict(profile=_small_kv(300), instances=3, global_policy="slo_predict", batch_scheduler="edf")
+    else:
+        w = workloads.sharegpt_like(rate=800.0, n=800, seed=0)
+        kw = dict(profile=_small_kv(600), batch_scheduler="edf" if case == "edf_preempting" else "sarathi_fcfs")
+        if case == "pd":
+            kw.update(mode="pd", prefill_instances=2, decode_instances=2)
+            kw.update(prefill_policy="slo_predict", decode_policy="slo_predict")
+        else:
+            kw.update(instances=3, global_policy="slo_predict")
+    kept, rescan = _simulate_both(w, belief_scale=1.3, **kw)
+    assert kept.stats["preemptions"] > 0  # queues changed at the front, not only by appends
+    if case == "prefix_chat":
+        assert kept.stats["prefix_hit_tokens"] > 0
+    assert _records(kept) == _records(rescan)
+    assert kept.summary == rescan.summary

@@ -27,6 +27,44 @@ struct ViewChanges {
   std::vector<Id> progressed;  // running now and then (or admitted since), more tokens computed
 };
 
+// A fresh InstanceView::epoch, never 0, unique in the process (thread-safe).
+uint64_t next_view_epoch();
+
+// Every change to a view's `waiting` other than an append, in order, since the log's stream
+// began: for a reader that follows the queue across many of the engine's steps (a router's
+// per-instance memo, stack/slo_predict.h PendingQueue), which ViewChanges, cleared at each
+// schedule() call, cannot serve. The engine starts a new stream when it changes a waiting
+// request in place or when the log grows long; a reader of another stream reads the queue
+// whole. stream 0: not kept (a view no engine keeps, or a copy: copies are not followed).
+struct WaitingLog {
+  enum class Kind : uint8_t {
+    Left,       // admitted or cancelled
+    Prepended,  // put back at the queue's front (preempted); the front holds them, latest first
+  };
+  struct Event {
+    Id id;
+    Kind kind;
+  };
+  uint64_t stream = 0;
+  std::vector<Event> events;
+
+  WaitingLog() = default;
+  WaitingLog(const WaitingLog&) {}
+  WaitingLog(WaitingLog&&) noexcept = default;
+  WaitingLog& operator=(const WaitingLog& o) {
+    if (this != &o) stream = 0, events.clear();
+    return *this;
+  }
+  WaitingLog& operator=(WaitingLog&&) noexcept = default;
+  void restart() { stream = next_view_epoch(), events.clear(); }
+  // Logs e; a log longer than `keep` starts a new stream (its readers read the queue once more).
+  void add(Event e, size_t keep) {
+    if (stream == 0) return;
+    if (events.size() >= keep) restart();
+    events.push_back(e);
+  }
+};
+
 struct InstanceView {
   Id id = 0;
   Role role = Role::Colocated;
@@ -50,7 +88,8 @@ struct InstanceView {
   // one state and a reader may keep a per-instance sum and add only the appended requests.
   // 0: not tracked (the live router's views), readers rescan.
   uint64_t epoch = 0;
-  ViewChanges changes;  // since the engine's last schedule() call (see above)
+  ViewChanges changes;     // since the engine's last schedule() call (see above)
+  WaitingLog waiting_log;  // see above
   // Prefix caching (core/prefix.h): the engine's real block cache (precise; the simulator's
   // engine, live from KV events) and the router's index of what it sent here (approximate).
   // Either may be null: no information, 0 tokens cached.
@@ -87,8 +126,5 @@ struct InstanceView {
   }
   void validate() const;  // InvalidArgument naming the field
 };
-
-// A fresh InstanceView::epoch, never 0, unique in the process (thread-safe).
-uint64_t next_view_epoch();
 
 }  // namespace slocore

@@ -20,6 +20,7 @@ Engine::Engine(InstanceView* view, const HardwareProfile& truth, std::shared_ptr
       correction_window_(correction_window) {
   require(sched_ != nullptr, "batch_scheduler", "must not be None");
   v_->epoch = next_view_epoch();
+  v_->waiting_log.restart();
   waiting_at_.rebuild(v_->waiting);
   running_at_.rebuild(v_->running);
   if (processor_sharing_) {
@@ -173,6 +174,7 @@ void Engine::refresh_hits() {
       }
     }
     const int64_t hit = std::min(h->memo, cap);
+    if (s.computed != hit * v_->block_size) v_->waiting_log.restart();  // changed in place
     s.cached = s.computed = hit * v_->block_size;
     h->in_use = std::min(h->in_use, hit);
     while (h->in_use < hit && cache_->refs(h->chain[size_t(h->in_use)]) > 0) ++h->in_use;
@@ -302,6 +304,7 @@ void Engine::sanitize(BatchPlan& plan) {
     front.insert(front.begin(), evicted_.size(), 0);
     for (size_t j = 0; j < evicted_.size(); ++j) front[j] = evicted_[j]->request.id;
     const size_t n = evicted_.size();
+    for (const Box& b : evicted_) log_waiting(b->request.id, WaitingLog::Kind::Prepended);
     v_->waiting.prepend(evicted_);
     waiting_at_.prepended(v_->waiting, n);
   }
@@ -431,6 +434,7 @@ double Engine::start(Time now) {
     take_blocks(v_->blocks_for(s.computed + k) - pinned);  // the shared ones are pinned
     s.shared = 0;
     waiting_at_.removed(s.request.id);
+    log_waiting(s.request.id, WaitingLog::Kind::Left);
     v_->changes.admitted.push_back(s.request.id);
     v_->running.push_back(std::move(b));
     running_at_.appended(v_->running);
@@ -538,6 +542,7 @@ bool Engine::cancel(Id request, Time now) {
   if (const size_t w = waiting_at_.find(v_->waiting, request); w != WaitingPositions::npos) {
     v_->waiting.erase(v_->waiting.begin() + std::ptrdiff_t(w));
     waiting_at_.removed(request);
+    log_waiting(request, WaitingLog::Kind::Left);
   } else {
     const size_t at = running_pos(request);
     if (at == npos) return false;

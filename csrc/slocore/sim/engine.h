@@ -92,6 +92,9 @@ class Engine {
   bool switching = false;
 
  private:
+  void log_waiting(Id id, WaitingLog::Kind kind) {  // InstanceView::waiting_log, kept to ~2 queues' length
+    v_->waiting_log.add({id, kind}, 1024 + 2 * v_->waiting.size());
+  }
   BatchPlan ask(Time now);             // the scheduler's plan, told the view's changes since it was last asked
   void sanitize(BatchPlan& plan);      // drops infeasible items, counting violations
   bool planned(Id id) const;           // in the plan in flight (planned_)

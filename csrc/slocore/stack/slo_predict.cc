@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
 
 #include "slocore/core/errors.h"
 #include "slocore/core/metrics.h"
@@ -96,16 +99,25 @@ SloPrediction predict_slo(const SloPredictParams& p, const InstanceView& v, cons
 }
 
 namespace {
-bool entry_before(Time d, uint64_t seq, Time ed, uint64_t eseq) { return d < ed || (d == ed && seq < eseq); }
+bool entry_before(Time d, int64_t seq, Time ed, int64_t eseq) { return d < ed || (d == ed && seq < eseq); }
+constexpr int64_t kRunningSeq = std::numeric_limits<int64_t>::min();  // + position in `running`
 }  // namespace
 
-bool PendingQueue::add(const PendingPrefill& x) {
-  if (std::isnan(x.deadline)) return false;
+bool PendingQueue::before(const Entry& a, const Entry& b) const {
+  return order_ == QueueOrder::Deadline ? entry_before(a.p.deadline, a.seq, b.p.deadline, b.seq) : a.seq < b.seq;
+}
+
+PendingQueue::Entry PendingQueue::waiting_entry(const LatencyModel& m, const RequestState& s, int64_t seq) {
+  return Entry{pending_of(m, s), seq, s.request.id, s.computed, Kind::Waiting, false};
+}
+
+bool PendingQueue::add(const Entry& x) {
+  if (std::isnan(x.p.deadline)) return false;
   auto at = q_.end();
   if (order_ == QueueOrder::Deadline)  // after equal deadlines: every entry here is earlier in queue order
-    at = std::upper_bound(q_.begin(), q_.end(), x.deadline, [](Time d, const Entry& e) { return d < e.p.deadline; });
+    at = std::upper_bound(q_.begin(), q_.end(), x.p.deadline, [](Time d, const Entry& e) { return d < e.p.deadline; });
   valid_ = std::min(valid_, size_t(at - q_.begin()));
-  q_.insert(at, Entry{x, next_seq_++});
+  q_.insert(at, x);
   return true;
 }
 
@@ -113,16 +125,16 @@ void PendingQueue::drop_extras() {
   if (extras_ > 0) {
     size_t from = q_.size() - extras_;  // fifo: the placements are the tail
     if (order_ == QueueOrder::Deadline)
-      for (const std::pair<Time, uint64_t>& key : extra_keys_) {  // the first placement in the sorted queue
-        auto at = std::lower_bound(q_.begin(), q_.end(), key, [](const Entry& e, const std::pair<Time, uint64_t>& k) {
+      for (const std::pair<Time, int64_t>& key : extra_keys_) {  // the first placement in the sorted queue
+        auto at = std::lower_bound(q_.begin(), q_.end(), key, [](const Entry& e, const std::pair<Time, int64_t>& k) {
           return entry_before(e.p.deadline, e.seq, k.first, k.second);
         });
         from = std::min(from, size_t(at - q_.begin()));
       }
     valid_ = std::min(valid_, from);
-    q_.erase(std::remove_if(q_.begin() + ptrdiff_t(from), q_.end(),
-                            [&](const Entry& e) { return e.seq >= first_extra_seq_; }),
-             q_.end());
+    q_.erase(
+        std::remove_if(q_.begin() + ptrdiff_t(from), q_.end(), [](const Entry& e) { return e.kind == Kind::Placed; }),
+        q_.end());
   }
   extras_ = 0;
   extra_keys_.clear();
@@ -135,20 +147,31 @@ void PendingQueue::rebuild(const SloPredictParams& p, const InstanceView& v, con
   order_ = p.order;
   prefill_only_ = v.role == Role::Prefill;
   epoch_ = v.epoch;
+  stream_ = v.waiting_log.stream;
+  logged_ = v.waiting_log.events.size();
   coeffs_ = m.coeffs();
   beta_ = m.correction();
   q_.clear();
+  slots_.clear();
+  where_.clear();
   extra_keys_.clear();
   valid_ = 0;
-  next_seq_ = 0;
   per_iter_ = m.overhead();  // as predict_slo: per_iter and tpot add the same decodes in the same order
+  int64_t at = kRunningSeq;
   for (const RequestState& s : v.running) {
     if (s.in_prefill())
-      q_.push_back({pending_of(m, s), next_seq_++});
+      q_.push_back(Entry{pending_of(m, s), at, s.request.id, s.computed, Kind::Running, false});
     else if (!prefill_only_)
       per_iter_ += m.decode_cost(s.context_len());
+    ++at;
   }
-  for (const RequestState& s : v.waiting) q_.push_back({pending_of(m, s), next_seq_++});
+  next_seq_ = front_seq_ = 0;
+  for (const RequestState& s : v.waiting) {
+    const Entry e = waiting_entry(m, s, next_seq_++);
+    q_.push_back(e);
+    slots_.push_back({e.seq, e.p.context, m.decode_cost(e.p.context), false});
+    if (!where_.emplace(e.id, {e.p.deadline, e.seq})) stream_ = 0;  // an id twice: not followed
+  }
   waiting_ = v.waiting.size();
   tpot_base_ = per_iter_;
   if (!prefill_only_)
@@ -156,7 +179,7 @@ void PendingQueue::rebuild(const SloPredictParams& p, const InstanceView& v, con
   first_extra_seq_ = next_seq_;
   for (const PendingPrefill& x : extra) {
     extra_keys_.push_back({x.deadline, next_seq_});
-    q_.push_back({x, next_seq_++});
+    q_.push_back(Entry{x, next_seq_++});
   }
   extras_ = extra.size();
   tpot_ = tpot_base_;
@@ -169,14 +192,122 @@ void PendingQueue::rebuild(const SloPredictParams& p, const InstanceView& v, con
     std::stable_sort(q_.begin(), q_.end(), [](const Entry& a, const Entry& b) { return a.p.deadline < b.p.deadline; });
 }
 
+// The view after the engine's steps since the last sync, from its waiting log: O(queue) over
+// the kept entries, reading only the running requests and the waiting ones that came in.
+bool PendingQueue::follow(const InstanceView& v) {
+  const WaitingLog& log = v.waiting_log;
+  if (stream_ == 0 || log.stream != stream_ || log.events.size() < logged_) return false;
+  const LatencyModel& m = v.model;
+  // Who left, who was put back at the front (those that came and left since were never kept).
+  gone_.clear();
+  front_.clear();
+  for (size_t i = logged_; i < log.events.size(); ++i) {
+    const WaitingLog::Event& e = log.events[i];
+    if (e.kind == WaitingLog::Kind::Prepended) {
+      front_.push_back(e.id);
+    } else if (const Key* k = where_.find(e.id)) {
+      gone_.push_back(*k);
+      where_.erase(e.id);
+    } else if (auto f = std::find(front_.begin(), front_.end(), e.id); f != front_.end()) {
+      front_.erase(f);
+    }
+  }
+  logged_ = log.events.size();
+  const size_t n = v.waiting.size(), k = front_.size();
+  if (where_.size() + k > n) return false;
+  const size_t appended = n - where_.size() - k;
+  // Out of the sorted queue: those that left, the running requests (read again) and this poll's
+  // placements (the caller adds them back).
+  for (const Key& key : gone_) {
+    const Entry probe{{key.deadline, 0, 0.0, 0}, key.seq};
+    auto at =
+        std::lower_bound(q_.begin(), q_.end(), probe, [&](const Entry& a, const Entry& b) { return before(a, b); });
+    if (at == q_.end() || at->seq != key.seq) return false;
+    at->left = true;
+  }
+  auto leaves = [](const Entry& e) { return e.left || e.kind != Kind::Waiting; };
+  auto first = std::find_if(q_.begin(), q_.end(), leaves);
+  valid_ = std::min(valid_, size_t(first - q_.begin()));
+  q_.erase(std::remove_if(first, q_.end(), leaves), q_.end());
+  extras_ = 0;
+  extra_keys_.clear();
+  // The decode sum's queue order likewise.
+  for (const Key& key : gone_) {
+    auto at =
+        std::lower_bound(slots_.begin(), slots_.end(), key.seq, [](const Slot& x, int64_t s) { return x.seq < s; });
+    if (at == slots_.end() || at->seq != key.seq) return false;
+    at->left = true;
+  }
+  if (!gone_.empty())
+    slots_.erase(std::remove_if(slots_.begin(), slots_.end(), [](const Slot& x) { return x.left; }), slots_.end());
+  // A new model: the kept costs again (the deadlines, so the order, stay).
+  const LatencyCoeffs& c = m.coeffs();
+  if (m.correction() != beta_ || c.t_c != coeffs_.t_c || c.a_p != coeffs_.a_p || c.b_p != coeffs_.b_p ||
+      c.c_p != coeffs_.c_p || c.a_d != coeffs_.a_d || c.b_d != coeffs_.b_d) {
+    coeffs_ = c;
+    beta_ = m.correction();
+    for (Entry& e : q_) e.p.cost = m.prefill_cost(e.p.tokens, e.computed);
+    for (Slot& x : slots_) x.decode = m.decode_cost(x.context);
+    valid_ = 0;
+  }
+  // In: the running prefills (and the decodes' sum), the front, the appended.
+  fresh_.clear();
+  per_iter_ = m.overhead();
+  int64_t at = kRunningSeq;
+  for (const RequestState& s : v.running) {
+    if (s.in_prefill())
+      fresh_.push_back(Entry{pending_of(m, s), at, s.request.id, s.computed, Kind::Running, false});
+    else if (!prefill_only_)
+      per_iter_ += m.decode_cost(s.context_len());
+    ++at;
+  }
+  const size_t running = fresh_.size();
+  std::vector<Slot> front;
+  auto come_in = [&](size_t j, int64_t seq, std::vector<Slot>& slots) {
+    const Entry e = waiting_entry(m, v.waiting[j], seq);
+    if (std::isnan(e.p.deadline) || !where_.emplace(e.id, {e.p.deadline, seq})) return false;
+    fresh_.push_back(e);
+    slots.push_back({seq, e.p.context, m.decode_cost(e.p.context), false});
+    return true;
+  };
+  front_seq_ -= int64_t(k);
+  for (size_t j = 0; j < k; ++j)
+    if (!come_in(j, front_seq_ + int64_t(j), front)) return false;
+  for (size_t j = n - appended; j < n; ++j)
+    if (!come_in(j, next_seq_++, slots_)) return false;
+  slots_.insert(slots_.begin(), front.begin(), front.end());
+  for (size_t i = 0; i < running; ++i)
+    if (std::isnan(fresh_[i].p.deadline)) return false;
+  // The decode sum in predict_slo's order: the running prefills, then the waiting queue.
+  tpot_base_ = per_iter_;
+  if (!prefill_only_) {
+    for (size_t i = 0; i < running; ++i) tpot_base_ += m.decode_cost(fresh_[i].p.context);
+    for (const Slot& x : slots_) tpot_base_ += x.decode;
+  }
+  auto by_order = [&](const Entry& a, const Entry& b) { return before(a, b); };
+  std::sort(fresh_.begin(), fresh_.end(), by_order);
+  if (!fresh_.empty()) {
+    const size_t old = q_.size();
+    valid_ = std::min(valid_, size_t(std::upper_bound(q_.begin(), q_.end(), fresh_.front(), by_order) - q_.begin()));
+    q_.insert(q_.end(), fresh_.begin(), fresh_.end());
+    std::inplace_merge(q_.begin(), q_.begin() + ptrdiff_t(old), q_.end(), by_order);
+  }
+  epoch_ = v.epoch;
+  waiting_ = n;
+  first_extra_seq_ = next_seq_;
+  tpot_ = tpot_base_;
+  return true;
+}
+
 bool PendingQueue::sync(const SloPredictParams& p, const InstanceView& v, const std::vector<PendingPrefill>& extra,
                         uint64_t poll) {
   if (v.epoch == 0) return false;
   const LatencyCoeffs& c = v.model.coeffs();
+  const bool same_setup = p.order == order_ && (v.role == Role::Prefill) == prefill_only_ && epoch_ != 0;
   const bool same_model = v.model.correction() == beta_ && c.t_c == coeffs_.t_c && c.a_p == coeffs_.a_p &&
                           c.b_p == coeffs_.b_p && c.c_p == coeffs_.c_p && c.a_d == coeffs_.a_d && c.b_d == coeffs_.b_d;
-  if (v.epoch != epoch_ || p.order != order_ || (v.role == Role::Prefill) != prefill_only_ || !same_model ||
-      v.waiting.size() < waiting_) {
+  const bool followed = v.epoch != epoch_ && same_setup && follow(v);
+  if (!followed && (v.epoch != epoch_ || !same_setup || !same_model || v.waiting.size() < waiting_)) {
     rebuild(p, v, extra);
     poll_ = poll;
     return epoch_ != 0;
@@ -185,9 +316,11 @@ bool PendingQueue::sync(const SloPredictParams& p, const InstanceView& v, const 
   if (poll != poll_ || v.waiting.size() > waiting_ || extra.size() < extras_) drop_extras();
   poll_ = poll;
   for (size_t i = waiting_; i < v.waiting.size(); ++i) {  // appended: after every waiting request
-    const PendingPrefill x = pending_of(m, v.waiting[i]);
-    if (!add(x)) return (epoch_ = 0) != 0;
-    if (!prefill_only_) tpot_base_ += m.decode_cost(x.context);
+    const Entry e = waiting_entry(m, v.waiting[i], next_seq_++);
+    if (!add(e)) return (epoch_ = 0) != 0;
+    slots_.push_back({e.seq, e.p.context, m.decode_cost(e.p.context), false});
+    if (!where_.emplace(e.id, {e.p.deadline, e.seq})) stream_ = 0;
+    if (!prefill_only_) tpot_base_ += m.decode_cost(e.p.context);
   }
   if (waiting_ != v.waiting.size()) {
     waiting_ = v.waiting.size();
@@ -196,7 +329,7 @@ bool PendingQueue::sync(const SloPredictParams& p, const InstanceView& v, const 
   }
   for (size_t i = extras_; i < extra.size(); ++i) {  // this poll's placements: after the waiting ones
     extra_keys_.push_back({extra[i].deadline, next_seq_});
-    if (!add(extra[i])) return (epoch_ = 0) != 0;
+    if (!add(Entry{extra[i], next_seq_++})) return (epoch_ = 0) != 0;
     if (!prefill_only_) tpot_ += m.decode_cost(extra[i].context);
   }
   extras_ = extra.size();
@@ -268,6 +401,14 @@ SloPrediction PendingQueue::predict(const InstanceView& v, const Request& r, Tok
   out.slack = std::min(ts, tp);
   return out;
 }
+
+namespace {
+bool same_bits(const SloPrediction& a, const SloPrediction& b) {
+  auto eq = [](double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; };
+  return eq(a.ttft, b.ttft) && eq(a.tpot, b.tpot) && a.loss == b.loss && eq(a.slack, b.slack) &&
+         eq(a.finish, b.finish) && a.cached == b.cached && eq(a.saved, b.saved) && a.outstanding == b.outstanding;
+}
+}  // namespace
 
 bool better_placement(const SloPrediction& a, const SloPrediction& b) {
   if (a.loss != b.loss) return a.loss < b.loss;
@@ -440,8 +581,12 @@ int SloPredictPolicy::choose_among(const Request& planned, PromptChains& chains,
     auto it = placed_.find(v.id);
     const std::vector<PendingPrefill>& extra = it == placed_.end() ? kNone : it->second;
     PendingQueue& q = queues_[v.id];
-    const SloPrediction pred = q.sync(p_, v, extra, poll_) ? q.predict(v, planned, cached, now)
-                                                           : predict_slo(p_, v, planned, cached, now, extra);
+    const bool kept = p_.queue_memo != QueueMemo::Rescan && q.sync(p_, v, extra, poll_);
+    const SloPrediction pred =
+        kept ? q.predict(v, planned, cached, now) : predict_slo(p_, v, planned, cached, now, extra);
+    if (kept && p_.queue_memo == QueueMemo::Check && !same_bits(pred, predict_slo(p_, v, planned, cached, now, extra)))
+      throw std::logic_error("slo_predict: the kept queue of instance " + std::to_string(v.id) +
+                             " predicts otherwise than the rescan");
     preds.push_back(pred);
     index.push_back(int(i));
   }

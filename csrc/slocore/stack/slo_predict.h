@@ -65,12 +65,16 @@ namespace slocore::stack {
 
 enum class QueueOrder { Deadline, Fifo };
 inline const EnumNames<QueueOrder> kQueueOrders = {{"deadline", QueueOrder::Deadline}, {"fifo", QueueOrder::Fifo}};
+enum class QueueMemo { Keep, Rescan, Check };
+inline const EnumNames<QueueMemo> kQueueMemos = {
+    {"keep", QueueMemo::Keep}, {"rescan", QueueMemo::Rescan}, {"check", QueueMemo::Check}};
 
 struct SloPredictParams {
   QueueOrder order = QueueOrder::Deadline;
   bool map_priority = true;
   bool hold = false;
   double margin = 0.2;  // relative error of the prediction within which candidates are equal
+  QueueMemo queue_memo = QueueMemo::Keep;
   hfx::MapperParams mapper;
   template <class V>
   void visit(V& v) {
@@ -85,6 +89,11 @@ struct SloPredictParams {
             "predicted first tokens within this relative margin of the best are equal: the most prefill time saved by "
             "the cached prefix wins, then the fewest outstanding",
             Range::at_least(0));
+    v.field("queue_memo", queue_memo,
+            "keep: each instance's prediction queue is kept between decisions and follows the engine's changes; "
+            "rescan: every view is read whole at each decision (the same predictions, slower); check: both, an error "
+            "on any difference (tests)",
+            kQueueMemos);
     mapper.visit(v);
   }
   void validate() const;
@@ -114,12 +123,15 @@ struct SloPrediction {
 // `extra`: prefills this poll already placed on v (the views lag behind the placements).
 SloPrediction predict_slo(const SloPredictParams& p, const InstanceView& v, const Request& r, Tokens cached, Time now,
                           const std::vector<PendingPrefill>& extra);
-// predict_slo's queue of one instance, kept between decisions while the view's epoch holds
-// (InstanceView::epoch): the pending prefills sorted as predict_slo sorts them (deadline,
-// ties in queue order: running, waiting, this poll's placements), with the running folds of
-// their costs and tokens, and the decode sums. Appends to `waiting` and this poll's
-// placements are inserted; anything else rebuilds it. predict() sums in predict_slo's order,
-// so its result is bit-identical; it reads only the entries behind r's position.
+// predict_slo's queue of one instance, kept between decisions: the pending prefills sorted as
+// predict_slo sorts them (deadline, ties in queue order: running, waiting, this poll's
+// placements), with the running folds of their costs and tokens, and the decode sums. While
+// the view's epoch holds (InstanceView::epoch), appends to `waiting` and this poll's placements
+// are inserted. When it changes, the queue follows the view's waiting log
+// (InstanceView::waiting_log): the requests that left it go, those put back at its front and
+// those appended come in, and only the running requests are read again; without a log (or
+// after a new stream) it is rebuilt. predict() sums in predict_slo's order, so its result is
+// bit-identical; it reads only the entries behind r that r can make late.
 class PendingQueue {
  public:
   // Brings the memo up to v (+ `extra`, the placements of poll number `poll`); false when v
@@ -128,27 +140,52 @@ class PendingQueue {
   SloPrediction predict(const InstanceView& v, const Request& r, Tokens cached, Time now);
 
  private:
+  enum class Kind : uint8_t { Running, Waiting, Placed };
   struct Entry {
     PendingPrefill p;
-    uint64_t seq;  // queue order
+    int64_t seq;          // queue order
+    Id id = -1;           // a running or waiting request
+    Tokens computed = 0;  // its cost again under a new model: prefill_cost(p.tokens, computed)
+    Kind kind = Kind::Placed;
+    bool left = false;  // marked to leave
+  };
+  struct Slot {  // a waiting request in queue order, for the decode sum
+    int64_t seq;
+    Tokens context;
+    double decode;
+    bool left;
+  };
+  struct Key {
+    Time deadline;
+    int64_t seq;
   };
   void rebuild(const SloPredictParams& p, const InstanceView& v, const std::vector<PendingPrefill>& extra);
-  bool add(const PendingPrefill& x);  // false: NaN deadline
+  bool follow(const InstanceView& v);  // false: rebuild
+  Entry waiting_entry(const LatencyModel& m, const RequestState& s, int64_t seq);
+  bool before(const Entry& a, const Entry& b) const;  // q_'s order
+  bool add(const Entry& x);                           // false: NaN deadline
   void drop_extras();
   void fold_to(size_t n);  // cost_/tokens_ valid for the first n entries
   QueueOrder order_ = QueueOrder::Deadline;
   bool prefill_only_ = false;
-  uint64_t epoch_ = 0, poll_ = 0, next_seq_ = 0, first_extra_seq_ = 0;
+  uint64_t epoch_ = 0, poll_ = 0, stream_ = 0;
+  size_t logged_ = 0;  // events of the waiting log's stream followed
+  int64_t next_seq_ = 0, front_seq_ = 0, first_extra_seq_ = 0;
   LatencyCoeffs coeffs_;
   double beta_ = 0.0;
   static constexpr size_t kNone = size_t(-1);
-  size_t waiting_ = 0, extras_ = 0, valid_ = 0, base_requests_ = 0;
+  size_t waiting_ = 0, extras_ = 0, valid_ = 0;
   size_t first_negative_ = kNone;  // the first folded entry with a negative (or NaN) cost or tokens
   double per_iter_ = 0.0, tpot_base_ = 0.0, tpot_ = 0.0;  // tpot_: tpot_base_ + this poll's placements
   std::vector<Entry> q_;
-  std::vector<std::pair<Time, uint64_t>> extra_keys_;  // (deadline, seq) of this poll's placements
+  std::vector<Slot> slots_;                           // the waiting requests, in queue order (seq)
+  IdSlab<Key> where_;                                 // each waiting request's key in q_
+  std::vector<std::pair<Time, int64_t>> extra_keys_;  // (deadline, seq) of this poll's placements
   std::vector<double> cost_;
   std::vector<Tokens> tokens_;
+  std::vector<Key> gone_;     // follow(): scratch
+  std::vector<Id> front_;     // follow(): scratch
+  std::vector<Entry> fresh_;  // follow(): scratch
 };
 
 // True when a is the better placement (the lexicographic order above; ties keep the earlier).
