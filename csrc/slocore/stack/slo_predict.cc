@@ -107,6 +107,19 @@ bool PendingQueue::before(const Entry& a, const Entry& b) const {
   return order_ == QueueOrder::Deadline ? entry_before(a.p.deadline, a.seq, b.p.deadline, b.seq) : a.seq < b.seq;
 }
 
+void PendingQueue::read_running(const InstanceView& v, std::vector<Entry>& prefills) {
+  const LatencyModel& m = v.model;
+  per_iter_ = m.overhead();  // as predict_slo: per_iter and tpot add the same decodes in the same order
+  int64_t at = kRunningSeq;
+  for (const RequestState& s : v.running) {
+    if (s.in_prefill())
+      prefills.push_back(Entry{pending_of(m, s), at, s.request.id, s.computed, Kind::Running, false});
+    else if (!prefill_only_)
+      per_iter_ += m.decode_cost(s.context_len());
+    ++at;
+  }
+}
+
 PendingQueue::Entry PendingQueue::waiting_entry(const LatencyModel& m, const RequestState& s, int64_t seq) {
   return Entry{pending_of(m, s), seq, s.request.id, s.computed, Kind::Waiting, false};
 }
@@ -156,15 +169,7 @@ void PendingQueue::rebuild(const SloPredictParams& p, const InstanceView& v, con
   where_.clear();
   extra_keys_.clear();
   valid_ = 0;
-  per_iter_ = m.overhead();  // as predict_slo: per_iter and tpot add the same decodes in the same order
-  int64_t at = kRunningSeq;
-  for (const RequestState& s : v.running) {
-    if (s.in_prefill())
-      q_.push_back(Entry{pending_of(m, s), at, s.request.id, s.computed, Kind::Running, false});
-    else if (!prefill_only_)
-      per_iter_ += m.decode_cost(s.context_len());
-    ++at;
-  }
+  read_running(v, q_);
   next_seq_ = front_seq_ = 0;
   for (const RequestState& s : v.waiting) {
     const Entry e = waiting_entry(m, s, next_seq_++);
@@ -252,15 +257,7 @@ bool PendingQueue::follow(const InstanceView& v) {
   }
   // In: the running prefills (and the decodes' sum), the front, the appended.
   fresh_.clear();
-  per_iter_ = m.overhead();
-  int64_t at = kRunningSeq;
-  for (const RequestState& s : v.running) {
-    if (s.in_prefill())
-      fresh_.push_back(Entry{pending_of(m, s), at, s.request.id, s.computed, Kind::Running, false});
-    else if (!prefill_only_)
-      per_iter_ += m.decode_cost(s.context_len());
-    ++at;
-  }
+  read_running(v, fresh_);
   const size_t running = fresh_.size();
   std::vector<Slot> front;
   auto come_in = [&](size_t j, int64_t seq, std::vector<Slot>& slots) {

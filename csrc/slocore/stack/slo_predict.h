@@ -161,6 +161,8 @@ class PendingQueue {
   };
   void rebuild(const SloPredictParams& p, const InstanceView& v, const std::vector<PendingPrefill>& extra);
   bool follow(const InstanceView& v);  // false: rebuild
+  // per_iter_ from v's running decodes; v's running prefills appended to `prefills`, in order.
+  void read_running(const InstanceView& v, std::vector<Entry>& prefills);
   Entry waiting_entry(const LatencyModel& m, const RequestState& s, int64_t seq);
   bool before(const Entry& a, const Entry& b) const;  // q_'s order
   bool add(const Entry& x);                           // false: NaN deadline
