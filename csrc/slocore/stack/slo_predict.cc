@@ -199,7 +199,7 @@ void PendingQueue::rebuild(const SloPredictParams& p, const InstanceView& v, con
 
 // The view after the engine's steps since the last sync, from its waiting log: O(queue) over
 // the kept entries, reading only the running requests and the waiting ones that came in.
-bool PendingQueue::follow(const InstanceView& v) {
+bool PendingQueue::follow(const InstanceView& v, bool same_model) {
   const WaitingLog& log = v.waiting_log;
   if (stream_ == 0 || log.stream != stream_ || log.events.size() < logged_) return false;
   const LatencyModel& m = v.model;
@@ -246,10 +246,8 @@ bool PendingQueue::follow(const InstanceView& v) {
   if (!gone_.empty())
     slots_.erase(std::remove_if(slots_.begin(), slots_.end(), [](const Slot& x) { return x.left; }), slots_.end());
   // A new model: the kept costs again (the deadlines, so the order, stay).
-  const LatencyCoeffs& c = m.coeffs();
-  if (m.correction() != beta_ || c.t_c != coeffs_.t_c || c.a_p != coeffs_.a_p || c.b_p != coeffs_.b_p ||
-      c.c_p != coeffs_.c_p || c.a_d != coeffs_.a_d || c.b_d != coeffs_.b_d) {
-    coeffs_ = c;
+  if (!same_model) {
+    coeffs_ = m.coeffs();
     beta_ = m.correction();
     for (Entry& e : q_) e.p.cost = m.prefill_cost(e.p.tokens, e.computed);
     for (Slot& x : slots_) x.decode = m.decode_cost(x.context);
@@ -303,7 +301,7 @@ bool PendingQueue::sync(const SloPredictParams& p, const InstanceView& v, const 
   const bool same_setup = p.order == order_ && (v.role == Role::Prefill) == prefill_only_ && epoch_ != 0;
   const bool same_model = v.model.correction() == beta_ && c.t_c == coeffs_.t_c && c.a_p == coeffs_.a_p &&
                           c.b_p == coeffs_.b_p && c.c_p == coeffs_.c_p && c.a_d == coeffs_.a_d && c.b_d == coeffs_.b_d;
-  const bool followed = v.epoch != epoch_ && same_setup && follow(v);
+  const bool followed = v.epoch != epoch_ && same_setup && follow(v, same_model);
   if (!followed && (v.epoch != epoch_ || !same_setup || !same_model || v.waiting.size() < waiting_)) {
     rebuild(p, v, extra);
     poll_ = poll;
@@ -317,7 +315,7 @@ bool PendingQueue::sync(const SloPredictParams& p, const InstanceView& v, const 
     if (!add(e)) return (epoch_ = 0) != 0;
     slots_.push_back({e.seq, e.p.context, m.decode_cost(e.p.context), false});
     if (!where_.emplace(e.id, {e.p.deadline, e.seq})) stream_ = 0;
-    if (!prefill_only_) tpot_base_ += m.decode_cost(e.p.context);
+    if (!prefill_only_) tpot_base_ += slots_.back().decode;
   }
   if (waiting_ != v.waiting.size()) {
     waiting_ = v.waiting.size();

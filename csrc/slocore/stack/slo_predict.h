@@ -160,7 +160,7 @@ class PendingQueue {
     int64_t seq;
   };
   void rebuild(const SloPredictParams& p, const InstanceView& v, const std::vector<PendingPrefill>& extra);
-  bool follow(const InstanceView& v);  // false: rebuild
+  bool follow(const InstanceView& v, bool same_model);  // false: rebuild
   // per_iter_ from v's running decodes; v's running prefills appended to `prefills`, in order.
   void read_running(const InstanceView& v, std::vector<Entry>& prefills);
   Entry waiting_entry(const LatencyModel& m, const RequestState& s, int64_t seq);
