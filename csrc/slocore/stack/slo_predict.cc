@@ -138,9 +138,9 @@ void PendingQueue::drop_extras() {
   if (extras_ > 0) {
     size_t from = q_.size() - extras_;  // fifo: the placements are the tail
     if (order_ == QueueOrder::Deadline)
-      for (const std::pair<Time, int64_t>& key : extra_keys_) {  // the first placement in the sorted queue
-        auto at = std::lower_bound(q_.begin(), q_.end(), key, [](const Entry& e, const std::pair<Time, int64_t>& k) {
-          return entry_before(e.p.deadline, e.seq, k.first, k.second);
+      for (const Key& key : extra_keys_) {  // the first placement in the sorted queue
+        auto at = std::lower_bound(q_.begin(), q_.end(), key, [](const Entry& e, const Key& k) {
+          return entry_before(e.p.deadline, e.seq, k.deadline, k.seq);
         });
         from = std::min(from, size_t(at - q_.begin()));
       }

@@ -180,9 +180,9 @@ class PendingQueue {
   size_t first_negative_ = kNone;  // the first folded entry with a negative (or NaN) cost or tokens
   double per_iter_ = 0.0, tpot_base_ = 0.0, tpot_ = 0.0;  // tpot_: tpot_base_ + this poll's placements
   std::vector<Entry> q_;
-  std::vector<Slot> slots_;                           // the waiting requests, in queue order (seq)
-  IdSlab<Key> where_;                                 // each waiting request's key in q_
-  std::vector<std::pair<Time, int64_t>> extra_keys_;  // (deadline, seq) of this poll's placements
+  std::vector<Slot> slots_;      // the waiting requests, in queue order (seq)
+  IdSlab<Key> where_;            // each waiting request's key in q_
+  std::vector<Key> extra_keys_;  // this poll's placements
   std::vector<double> cost_;
   std::vector<Tokens> tokens_;
   std::vector<Key> gone_;     // follow(): scratch
