@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # CI's sanitized checks, in one chain: the build with -fsanitize=address,undefined, the C++
 # tests, the Python API fuzz and the simulator's tests on that build. .ci/run starts it in the
-# background at nice 19 while the main suite runs (one process: it leaves a core free), and
-# waits for it before the real-vLLM tests, whose timings it would disturb.
+# background at nice 19 before the installs and the main suite (one process: it leaves a core
+# free), and waits for it before the real-vLLM tests, whose timings it would disturb.
 #   bash scripts/ci_sanitized.sh    # alone: ~10 min on 2 cores (build 4.6 min, checks ~6)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +14,12 @@ cmake -S . -B build-asan -G Ninja -DSLOCORE_BUILD_PYTHON=ON -DSLOCORE_BUILD_TEST
   -DSLOCORE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
   -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >/dev/null
 cmake --build build-asan -j "${JOBS:-1}"
+
+# .ci/run starts this before the test dependencies are installed: the checks wait for them.
+if [ -n "${SANITIZED_AFTER:-}" ]; then
+  step "waiting for $SANITIZED_AFTER (the test dependencies installed)"
+  while [ ! -e "$SANITIZED_AFTER" ]; do sleep 2; done
+fi
 
 step "C++ tests"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure
