@@ -3,7 +3,8 @@
 # tests, the Python API fuzz and the simulator's tests on that build. .ci/run starts it in the
 # background at nice 19 before the installs and the main suite (one process: it leaves a core
 # free), and waits for it before the real-vLLM tests, whose timings it would disturb.
-#   bash scripts/ci_sanitized.sh    # alone: ~10 min on 2 cores (build 4.6 min, checks ~6)
+#   bash scripts/ci_sanitized.sh    # alone: ~13 min on 2 cores (build 4.6 min, checks ~8)
+# JOBS: the build's parallel jobs (default: every core; .ci/run gives 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -13,7 +14,7 @@ step "build (-O1 -g1: line tables, file:line in every report; -O2 -g took twice 
 cmake -S . -B build-asan -G Ninja -DSLOCORE_BUILD_PYTHON=ON -DSLOCORE_BUILD_TESTS=ON \
   -DSLOCORE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
   -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >/dev/null
-cmake --build build-asan -j "${JOBS:-1}"
+cmake --build build-asan -j "${JOBS:-$(nproc)}"
 
 # .ci/run starts this before the test dependencies are installed: the checks wait for them.
 if [ -n "${SANITIZED_AFTER:-}" ]; then
